@@ -1,0 +1,30 @@
+# The two set-up commands of the README: `make main` and `make test`.
+# Both create .venv (Python 3.11) on first use and check for Java 17.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+STAMP := $(VENV)/.installed
+
+.PHONY: main test lint bench java clean
+
+java:
+	@bash scripts/check-java.sh
+
+$(STAMP): pyproject.toml
+	@bash scripts/check-java.sh
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+main: java $(STAMP)
+	bash scripts/main.sh
+
+test: java $(STAMP)
+	$(VENV)/bin/python -m pytest
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check adapter dbt tests bench
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) .tablets integration_tests/target integration_tests/logs

@@ -1,0 +1,60 @@
+"""dbt-tablets: full SQL MERGE on plain Spark, over tablet tables (immutable Parquet tablets
+with Roaring deletion vectors and an atomic commit log).
+
+``import tablets`` is light: the Spark-facing names (``connect``, ``table``) load PySpark on
+first use, so ``tablets.storage`` stays free of pyspark and dbt.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tablets.exceptions import (
+    CardinalityViolation,
+    CommitConflict,
+    ConcurrentAppend,
+    ConcurrentDeleteDelete,
+    ConcurrentDeleteRead,
+    ExecutionError,
+    FormatError,
+    MergeSpecError,
+    MetadataChanged,
+    StatementParseError,
+    TabletsError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "connect": ("tablets.db", "connect"),
+    "Database": ("tablets.db", "Database"),
+    "StatementResult": ("tablets.db", "StatementResult"),
+    "table": ("tablets.engine.builder", "table"),
+    "MergeMetrics": ("tablets.engine.metrics", "MergeMetrics"),
+    "MergeOptions": ("tablets.engine.executor", "MergeOptions"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        module, attr = _LAZY[name]
+        return getattr(importlib.import_module(module), attr)
+    raise AttributeError(f"module 'tablets' has no attribute {name!r}")
+
+
+__all__ = [
+    "CardinalityViolation",
+    "CommitConflict",
+    "ConcurrentAppend",
+    "ConcurrentDeleteDelete",
+    "ConcurrentDeleteRead",
+    "ExecutionError",
+    "FormatError",
+    "MergeSpecError",
+    "MetadataChanged",
+    "StatementParseError",
+    "TabletsError",
+    *_LAZY,
+]

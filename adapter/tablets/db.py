@@ -1,0 +1,194 @@
+"""The SQL front door: ``tablets.connect()`` and ``Database.sql()``.
+
+Statements that write a tablet table (MERGE, INSERT ... ON CONFLICT, UPDATE, DELETE,
+CREATE TABLE ... USING tablets, DROP TABLE) go to the engine; everything else goes to Spark SQL
+unchanged. Spark itself refuses row-level statements on Python data sources, so routing happens
+before Spark parses the text.
+
+Example::
+
+    >>> import tablets
+    >>> db = tablets.connect(warehouse="/tmp/wh")
+    >>> db.sql("CREATE TABLE t (id BIGINT, v STRING) USING tablets")
+    >>> db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b')")
+    >>> db.sql("MERGE INTO t USING (SELECT 2 AS id, 'B' AS v) s ON t.id = s.id "
+    ...        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *").metrics.rows_updated
+    1
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from pyspark.sql import DataFrame, SparkSession
+from tablets.engine.executor import MergeOptions, append, execute
+from tablets.engine.explain import explain
+from tablets.engine.metrics import MergeMetrics
+from tablets.engine.plan import noop_reason, plan_merge
+from tablets.engine.spec import AppendSpec, CreateSpec, DropSpec, MergeSpec
+from tablets.exceptions import CommitConflict, MergeSpecError, TableNotFound
+from tablets.spark import catalog
+from tablets.spark.session import get_or_create_session
+from tablets.sql import parse_statement, statement_target
+from tablets.storage import TabletTable
+
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class StatementResult:
+    """The outcome of a statement that wrote a tablet table."""
+
+    operation: str
+    target: str
+    metrics: MergeMetrics
+
+    @property
+    def rows_affected(self) -> int:
+        return self.metrics.rows_affected
+
+    @property
+    def message(self) -> str:
+        return self.metrics.message()
+
+
+class Database:
+    """A Spark session that knows tablet tables. ``db.spark`` is the SparkSession."""
+
+    def __init__(self, spark: SparkSession, *, options: MergeOptions = MergeOptions(), retries: int = 2) -> None:
+        self.spark = spark
+        self.options = options
+        self.retries = retries
+
+    # --- routing --------------------------------------------------------------------------
+
+    def sql(self, text: str, *, options: Mapping[str, object] | None = None) -> DataFrame | StatementResult | str:
+        """Run one statement. Queries return a DataFrame; writes to tablet tables a
+        StatementResult; ``EXPLAIN`` of a tablet write the plan text."""
+        m = _EXPLAIN.match(text)
+        if m:
+            inner = text[m.end():]
+            if self._tablet_target(inner) is not None:
+                return self.explain(inner)
+            return self.spark.sql(text)
+        routed = self._tablet_target(text)
+        if routed is None:
+            return self.spark.sql(text)
+        opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
+        spec = parse_statement(text)
+        if isinstance(spec, CreateSpec):
+            return self._create(spec, opts)
+        if isinstance(spec, DropSpec):
+            catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
+            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True))
+        if isinstance(spec, AppendSpec):
+            return self._append(spec, opts)
+        return self.merge(spec, options=opts)
+
+    def _tablet_target(self, text: str) -> str | None:
+        """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""
+        found = statement_target(text)
+        if found is None:
+            return None
+        kind, name = found
+        if kind == "CREATE":
+            from tablets.sql import create_provider
+
+            return "" if (create_provider(text) or "").lower() == "tablets" else None
+        return catalog.lookup(self.spark, name)
+
+    # --- statements -----------------------------------------------------------------------
+
+    def table_of(self, name: str) -> TabletTable:
+        root = catalog.lookup(self.spark, name)
+        if root is None:
+            raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
+        return TabletTable(root)
+
+    def source_frame(self, spec: MergeSpec) -> DataFrame | None:
+        if spec.source is None:
+            return None
+        if spec.source.table is not None:
+            return self.spark.table(spec.source.table)
+        return self.spark.sql(spec.source.query or "")
+
+    def merge(self, spec: MergeSpec, *, source: DataFrame | None = None, options: MergeOptions | None = None) -> StatementResult:
+        """Run a MERGE/UPDATE/DELETE/INSERT ON CONFLICT spec: one commit (or none)."""
+        opts = options or self.options
+        table = self.table_of(spec.target)
+        if noop_reason(spec) is not None:  # degenerate: no scan, no job
+            return StatementResult(spec.operation, spec.target, MergeMetrics(operation=spec.operation, noop=True))
+        attempt = 0
+        while True:
+            start = time.perf_counter()
+            frame = source if source is not None else self.source_frame(spec)
+            try:
+                metrics = execute(self.spark, table, spec, frame, opts)
+            except CommitConflict:
+                attempt += 1
+                if attempt > self.retries:
+                    raise
+                continue
+            metrics.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 1)
+            return StatementResult(spec.operation, spec.target, metrics)
+
+    def explain(self, text: str) -> str:
+        spec = parse_statement(text)
+        if not isinstance(spec, MergeSpec):
+            return f"{type(spec).__name__}: {spec}"
+        table = self.table_of(spec.target)
+        schema = [(n, t) for n, t, _ in table.snapshot().metadata.schema]
+        if noop_reason(spec) is not None:
+            source_cols = None
+        else:
+            frame = self.source_frame(spec)
+            source_cols = frame.columns if frame is not None else None
+        return explain(plan_merge(spec, schema, source_cols), skip_unchanged=self.options.skip_unchanged)
+
+    def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
+        frame = self.spark.sql(spec.query)
+        if spec.columns:
+            frame = frame.toDF(*spec.columns)
+        op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
+        metrics = append(
+            self.spark, self.table_of(spec.target), frame, opts,
+            operation=op, overwrite=spec.overwrite, by_name=bool(spec.columns),
+        )
+        return StatementResult(op, spec.target, metrics)
+
+    def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
+        props = dict(spec.properties)
+        keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
+        if spec.query is None and spec.columns_ddl is None:
+            raise MergeSpecError(f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ...")
+        frame = self.spark.sql(spec.query) if spec.query is not None else None
+        schema = frame.schema if frame is not None else spec.columns_ddl
+        if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
+            return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
+        table = catalog.create_table(
+            self.spark, spec.target, schema, location=spec.location, key_columns=keys,
+            properties=props, replace=spec.replace,
+        )
+        metrics = MergeMetrics(operation="CREATE TABLE")
+        if frame is not None:
+            metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT")
+        return StatementResult("CREATE TABLE", spec.target, metrics)
+
+
+def connect(
+    warehouse: str | None = None,
+    *,
+    spark: SparkSession | None = None,
+    master: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    options: MergeOptions = MergeOptions(),
+) -> Database:
+    """A Database over ``spark`` or over an embedded local Spark session (started if needed)."""
+    if spark is None:
+        spark = get_or_create_session(warehouse, master=master, conf=conf)
+    else:
+        catalog.register_sources(spark)
+    return Database(spark, options=options)

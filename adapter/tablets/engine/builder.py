@@ -1,0 +1,122 @@
+"""The Python merge builder: mirrors SQL MERGE and builds the same MergeSpec the SQL path does.
+
+Example::
+
+    metrics = (
+        tablets.table(db, "analytics.customers")
+        .merge(updates_df, on="t.id = s.id")
+        .when_matched_delete(condition="s.deleted")
+        .when_matched_update(set={"name": "s.name"})
+        .when_not_matched_insert()                      # INSERT *
+        .when_not_matched_by_source_update(set={"active": "false"})
+        .execute()
+    )
+    metrics.rows_updated
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from tablets.engine.metrics import MergeMetrics
+from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from tablets.db import Database
+
+
+class MergeBuilder:
+    def __init__(self, db: Database, target: str, source: DataFrame, on: str, source_alias: str, target_alias: str) -> None:
+        self._db = db
+        self._source = source
+        self._spec = MergeSpec(
+            target=target,
+            target_alias=target_alias,
+            source=Source(table="<DataFrame>"),
+            source_alias=source_alias,
+            on=on,
+            clauses=(),
+        )
+
+    def _add(self, clause: Clause) -> MergeBuilder:
+        self._spec = replace(self._spec, clauses=self._spec.clauses + (clause,))
+        return self
+
+    @staticmethod
+    def _set(set: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+        return tuple((k, str(v)) for k, v in set.items())
+
+    def when_matched_update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> MergeBuilder:
+        """UPDATE SET col = expr, ...; ``set=None`` is UPDATE SET * (every column from the source)."""
+        return self._add(Clause(Category.MATCHED, ActionKind.UPDATE, condition, self._set(set or {}), star=set is None))
+
+    def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.MATCHED, ActionKind.DELETE, condition))
+
+    def when_matched_do_nothing(self, condition: str | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.MATCHED, ActionKind.DO_NOTHING, condition))
+
+    def when_not_matched_insert(
+        self, condition: str | None = None, values: Mapping[str, str] | Sequence[str] | None = None
+    ) -> MergeBuilder:
+        """INSERT (cols) VALUES (exprs) from a mapping, VALUES (exprs) from a list, or INSERT *."""
+        if values is None:
+            return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, star=True))
+        if isinstance(values, Mapping):
+            return self._add(
+                Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition,
+                       insert_columns=tuple(values), insert_values=tuple(str(v) for v in values.values()))
+            )
+        return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, insert_values=tuple(values)))
+
+    def when_not_matched_do_nothing(self, condition: str | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.NOT_MATCHED, ActionKind.DO_NOTHING, condition))
+
+    def when_not_matched_by_source_update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, condition, self._set(set or {})))
+
+    def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, condition))
+
+    def when_not_matched_by_source_do_nothing(self, condition: str | None = None) -> MergeBuilder:
+        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DO_NOTHING, condition))
+
+    @property
+    def spec(self) -> MergeSpec:
+        return self._spec
+
+    def explain(self) -> str:
+        from tablets.engine.explain import explain
+        from tablets.engine.plan import plan_merge
+
+        table = self._db.table_of(self._spec.target)
+        schema = [(n, t) for n, t, _ in table.snapshot().metadata.schema]
+        return explain(plan_merge(self._spec, schema, self._source.columns))
+
+    def execute(self) -> MergeMetrics:
+        return self._db.merge(self._spec, source=self._source).metrics
+
+
+class TableRef:
+    """``tablets.table(db, name)``: a tablet table by catalog name."""
+
+    def __init__(self, db: Database, name: str) -> None:
+        self.db = db
+        self.name = name
+
+    def merge(self, source: DataFrame, on: str, *, source_alias: str = "s", target_alias: str = "t") -> MergeBuilder:
+        return MergeBuilder(self.db, self.name, source, on, source_alias, target_alias)
+
+    def to_df(self) -> DataFrame:
+        return self.db.spark.table(self.name)
+
+    def history(self):  # noqa: ANN201
+        return self.db.table_of(self.name).history()
+
+
+def table(db: Database, name: str) -> TableRef:
+    return TableRef(db, name)

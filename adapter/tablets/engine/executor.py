@@ -1,0 +1,385 @@
+"""Runs a Plan on Spark and commits it once.
+
+Jobs, in order (each only when the plan needs it):
+1. the source, persisted (read exactly once, even if non-deterministic), counted, and the
+   min/max of its join keys taken for tablet pruning, in one pass;
+2. the delete stream: row ids of deletes and of old images of updates, hashed by tablet id so
+   each tablet's new deletion vector is written by exactly one task (homecoming);
+3. the insert stream: inserts and new images of updates, written as new tablets.
+Jobs 2 and 3 read one persisted base join. Then the driver commits all fragments as one version.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from pyspark import StorageLevel
+from pyspark.errors import AnalysisException, PySparkException
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from tablets.engine.metrics import MergeMetrics
+from tablets.engine.plan import (
+    CLAUSE,
+    IMAGE_PREFIX,
+    K_DELETE,
+    K_INSERT,
+    K_UNCHANGED,
+    K_UPDATE,
+    KIND,
+    ROW,
+    S_MARK,
+    T_MARK,
+    TID,
+    Plan,
+    plan_merge,
+)
+from tablets.engine.spec import ActionKind, Category, MergeSpec
+from tablets.engine.tasks import DELETE_RESULT, INSERT_RESULT, delete_task, insert_task
+from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError, TabletsError
+from tablets.spark.frames import snapshot_frame
+from tablets.storage import Snapshot, TabletFragment, TabletTable, fragment_from_json
+from tablets.storage.actions import RemoveTablet
+from tablets.storage.table import ROW_NUMBER, ROW_TABLET
+from tablets.storage.transaction import begin
+
+
+@dataclass(frozen=True)
+class MergeOptions:
+    skip_unchanged: bool = True  # an UPDATE whose new image equals the old row writes nothing
+    target_tablet_rows: int | None = None  # rows per new tablet (default: the table's property)
+    cluster_by: tuple[str, ...] = ()  # sort new tablets by these columns so later merges prune
+    prune: bool = True  # skip tablets whose key min/max cannot match the source
+    parameters: tuple[tuple[str, str], ...] = field(default=())  # recorded in the commit
+
+
+@dataclass
+class _Run:
+    spark: SparkSession
+    table: TabletTable
+    snapshot: Snapshot
+    plan: Plan
+    options: MergeOptions
+    metrics: MergeMetrics
+
+    def phase(self, name: str, start: float) -> float:
+        now = time.perf_counter()
+        self.metrics.timings_ms[name] = round((now - start) * 1000, 1)
+        return now
+
+
+def execute(
+    spark: SparkSession,
+    table: TabletTable,
+    spec: MergeSpec,
+    source: DataFrame | None,
+    options: MergeOptions = MergeOptions(),
+    snapshot: Snapshot | None = None,
+) -> MergeMetrics:
+    """Plan and run ``spec`` against ``table``; one commit, or none if nothing changes."""
+    snapshot = snapshot or table.snapshot()
+    schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
+    plan = plan_merge(spec, schema, source.columns if source is not None else None)
+    metrics = MergeMetrics(operation=spec.operation)
+    if plan.noop:
+        metrics.noop = True
+        return metrics
+    run = _Run(spark, table, snapshot, plan, options, metrics)
+    try:
+        return _execute(run, source)
+    except TabletsError:
+        raise
+    except AnalysisException as e:
+        raise MergeSpecError(
+            f"{spec.operation} INTO {spec.target}: Spark cannot resolve the statement: {_first_line(e)}",
+            help="Check the column names and aliases in the ON condition, the clause conditions and the assignments.",
+        ) from e
+    except PySparkException as e:
+        raise ExecutionError(f"{spec.operation} INTO {spec.target} failed while running: {_first_line(e)}") from e
+    except Exception as e:  # py4j errors from the JVM side
+        if type(e).__module__.startswith("py4j"):
+            raise ExecutionError(f"{spec.operation} INTO {spec.target} failed while running: {_first_line(e)}") from e
+        raise
+
+
+def _first_line(e: Exception) -> str:
+    text = str(e).strip()
+    return text.splitlines()[0][:500] if text else type(e).__name__
+
+
+def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
+    plan, m, t0 = run.plan, run.metrics, time.perf_counter()
+    cats = {b.clause.category for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING}
+    tablets = list(run.snapshot.tablets)
+    persisted: list[DataFrame] = []
+    try:
+        if source is not None:
+            source = source.persist(StorageLevel.MEMORY_AND_DISK)
+            persisted.append(source)
+            ranges = _source_pass(run, source)
+            t0 = run.phase("source", t0)
+            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
+                return m  # empty source: nothing can match or be inserted
+            if ranges is not None:
+                tablets = _prune(run, tablets, ranges)
+        m.tablets_scanned = len(tablets)
+        base = _base(run, source, tablets)
+        if plan.has_deletes and plan.has_inserts:
+            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # the seed's loopback: one join, two readers
+            persisted.append(base)
+        handle = begin(
+            run.snapshot,
+            run.table.root,
+            plan.spec.operation,
+            delete_from=tablets,
+            read_tablets=tablets,
+            reads_appends=True,
+            target_tablet_rows=run.options.target_tablet_rows,
+            sort_by=run.options.cluster_by,
+        )
+        fragments = []
+        if plan.has_deletes:
+            fragments += _delete_stream(run, base, handle, len(tablets))
+            t0 = run.phase("delete_stream", t0)
+        if plan.has_inserts:
+            fragments += _insert_stream(run, base, handle)
+            t0 = run.phase("insert_stream", t0)
+        for f in fragments:
+            if isinstance(f, TabletFragment):
+                m.tablets_added += 1
+                m.bytes_written += f.add.bytes
+            elif f.deleted:
+                m.dvs_written += 1
+                m.bytes_written += f.dv.size
+        m.version = run.table.finish(
+            handle,
+            fragments,
+            parameters={"statement": plan.spec.operation, **dict(run.options.parameters)},
+            metrics=m.to_commit(),
+        )
+        run.phase("commit", t0)
+        return m
+    finally:
+        for df in persisted:
+            df.unpersist()
+
+
+def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
+    """Count the source (filling the persisted copy) and take min/max of its join keys."""
+    alias = run.plan.spec.source_alias
+    aggs: list[Column] = [F.count(F.lit(1)).alias("n")]
+    keys = run.plan.prune_keys if run.options.prune else ()
+    for i, (_, expr) in enumerate(keys):
+        aggs += [F.min(F.expr(expr)).alias(f"lo{i}"), F.max(F.expr(expr)).alias(f"hi{i}")]
+    row = source.alias(alias).agg(*aggs).collect()[0]
+    run.metrics.source_rows = int(row["n"])
+    if not keys:
+        return None
+    return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(keys)]
+
+
+def _comparable(stat: object, value: object) -> tuple[object, object] | None:
+    if stat is None or value is None:
+        return None
+    if hasattr(value, "isoformat") and isinstance(stat, str):
+        value = value.isoformat()
+    if isinstance(stat, bool) or isinstance(value, bool):
+        return None
+    if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
+        return stat, value
+    if type(stat) is type(value):
+        return stat, value
+    return None
+
+
+def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:
+    """Keep tablets whose key range can overlap the source's (no BY SOURCE clause here)."""
+    keep = []
+    for tid in tablets:
+        add = run.snapshot.tablets[tid].add
+        overlaps = True
+        for col, lo, hi in ranges:
+            if lo is None:  # every source key is NULL: `=` matches nothing
+                overlaps = False
+                break
+            st = add.column_stats(col)
+            if st is None:
+                continue
+            if st.min is None and st.max is None and st.null_count == add.rows:
+                overlaps = False
+                break
+            a, b = _comparable(st.max, lo) or (None, None), _comparable(st.min, hi) or (None, None)
+            if (a[0] is not None and a[0] < a[1]) or (b[0] is not None and b[0] > b[1]):
+                overlaps = False
+                break
+        if overlaps:
+            keep.append(tid)
+    run.metrics.tablets_pruned = len(tablets) - len(keep)
+    return keep
+
+
+def _target(run: _Run, tablets: Sequence[str]) -> DataFrame:
+    plan = run.plan
+    df = snapshot_frame(
+        run.spark,
+        run.table,
+        run.snapshot,
+        list(plan.target_columns),
+        tablet_ids=list(tablets),
+        row_ids=plan.needs_row_ids,
+    )
+    if plan.needs_row_ids:
+        df = df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
+    return df.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
+
+
+def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
+    """The classified row pairs that some clause acts on: row ids, new images and kind."""
+    plan = run.plan
+    target = _target(run, tablets)
+    if source is None:
+        joined = target
+    else:
+        src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+        joined = src.join(target, F.expr(plan.on or "TRUE"), plan.join)
+    acting = [b.index for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING]
+    classified = joined.withColumn(CLAUSE, F.expr(plan.case_sql)).filter(F.col(CLAUSE).isin(acting))
+    images = [b for b in plan.branches if b.image]
+    cols: list[Column] = []
+    if plan.needs_row_ids:
+        cols += [F.col(TID), F.col(ROW)]
+    types = dict(plan.column_types)
+    names = [n for n, _ in plan.column_types]
+    if images:
+        for i, name in enumerate(names):
+            whens = " ".join(f"WHEN {b.index} THEN {dict(b.image)[name]}" for b in images)
+            cols.append(F.expr(f"CAST(CASE {CLAUSE} {whens} END AS {types[name]})").alias(f"{IMAGE_PREFIX}{i}"))
+    kinds = []
+    for b in plan.branches:
+        a = b.clause.action
+        if a is ActionKind.DELETE:
+            kinds.append(f"WHEN {b.index} THEN '{K_DELETE}'")
+        elif a is ActionKind.INSERT:
+            kinds.append(f"WHEN {b.index} THEN '{K_INSERT}'")
+        elif a is ActionKind.UPDATE:
+            if run.options.skip_unchanged:
+                same = " AND ".join(
+                    f"({IMAGE_PREFIX}{i} <=> {plan.spec.target_alias}.`{n}`)" for i, n in enumerate(names)
+                )
+                kinds.append(f"WHEN {b.index} THEN CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END")
+            else:
+                kinds.append(f"WHEN {b.index} THEN '{K_UPDATE}'")
+    projected = classified.select(*cols, F.col(CLAUSE), *[F.col(f"{plan.spec.target_alias}.`{n}`") for n in names if images and run.options.skip_unchanged and plan.actions(ActionKind.UPDATE)])
+    # the kind needs both the new image and the old row: a second projection over the first
+    kind_expr = F.expr(f"CASE {CLAUSE} {' '.join(kinds)} END").alias(KIND)
+    keep = [c for c in projected.columns if c in (TID, ROW) or c.startswith(IMAGE_PREFIX)]
+    return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
+
+
+def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int) -> list:
+    parts = max(1, min(n_tablets, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4)))
+    rows = (
+        base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED))
+        .select(TID, ROW, KIND)
+        .repartition(parts, TID)  # homecoming: every row id of a tablet reaches one task
+        .mapInArrow(delete_task(handle), DELETE_RESULT)
+        .collect()
+    )
+    m = run.metrics
+    dups = sum(r["duplicates"] for r in rows)
+    if dups:
+        raise CardinalityViolation(
+            f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than once "
+            f"(more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
+        )
+    m.rows_deleted = sum(r["n_delete"] for r in rows)
+    m.rows_updated = sum(r["n_update"] for r in rows)
+    m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
+    return [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+
+
+def _insert_stream(run: _Run, base: DataFrame, handle) -> list:
+    names = [n for n, _ in run.plan.column_types]
+    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE)).select(
+        *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)], KIND
+    )
+    bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
+    rows_per = handle.target_tablet_rows
+    if run.options.cluster_by:
+        stream = stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *run.options.cluster_by)
+    elif base.rdd.getNumPartitions() > 1 and bound < rows_per:
+        stream = stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
+    rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
+    run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
+    if not run.plan.has_deletes:
+        run.metrics.rows_updated = sum(r["n_update"] for r in rows)
+    return [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+
+
+def append(
+    spark: SparkSession,
+    table: TabletTable,
+    frame: DataFrame,
+    options: MergeOptions = MergeOptions(),
+    *,
+    operation: str = "APPEND",
+    overwrite: bool = False,
+    by_name: bool = True,
+) -> MergeMetrics:
+    """Write ``frame`` as new tablets in one commit: a blind append (rebases over concurrent
+    commits), or an overwrite that also removes every tablet of the version it read.
+
+    ``by_name``: match columns by name (missing ones are NULL); else by position, as SQL
+    ``INSERT INTO t SELECT ...`` does."""
+    t0 = time.perf_counter()
+    snap = table.snapshot()
+    names = [n for n, _, _ in snap.metadata.schema]
+    types = {n: t for n, t, _ in snap.metadata.schema}
+    if not by_name:
+        if len(frame.columns) > len(names):
+            raise MergeSpecError(
+                f"{operation} {table.root}: the query gives {len(frame.columns)} columns, the table has {len(names)}",
+                help="Select one column per table column, or name the columns to insert.",
+            )
+        frame = frame.toDF(*names[: len(frame.columns)])
+    have = {c.lower(): c for c in frame.columns}
+    extra = [c for c in frame.columns if c.lower() not in {n.lower() for n in names}]
+    if extra:
+        raise MergeSpecError(
+            f"{operation} {table.root}: columns {extra} are not columns of the table ({', '.join(names)})",
+            help="Drop them from the query, or add them to the table first (on_schema_change / ALTER TABLE ADD COLUMNS).",
+        )
+    cols = [
+        (F.col(f"`{have[n.lower()]}`") if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
+    ]
+    stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
+    handle = begin(
+        snap,
+        table.root,
+        operation,
+        delete_from=(),
+        read_tablets=snap.tablets.keys() if overwrite else (),
+        reads_appends=overwrite,
+        target_tablet_rows=options.target_tablet_rows,
+        sort_by=options.cluster_by,
+    )
+    m = MergeMetrics(operation=operation)
+    try:
+        rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
+    except AnalysisException as e:
+        raise MergeSpecError(f"{operation} {table.root}: {_first_line(e)}", help="Check the query and its column types.") from e
+    except PySparkException as e:
+        raise ExecutionError(f"{operation} {table.root} failed while running: {_first_line(e)}") from e
+    frags = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    m.rows_inserted = sum(r["n_insert"] for r in rows)
+    m.tablets_added = len(frags)
+    m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))
+    removes = [RemoveTablet(t) for t in snap.tablets] if overwrite else []
+    if overwrite:
+        m.rows_deleted = snap.live_rows
+    m.timings_ms["write"] = round((time.perf_counter() - t0) * 1000, 1)
+    m.version = table.finish(handle, frags, extra_actions=removes, metrics=m.to_commit())
+    return m

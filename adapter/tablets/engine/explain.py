@@ -1,0 +1,65 @@
+"""EXPLAIN text for a plan, in the spirit of the seed's plans (bottom-up operators)."""
+
+from __future__ import annotations
+
+from tablets.engine.plan import CLAUSE, JOIN_NAMES, S_MARK, T_MARK, Plan
+from tablets.engine.spec import ActionKind
+
+
+def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
+    spec = plan.spec
+    head = f"{spec.operation} INTO {spec.target} AS {spec.target_alias}"
+    if spec.source is not None:
+        head += f" USING {spec.source.sql()} AS {spec.source_alias} ON {plan.on}"
+    lines = [head]
+    for clause, why in plan.dropped:
+        lines.append(f"  dropped: {clause.describe()} -- {why}")
+    if plan.noop:
+        lines.append(f"degenerate: no-op ({plan.noop_reason}): no scan, no join, no Spark job, no commit")
+        return "\n".join(lines)
+
+    target_cols = ", ".join(plan.target_columns) or "(none)"
+    rowid = " + row ids (tablet id, row number)" if plan.needs_row_ids else ""
+    scan_t = f"[Scan] target {spec.target} AS {spec.target_alias}: {target_cols}{rowid}, deletion vectors applied, {T_MARK}: TRUE"
+    if plan.prune_keys:
+        keys = ", ".join(f"{spec.target_alias}.{c} vs min/max({e})" for c, e in plan.prune_keys)
+        scan_t += f"\n      tablet pruning: skip tablets whose key range cannot match ({keys})"
+    if spec.source is not None:
+        join = (
+            f"[Join] {JOIN_NAMES[plan.join or 'inner']} ON {plan.on}\n"
+            f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}, {S_MARK}: TRUE (read once, persisted)\n"
+            f"   \\_ {scan_t}"
+        )
+    else:
+        join = scan_t
+    whens = []
+    for b in plan.branches:
+        guard = plan.guard(b)
+        whens.append(f"        WHEN {guard} THEN {b.index}  -- {b.clause.describe()}")
+    cases = "\n".join(whens)
+    lines.append(f"[Classify] {CLAUSE} := CASE\n{cases}\n        ELSE NULL END")
+    base_note = "computed once, persisted, read by both streams" if plan.has_deletes and plan.has_inserts else "read by one stream"
+    lines.append(f"[Base] {base_note}")
+    lines.append("   \\_ " + join.replace("\n", "\n      "))
+
+    def branch_list(kinds: tuple[ActionKind, ...], what: str) -> str:
+        items = []
+        for b in plan.actions(*kinds):
+            role = {ActionKind.UPDATE: f"UPDATE {what} image", ActionKind.DELETE: "DELETE", ActionKind.INSERT: "INSERT"}[b.clause.action]
+            items.append(f"{CLAUSE} = {b.index} ({role})")
+        return " UNION ALL ".join(items)
+
+    if plan.has_deletes:
+        skip = " (UPDATEs whose new image equals the old row are skipped: rows_unchanged)" if skip_unchanged and plan.actions(ActionKind.UPDATE) else ""
+        lines.append(
+            "[Delete stream] row ids <- " + branch_list((ActionKind.DELETE, ActionKind.UPDATE), "old") + skip +
+            "\n   \\_ [Shuffle] homecoming: hash by tablet id, one task writes each tablet's new deletion vector (old DV OR new deletes)"
+            "\n   \\_ [Check] a row id seen twice: target row modified more than once -> error, nothing committed"
+        )
+    if plan.has_inserts:
+        lines.append("[Insert stream] new tablets <- " + branch_list((ActionKind.INSERT, ActionKind.UPDATE), "new"))
+    nothing = [b for b in plan.branches if b.clause.action is ActionKind.DO_NOTHING]
+    if nothing:
+        lines.append("[Do nothing] " + ", ".join(f"{CLAUSE} = {b.index}" for b in nothing) + " (classified, never written)")
+    lines.append("[Commit] fragments -> one new version (add_tablet + set_dv + commit_info)")
+    return "\n".join(lines)

@@ -1,0 +1,338 @@
+"""The planner: a MergeSpec and the two schemas -> a Plan value (no Spark needed).
+
+The plan is the seed's shape: the strictest join with a mark column on each side, one CASE that
+classifies each row pair into the index of its clause, and per action the columns it needs.
+Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds constants.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
+
+from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
+from tablets.exceptions import MergeSpecError
+
+S_MARK = "__tablets_s"
+T_MARK = "__tablets_t"
+CLAUSE = "__tablets_clause"
+KIND = "__tablets_kind"
+TID = "__tablets_tid"
+ROW = "__tablets_row"
+IMAGE_PREFIX = "__tablets_n_"
+
+# kinds of rows in the streams
+K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
+
+JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "full": "FULL OUTER"}
+
+
+@dataclass(frozen=True)
+class Branch:
+    index: int  # the clause's position in the statement = its CASE value
+    clause: Clause
+    condition: str | None  # qualified Spark SQL
+    image: tuple[tuple[str, str], ...] = ()  # UPDATE/INSERT: (target column, Spark SQL) for every column
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: MergeSpec
+    noop_reason: str | None
+    join: str | None  # inner | left | right | full; None: no source (UPDATE/DELETE)
+    on: str | None  # qualified
+    branches: tuple[Branch, ...]  # clauses that can fire, in statement order
+    dropped: tuple[tuple[Clause, str], ...]  # clauses removed before planning, and why
+    target_columns: tuple[str, ...]  # target columns to read
+    prune_keys: tuple[tuple[str, str], ...]  # (target column, source expression) equi-join pairs
+    column_types: tuple[tuple[str, str], ...]  # target schema (name, Spark type)
+
+    @property
+    def noop(self) -> bool:
+        return self.noop_reason is not None
+
+    def actions(self, *kinds: ActionKind) -> tuple[Branch, ...]:
+        return tuple(b for b in self.branches if b.clause.action in kinds)
+
+    @property
+    def has_deletes(self) -> bool:
+        return bool(self.actions(ActionKind.DELETE, ActionKind.UPDATE))
+
+    @property
+    def has_inserts(self) -> bool:
+        return bool(self.actions(ActionKind.INSERT, ActionKind.UPDATE))
+
+    @property
+    def needs_row_ids(self) -> bool:
+        return self.has_deletes
+
+    @property
+    def case_sql(self) -> str:
+        """The classification: the index of the first clause whose category and condition hold.
+
+        DO NOTHING clauses are in it too: they take rows out of the later clauses."""
+        whens = [f"WHEN {self.guard(b)} THEN {b.index}" for b in self.branches]
+        return "CASE " + " ".join(whens) + " END" if whens else "CAST(NULL AS INT)"
+
+    def guard(self, b: Branch) -> str:
+        return _guard(self, b)
+
+
+def _guard(plan: Plan, b: Branch) -> str:
+    parts = []
+    if plan.join is not None:
+        parts.append(
+            {
+                Category.MATCHED: f"{S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL",
+                Category.NOT_MATCHED: f"{T_MARK} IS NULL",
+                Category.NOT_MATCHED_BY_SOURCE: f"{S_MARK} IS NULL",
+            }[b.clause.category]
+        )
+    if b.condition:
+        parts.append(f"({b.condition})")
+    return " AND ".join(parts) if parts else "TRUE"
+
+
+def _err(spec: MergeSpec, part: str, message: str, help: str | None = None) -> MergeSpecError:
+    return MergeSpecError(f"{spec.operation} INTO {spec.target}: {part}: {message}", help)
+
+
+class _Scope:
+    """Column visibility for one expression: which aliases an unqualified name may mean."""
+
+    def __init__(self, spec: MergeSpec, target_cols: Sequence[str], source_cols: Sequence[str] | None) -> None:
+        self.spec = spec
+        self.t = spec.target_alias
+        self.s = spec.source_alias
+        self.tcols = {c.lower(): c for c in target_cols}
+        self.scols = {c.lower(): c for c in (source_cols or ())}
+
+    def qualify(self, text: str, category: Category | None, part: str) -> exp.Expression:
+        try:
+            tree = sqlglot.parse_one(text, read="spark")
+        except sqlglot.errors.ParseError as e:
+            raise _err(self.spec, part, f"cannot parse expression {text!r} ({e})") from e
+        for col in list(tree.find_all(exp.Column)):
+            if col.table:
+                continue
+            name = col.name.lower()
+            in_t, in_s = name in self.tcols, name in self.scols
+            if category is Category.NOT_MATCHED:
+                in_t = False  # no target row exists
+            elif category is Category.NOT_MATCHED_BY_SOURCE:
+                in_s = False  # no source row exists
+            if in_t and in_s:
+                raise _err(
+                    self.spec,
+                    part,
+                    f"column reference {col.name!r} is ambiguous (a column of both the target and the source)",
+                    help=f"Qualify it as {self.t}.{col.name} or {self.s}.{col.name}.",
+                )
+            if in_t:
+                col.set("table", exp.to_identifier(self.t))
+            elif in_s:
+                col.set("table", exp.to_identifier(self.s))
+        self.check_sides(tree, category, part)
+        return tree
+
+    def check_sides(self, tree: exp.Expression, category: Category | None, part: str) -> None:
+        """NOT MATCHED sees only the source row; NOT MATCHED BY SOURCE only the target row."""
+        banned = {Category.NOT_MATCHED: (self.t, "target"), Category.NOT_MATCHED_BY_SOURCE: (self.s, "source")}.get(category)  # type: ignore[arg-type]
+        if banned is None:
+            return
+        for col in tree.find_all(exp.Column):
+            if col.table.lower() == banned[0].lower():
+                raise _err(
+                    self.spec, part,
+                    f"refers to {col.sql(dialect='spark')}, but a WHEN {category.value} row has no {banned[1]} row",  # type: ignore[union-attr]
+                    help=f"Use only {'source' if banned[1] == 'target' else 'target'} columns in this clause.",
+                )
+
+    def target_refs(self, tree: exp.Expression) -> set[str]:
+        out = set()
+        for col in tree.find_all(exp.Column):
+            if col.table.lower() == self.t.lower() and col.name.lower() in self.tcols:
+                out.add(self.tcols[col.name.lower()])
+        return out
+
+
+def _constant(tree: exp.Expression) -> bool | None:
+    """True/False when the condition folds to a constant (NULL counts as false), else None."""
+    folded = simplify(tree.copy())
+    if isinstance(folded, exp.Boolean):
+        return bool(folded.this)
+    if isinstance(folded, exp.Null):
+        return False
+    return None
+
+
+def noop_reason(spec: MergeSpec) -> str | None:
+    """Why the statement is a degenerate no-op, judged from the spec alone (no schema, no Spark)."""
+    if not spec.clauses:
+        return "no WHEN clauses"
+    for c in spec.clauses:
+        if c.action is ActionKind.DO_NOTHING:
+            continue
+        if c.condition is None:
+            return None
+        try:
+            if _constant(sqlglot.parse_one(c.condition, read="spark")) is not False:
+                return None
+        except sqlglot.errors.ParseError:
+            return None  # the planner reports it
+    if all(c.action is ActionKind.DO_NOTHING for c in spec.clauses):
+        return "every clause is DO NOTHING"
+    return "every clause is DO NOTHING or has an always-false condition"
+
+
+def plan_merge(
+    spec: MergeSpec,
+    target_schema: Sequence[tuple[str, str]],
+    source_columns: Sequence[str] | None,
+) -> Plan:
+    """Plan ``spec`` against the target's (name, type) columns and the source's column names."""
+    tcols = [n for n, _ in target_schema]
+    types = dict(target_schema)
+    lower_t = {c.lower(): c for c in tcols}
+    if spec.source is not None and spec.source_alias.lower() == spec.target_alias.lower():
+        raise _err(spec, "aliases", f"source and target both use the alias {spec.target_alias!r}", help="Give the source a different alias (USING ... AS s).")
+    scope = _Scope(spec, tcols, source_columns)
+    needed: set[str] = set()
+    branches: list[Branch] = []
+    dropped: list[tuple[Clause, str]] = []
+    seen_unconditional: set[Category] = set()
+    on_sql = None
+    if spec.on is not None:
+        on_tree = scope.qualify(spec.on, Category.MATCHED, "ON condition")
+        needed |= scope.target_refs(on_tree)
+        on_sql = on_tree.sql(dialect="spark")
+
+    for i, clause in enumerate(spec.clauses):
+        part = f"clause #{i + 1} ({clause.describe()})"
+        if clause.category in seen_unconditional:
+            raise _err(
+                spec, part, f"unreachable: it follows an unconditional WHEN {clause.category.value} clause",
+                help="Add an AND condition to the earlier clause, or move this clause before it.",
+            )
+        cond_sql = None
+        if clause.condition:
+            tree = scope.qualify(clause.condition, clause.category, part)
+            const = _constant(tree)
+            if const is False:
+                dropped.append((clause, "condition is always false"))
+                continue
+            if const is None:
+                needed |= scope.target_refs(tree)
+                cond_sql = tree.sql(dialect="spark")
+        if cond_sql is None:
+            seen_unconditional.add(clause.category)
+        image: tuple[tuple[str, str], ...] = ()
+        if clause.action is ActionKind.UPDATE:
+            image = _update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
+        elif clause.action is ActionKind.INSERT:
+            image = _insert_image(spec, scope, clause, tcols, lower_t, types, part)
+        branches.append(Branch(i, clause, cond_sql, image))
+
+    acting = [b for b in branches if b.clause.action is not ActionKind.DO_NOTHING]
+    reason = noop_reason(spec) or (None if acting else "every clause is DO NOTHING or can never fire")
+    # DO NOTHING clauses after the last acting clause of their category cannot change anything
+    cats = {b.clause.category for b in acting}
+    branches = [b for b in branches if b.clause.category in cats]
+    join = _join_type(cats) if spec.source is not None else None
+    prune = _prune_keys(on_sql, spec, lower_t) if Category.NOT_MATCHED_BY_SOURCE not in cats else ()
+    if any(b.clause.action is ActionKind.UPDATE for b in acting):
+        needed |= set(tcols)  # the new image copies unassigned columns; skip-unchanged compares all
+    ordered = tuple(c for c in tcols if c in needed)
+    return Plan(
+        spec=spec,
+        noop_reason=reason,
+        join=join,
+        on=on_sql,
+        branches=tuple(branches),
+        dropped=tuple(dropped),
+        target_columns=ordered,
+        prune_keys=prune,
+        column_types=tuple(target_schema),
+    )
+
+
+def _join_type(cats: set[Category]) -> str:
+    by_target = Category.NOT_MATCHED in cats
+    by_source = Category.NOT_MATCHED_BY_SOURCE in cats
+    if by_target and by_source:
+        return "full"
+    if by_target:
+        return "left"
+    if by_source:
+        return "right"
+    return "inner"
+
+
+def _cast(expr: str, type_name: str) -> str:
+    return f"CAST({expr} AS {type_name})"
+
+
+def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> tuple[tuple[str, str], ...]:
+    t = spec.target_alias
+    assigned: dict[str, str] = {}
+    if clause.star:
+        for c in tcols:
+            if c.lower() in scope.scols:
+                assigned[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+    for col, value in clause.assignments:
+        name = lower_t.get(col.split(".")[-1].strip("`").lower())
+        if name is None:
+            raise _err(spec, part, f"SET assigns {col!r}, which is not a column of the target ({', '.join(tcols)})", help="Assign only target columns.")
+        tree = scope.qualify(value, clause.category, part)
+        needed |= scope.target_refs(tree)
+        assigned[name] = tree.sql(dialect="spark")
+    return tuple((c, _cast(assigned.get(c, f"{t}.`{c}`"), types[c])) for c in tcols)
+
+
+def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> tuple[tuple[str, str], ...]:
+    values: dict[str, str] = {}
+    if clause.star:
+        for c in tcols:
+            if c.lower() in scope.scols:
+                values[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+    else:
+        cols = list(clause.insert_columns) or tcols[: len(clause.insert_values)]
+        if len(clause.insert_values) > len(tcols):
+            raise _err(spec, part, f"INSERT has {len(clause.insert_values)} values but the target has {len(tcols)} columns", help="Give one value per target column.")
+        if len(cols) != len(clause.insert_values):
+            raise _err(spec, part, f"INSERT names {len(cols)} columns but gives {len(clause.insert_values)} values", help="Give one value per named column.")
+        for col, value in zip(cols, clause.insert_values, strict=True):
+            name = lower_t.get(col.strip("`").lower())
+            if name is None:
+                raise _err(spec, part, f"INSERT names {col!r}, which is not a column of the target ({', '.join(tcols)})", help="Insert only target columns.")
+            if name in values:
+                raise _err(spec, part, f"INSERT names column {col!r} twice", help="Name each column once.")
+            values[name] = scope.qualify(value, clause.category, part).sql(dialect="spark")
+    return tuple((c, _cast(values.get(c, "NULL"), types[c])) for c in tcols)
+
+
+def _prune_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Equi-join conjuncts ``t.col = <source expr>`` usable to skip tablets by min/max."""
+    if on_sql is None:
+        return ()
+    tree = sqlglot.parse_one(on_sql, read="spark")
+    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
+    out = []
+    for c in conjuncts:
+        if not isinstance(c, exp.EQ):  # <=> matches NULLs, which min/max do not describe
+            continue
+        for a, b in ((c.left, c.right), (c.right, c.left)):
+            if (
+                isinstance(a, exp.Column)
+                and a.table.lower() == spec.target_alias.lower()
+                and a.name.lower() in lower_t
+                and not any(col.table.lower() == spec.target_alias.lower() for col in b.find_all(exp.Column))
+                and any(True for _ in b.find_all(exp.Column))
+            ):
+                out.append((lower_t[a.name.lower()], b.sql(dialect="spark")))
+                break
+    return tuple(out)

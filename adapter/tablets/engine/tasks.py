@@ -1,0 +1,77 @@
+"""The per-task sinks of a statement, run inside Spark's Python workers (mapInArrow).
+
+Each returns one Arrow batch of fragments (JSON) plus row counts per kind; the driver gathers
+them and commits once (Trino's sink -> fragments -> finish).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablets.engine.plan import K_DELETE, K_INSERT, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
+from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
+
+DELETE_RESULT = "fragment string, n_delete long, n_update long, n_unchanged long, duplicates long"
+INSERT_RESULT = "fragment string, n_insert long, n_update long"
+
+
+def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
+    return int(pc.sum(pc.equal(kinds, kind)).as_py() or 0)
+
+
+def delete_task(handle: WriteHandle):
+    """Receives every row id of the tablets hashed to this task (the homecoming shuffle) and
+    writes one new deletion vector per tablet. A row id seen twice means a target row that
+    more than one source row would modify: reported, nothing written."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = pa.Table.from_batches(list(batches))
+        if table.num_rows == 0:
+            return
+        kinds = table.column(KIND)
+        dup = table.group_by([TID, ROW]).aggregate([([], "count_all")])
+        duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
+        frags: list[str] = []
+        if not duplicates:
+            real = table.filter(pc.not_equal(kinds, K_UNCHANGED))
+            sink = RowLevelSink(handle)
+            sink.delete(
+                real.column(TID).to_numpy(zero_copy_only=False),
+                real.column(ROW).to_numpy(zero_copy_only=False),
+            )
+            frags = [fragment_to_json(f) for f in sink.finish()]
+        counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
+        yield _result_batch(frags, [*counts, duplicates], ["n_delete", "n_update", "n_unchanged", "duplicates"])
+
+    return run
+
+
+def insert_task(handle: WriteHandle, columns: list[str]):
+    """Writes the insert stream (inserted rows and new images of updated rows) as new tablets."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sink = RowLevelSink(handle)
+        n_insert = n_update = 0
+        for b in batches:
+            if b.num_rows == 0:
+                continue
+            kinds = pa.chunked_array([b.column(KIND)])
+            n_insert += _kind_count(kinds, K_INSERT)
+            n_update += _kind_count(kinds, K_UPDATE)
+            sink.insert(pa.Table.from_batches([b]).select(columns))
+        frags = [fragment_to_json(f) for f in sink.finish()]
+        if frags or n_insert or n_update:
+            yield _result_batch(frags, [n_insert, n_update], ["n_insert", "n_update"])
+
+    return run
+
+
+def _result_batch(frags: list[str], counts: list[int], names: list[str]) -> pa.RecordBatch:
+    n = max(len(frags), 1)
+    cols: list[pa.Array] = [pa.array(frags + [None] * (n - len(frags)), pa.string())]
+    for c in counts:
+        cols.append(pa.array([c] + [0] * (n - 1), pa.int64()))
+    return pa.RecordBatch.from_arrays(cols, names=["fragment", *names])

@@ -1,0 +1,143 @@
+"""Log actions: frozen values, one JSON object per line in a version file.
+
+Each line is ``{"<action name>": {fields}}``. Unknown action names make a reader fail
+(``FormatError``) rather than silently skip a change it does not understand.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from tablets.exceptions import FormatError
+
+# JSON-able column stats value: int, float, str (dates/timestamps as ISO text), bool or None.
+StatValue = Any
+
+
+@dataclass(frozen=True)
+class ColumnStats:
+    min: StatValue = None
+    max: StatValue = None
+    null_count: int = 0
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """Schema (ordered (name, Spark SQL type, nullable)), key columns and properties."""
+
+    table_id: str
+    schema: tuple[tuple[str, str, bool], ...]
+    key_columns: tuple[str, ...] = ()
+    properties: tuple[tuple[str, str], ...] = ()
+    created_ms: int = 0
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c[0] for c in self.schema)
+
+    def property(self, key: str, default: str | None = None) -> str | None:
+        return dict(self.properties).get(key, default)
+
+
+@dataclass(frozen=True)
+class AddTablet:
+    tablet_id: str
+    path: str  # relative to the table root
+    rows: int
+    bytes: int
+    stats: tuple[tuple[str, ColumnStats], ...] = ()
+    txid: str = ""
+
+    def column_stats(self, name: str) -> ColumnStats | None:
+        for n, s in self.stats:
+            if n == name:
+                return s
+        return None
+
+
+@dataclass(frozen=True)
+class RemoveTablet:
+    tablet_id: str
+
+
+@dataclass(frozen=True)
+class SetDV:
+    """The tablet's deletion vector from this version on (replaces the previous one)."""
+
+    tablet_id: str
+    path: str  # relative to the table root
+    cardinality: int
+    size: int
+    checksum: str
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    operation: str
+    txid: str
+    timestamp_ms: int
+    read_version: int  # -1 for the creating commit
+    parameters: tuple[tuple[str, str], ...] = ()
+    metrics: tuple[tuple[str, float], ...] = field(default=())
+
+    def metrics_dict(self) -> dict[str, float]:
+        return dict(self.metrics)
+
+
+Action = Metadata | AddTablet | RemoveTablet | SetDV | CommitInfo
+
+_NAMES: dict[type, str] = {
+    Metadata: "metadata",
+    AddTablet: "add_tablet",
+    RemoveTablet: "remove_tablet",
+    SetDV: "set_dv",
+    CommitInfo: "commit_info",
+}
+_TYPES = {v: k for k, v in _NAMES.items()}
+
+
+def action_to_json(action: Action) -> str:
+    return json.dumps({_NAMES[type(action)]: asdict(action)}, separators=(",", ":"), sort_keys=True)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def action_from_json(line: str, where: str = "") -> Action:
+    try:
+        obj = json.loads(line)
+        ((name, body),) = obj.items()
+        cls = _TYPES[name]
+    except (ValueError, KeyError, AttributeError) as e:
+        raise FormatError(f"log {where}: unreadable action line {line[:80]!r} ({e})") from e
+    try:
+        if cls is AddTablet:
+            stats = tuple((n, ColumnStats(**s)) for n, s in body.get("stats", ()))
+            return AddTablet(**{**body, "stats": stats})
+        if cls is Metadata:
+            return Metadata(
+                table_id=body["table_id"],
+                schema=tuple((n, t, bool(nl)) for n, t, nl in body["schema"]),
+                key_columns=tuple(body.get("key_columns", ())),
+                properties=tuple((k, v) for k, v in body.get("properties", ())),
+                created_ms=body.get("created_ms", 0),
+            )
+        return cls(**{k: _tuples(v) for k, v in body.items()})
+    except (TypeError, ValueError, KeyError) as e:
+        raise FormatError(f"log {where}: malformed {name} action ({e})") from e
+
+
+def encode_actions(actions: list[Action] | tuple[Action, ...]) -> bytes:
+    return ("\n".join(action_to_json(a) for a in actions) + "\n").encode()
+
+
+def decode_actions(data: bytes, where: str = "") -> tuple[Action, ...]:
+    text = data.decode()
+    if not text.endswith("\n"):
+        raise FormatError(f"log {where}: truncated version file (no final newline)")
+    return tuple(action_from_json(line, where) for line in text.splitlines() if line)

@@ -1,0 +1,326 @@
+"""Tablet tables: the store's public operations.
+
+Example::
+
+    t = TabletTable.create("/tmp/t", pa.schema([("id", pa.int64()), ("v", pa.string())]),
+                           key_columns=["id"])
+    t.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    h = t.begin_delete()
+    sink = RowLevelSink(h)
+    sink.delete([tablet_id], [1])          # row ids come from scan(..., row_ids=True)
+    t.finish(h, sink.finish())
+    t.read().num_rows                       # 2
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from tablets.exceptions import (
+    SchemaMismatch,
+    TableAlreadyExists,
+    TableNotFound,
+    VacuumRetentionError,
+)
+from tablets.storage import log, transaction
+from tablets.storage.actions import Action, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.snapshot import Snapshot, TabletState
+from tablets.storage.tablet import new_id, read_tablet
+from tablets.storage.transaction import (
+    DEFAULT_TARGET_TABLET_ROWS,
+    Fragment,
+    RowLevelSink,
+    WriteHandle,
+)
+from tablets.storage.types import from_arrow, schema_from_arrow, schema_to_arrow
+
+ROW_TABLET = "_tablet_id"
+ROW_NUMBER = "_row_number"
+DEFAULT_RETENTION_HOURS = 168.0
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    version: int
+    commit: CommitInfo | None
+
+
+class TabletTable:
+    """A tablet table at a directory. Cheap to construct; every read resolves the log."""
+
+    def __init__(self, root: str) -> None:
+        self.root = os.path.abspath(root)
+
+    def __repr__(self) -> str:
+        return f"TabletTable({self.root!r})"
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @classmethod
+    def create(
+        cls,
+        root: str,
+        schema: pa.Schema | Sequence[tuple[str, str, bool]],
+        key_columns: Sequence[str] = (),
+        properties: Mapping[str, str] | None = None,
+        *,
+        exist_ok: bool = False,
+    ) -> TabletTable:
+        table = cls(root)
+        if table.exists():
+            if exist_ok:
+                return table
+            raise TableAlreadyExists(f"a tablet table already exists at {table.root}")
+        cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
+        names = [c[0] for c in cols]
+        if len(set(names)) != len(names):
+            raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
+        reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.startswith("__tablets")]
+        if reserved:
+            raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
+        missing = [k for k in key_columns if k not in names]
+        if missing:
+            raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
+        os.makedirs(log.log_dir(table.root), exist_ok=True)
+        meta = Metadata(
+            table_id=new_id(),
+            schema=cols,
+            key_columns=tuple(key_columns),
+            properties=tuple(sorted((properties or {}).items())),
+            created_ms=int(time.time() * 1000),
+        )
+        info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
+        if not log.write_version(table.root, 0, [meta, info]):
+            if exist_ok:
+                return table
+            raise TableAlreadyExists(f"a tablet table was created at {table.root} concurrently")
+        return table
+
+    @classmethod
+    def open(cls, root: str) -> TabletTable:
+        table = cls(root)
+        if not table.exists():
+            raise TableNotFound(f"no tablet table at {table.root}")
+        return table
+
+    def exists(self) -> bool:
+        try:
+            versions, _ = log.list_log(self.root)
+        except TableNotFound:
+            return False
+        return bool(versions)
+
+    def drop(self) -> None:
+        """Delete the table directory and everything in it."""
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # --- reading --------------------------------------------------------------------------
+
+    def snapshot(self, version: int | None = None) -> Snapshot:
+        return log.load_snapshot(self.root, version)
+
+    @property
+    def version(self) -> int:
+        return log.latest_version(self.root)
+
+    def arrow_schema(self, snapshot: Snapshot | None = None) -> pa.Schema:
+        return schema_to_arrow((snapshot or self.snapshot()).metadata.schema)
+
+    def tablet_path(self, state: TabletState) -> str:
+        return os.path.join(self.root, state.add.path)
+
+    def scan(
+        self,
+        snapshot: Snapshot | None = None,
+        columns: Sequence[str] | None = None,
+        tablet_ids: Sequence[str] | None = None,
+    ) -> Iterator[pa.Table]:
+        """Live rows per tablet, deletion vectors applied."""
+        snap = snapshot or self.snapshot()
+        schema = self.arrow_schema(snap)
+        ids = list(snap.tablets) if tablet_ids is None else tablet_ids
+        for tid in ids:
+            st = snap.tablets[tid]
+            yield read_tablet(self.root, st.add, st.dv, schema, list(columns) if columns is not None else None)
+
+    def read(self, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table:
+        snap = self.snapshot(version)
+        schema = self.arrow_schema(snap)
+        if columns is not None:
+            schema = pa.schema([schema.field(c) for c in columns])
+        parts = list(self.scan(snap, columns))
+        return pa.concat_tables(parts) if parts else schema.empty_table()
+
+    def history(self) -> list[HistoryEntry]:
+        versions, _ = log.list_log(self.root)
+        out = []
+        for v in versions:
+            infos = [a for a in log.read_version(self.root, v) if isinstance(a, CommitInfo)]
+            out.append(HistoryEntry(v, infos[0] if infos else None))
+        return out
+
+    # --- writing --------------------------------------------------------------------------
+
+    def begin_write(self, operation: str = "WRITE", **kwargs: object) -> WriteHandle:
+        """A handle for a blind append (reads nothing: rebases over concurrent commits)."""
+        return transaction.begin(self.snapshot(), self.root, operation, delete_from=(), **kwargs)  # type: ignore[arg-type]
+
+    def begin_delete(self, operation: str = "DELETE", **kwargs: object) -> WriteHandle:
+        snap = self.snapshot()
+        kwargs.setdefault("read_tablets", snap.tablets.keys())
+        return transaction.begin(snap, self.root, operation, **kwargs)  # type: ignore[arg-type]
+
+    def begin_update(self, operation: str = "UPDATE", **kwargs: object) -> WriteHandle:
+        kwargs.setdefault("reads_appends", True)
+        return self.begin_delete(operation, **kwargs)
+
+    def finish(
+        self,
+        handle: WriteHandle,
+        fragments: Sequence[Fragment],
+        *,
+        extra_actions: Sequence[Action] = (),
+        parameters: Mapping[str, str] | None = None,
+        metrics: Mapping[str, float] | None = None,
+    ) -> int | None:
+        return transaction.commit(handle, fragments, extra_actions=extra_actions, parameters=parameters, metrics=metrics)
+
+    def append(self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None) -> int | None:
+        snap = self.snapshot()
+        self._check_schema(data, snap)
+        handle = transaction.begin(snap, self.root, operation, delete_from=())
+        sink = RowLevelSink(handle)
+        sink.insert(data)
+        m = {"rows_inserted": float(data.num_rows), **(metrics or {})}
+        return transaction.commit(handle, sink.finish(), metrics=m)
+
+    def overwrite(self, data: pa.Table, operation: str = "OVERWRITE") -> int | None:
+        snap = self.snapshot()
+        self._check_schema(data, snap)
+        handle = transaction.begin(snap, self.root, operation, read_tablets=snap.tablets.keys(), reads_appends=True)
+        sink = RowLevelSink(handle)
+        sink.insert(data)
+        removes = [RemoveTablet(t) for t in snap.tablets]
+        metrics = {"rows_inserted": float(data.num_rows), "rows_deleted": float(snap.live_rows)}
+        return transaction.commit(handle, sink.finish(), extra_actions=removes, metrics=metrics)
+
+    def _check_schema(self, data: pa.Table, snap: Snapshot) -> None:
+        names = set(snap.metadata.column_names)
+        extra = [c for c in data.column_names if c not in names]
+        if extra:
+            raise SchemaMismatch(
+                f"columns {extra} are not in the table {self.root} (columns {list(snap.metadata.column_names)})",
+                help="Add the columns first (add_columns), or drop them from the data.",
+            )
+
+    def add_columns(self, columns: Sequence[tuple[str, str]]) -> int | None:
+        """Schema evolution: new nullable columns; older tablets read them as NULL."""
+        snap = self.snapshot()
+        names = set(snap.metadata.column_names)
+        new = [(n, t, True) for n, t in columns if n not in names]
+        if not new:
+            return None
+        meta = Metadata(snap.metadata.table_id, snap.metadata.schema + tuple(new), snap.metadata.key_columns, snap.metadata.properties, snap.metadata.created_ms)
+        handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=())
+        return transaction.commit(handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)})
+
+    def set_schema(self, schema: pa.Schema | Sequence[tuple[str, str, bool]], operation: str = "SET SCHEMA") -> int | None:
+        """Replace the schema (columns dropped are no longer read; type changes must be casts Arrow can do)."""
+        snap = self.snapshot()
+        cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
+        if cols == snap.metadata.schema:
+            return None
+        keys = tuple(k for k in snap.metadata.key_columns if k in {c[0] for c in cols})
+        meta = Metadata(snap.metadata.table_id, cols, keys, snap.metadata.properties, snap.metadata.created_ms)
+        handle = transaction.begin(snap, self.root, operation, delete_from=())
+        return transaction.commit(handle, [], extra_actions=[meta])
+
+    # --- maintenance ----------------------------------------------------------------------
+
+    def compact(
+        self,
+        *,
+        max_deleted_fraction: float = 0.3,
+        min_tablet_rows: int = 100_000,
+        target_tablet_rows: int | None = None,
+    ) -> int | None:
+        """Rewrite the live rows of tablets that are mostly deleted or small, in one commit."""
+        snap = self.snapshot()
+        pick = [
+            tid
+            for tid, st in snap.tablets.items()
+            if st.add.rows < min_tablet_rows or (st.dv is not None and st.dv.cardinality > max_deleted_fraction * st.add.rows)
+        ]
+        if len(pick) < 2 and not any(snap.tablets[t].dv for t in pick):
+            return None  # nothing worth rewriting
+        rows = target_tablet_rows or DEFAULT_TARGET_TABLET_ROWS
+        handle = transaction.begin(snap, self.root, "COMPACT", delete_from=pick, read_tablets=pick, target_tablet_rows=rows)
+        sink = RowLevelSink(handle)
+        for part in self.scan(snap, tablet_ids=pick):
+            sink.insert(part)
+        removes = [RemoveTablet(t) for t in pick]
+        metrics = {"tablets_removed": float(len(pick)), "rows_copied": float(sum(snap.tablets[t].live_rows for t in pick))}
+        return transaction.commit(handle, sink.finish(), extra_actions=removes, metrics=metrics)
+
+    def vacuum(
+        self,
+        retention_hours: float = DEFAULT_RETENTION_HOURS,
+        *,
+        dry_run: bool = False,
+        enforce_retention: bool = True,
+    ) -> list[str]:
+        """Delete files that no version within the retention period references.
+
+        Files younger than the retention are kept even when unreferenced: a writer may be
+        staging them. Versions older than the retention may no longer be readable afterwards.
+        """
+        if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
+            raise VacuumRetentionError(
+                f"retention of {retention_hours} h is below the safe minimum of {DEFAULT_RETENTION_HOURS} h: "
+                "a running statement or a reader of an old version could lose its files"
+            )
+        cutoff_ms = time.time() * 1000 - retention_hours * 3600 * 1000
+        keep: set[str] = set()
+        live: set[str] = set()
+        snap: Snapshot | None = None
+        versions, _ = log.list_log(self.root)
+        for v in versions:
+            actions = log.read_version(self.root, v)
+            ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
+            snap = log.apply_version(snap, v, actions)
+            now_live = {st.add.path for st in snap.tablets.values()}
+            now_live |= {st.dv.path for st in snap.tablets.values() if st.dv}
+            live = now_live
+            if ts >= cutoff_ms:
+                keep |= live  # every retained version stays readable
+        keep |= live
+        removed = []
+        for sub in ("tablets", "dv"):
+            d = os.path.join(self.root, sub)
+            if not os.path.isdir(d):
+                continue
+            for name in os.listdir(d):
+                rel = f"{sub}/{name}"
+                path = os.path.join(d, name)
+                if rel in keep or os.path.getmtime(path) * 1000 >= cutoff_ms:
+                    continue
+                removed.append(rel)
+                if not dry_run:
+                    os.unlink(path)
+        logdir = log.log_dir(self.root)
+        for name in os.listdir(logdir):
+            path = os.path.join(logdir, name)
+            if name.startswith(".tmp-") and os.path.getmtime(path) * 1000 < cutoff_ms:
+                removed.append(f"{log.LOG_DIR}/{name}")
+                if not dry_run:
+                    os.unlink(path)
+        return sorted(removed)
+
+
+__all__ = ["TabletTable", "HistoryEntry", "ROW_TABLET", "ROW_NUMBER", "from_arrow", "SetDV"]

@@ -1,0 +1,115 @@
+"""Tablets: immutable Parquet files. Row number = row position in the file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import os
+import uuid
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from tablets.storage.actions import AddTablet, ColumnStats, SetDV
+from tablets.storage.dv import DVInfo, live_mask, read_dv
+
+TABLET_DIR = "tablets"
+DV_DIR = "dv"
+STATS_MAX_STRING = 64
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def tablet_relpath(tablet_id: str) -> str:
+    return f"{TABLET_DIR}/{tablet_id}.parquet"
+
+
+def dv_relpath(tablet_id: str, txid: str) -> str:
+    return f"{DV_DIR}/{tablet_id}-{txid}.bin"
+
+
+def tablet_id_of_path(path: str) -> str:
+    """The tablet id of a tablet file path or URI (``.../tablets/<id>.parquet``)."""
+    return os.path.basename(path).removesuffix(".parquet")
+
+
+def _json_value(v: object) -> object:
+    if isinstance(v, (dt.datetime, dt.date, dt.time)):
+        return v.isoformat()
+    if isinstance(v, decimal.Decimal):
+        return str(v)
+    if isinstance(v, bytes):
+        return None
+    if isinstance(v, str) and len(v) > STATS_MAX_STRING:
+        return None  # a truncated string bound would need care to stay a bound; skip it
+    return v
+
+
+def column_stats(data: pa.Table) -> tuple[tuple[str, ColumnStats], ...]:
+    out = []
+    for name, col in zip(data.column_names, data.columns, strict=True):
+        t = col.type
+        nulls = col.null_count
+        if pa.types.is_nested(t) or pa.types.is_binary(t) or pa.types.is_null(t) or len(col) == nulls:
+            out.append((name, ColumnStats(None, None, nulls)))
+            continue
+        mm = pc.min_max(col)
+        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        if isinstance(lo, float) and (lo != lo or hi != hi):  # NaN: no usable bound
+            lo = hi = None
+        out.append((name, ColumnStats(_json_value(lo), _json_value(hi), nulls)))
+    return tuple(out)
+
+
+def write_tablet(root: str, data: pa.Table, txid: str, tablet_id: str | None = None) -> AddTablet:
+    """Write ``data`` as one new tablet under ``root`` and describe it."""
+    tablet_id = tablet_id or new_id()
+    rel = tablet_relpath(tablet_id)
+    path = os.path.join(root, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = os.path.join(os.path.dirname(path), f".tmp-{tablet_id}")
+    pq.write_table(data, tmp, compression="zstd", row_group_size=1 << 20)
+    os.rename(tmp, path)  # a fresh uuid name: nothing to overwrite
+    return AddTablet(
+        tablet_id=tablet_id,
+        path=rel,
+        rows=data.num_rows,
+        bytes=os.path.getsize(path),
+        stats=column_stats(data),
+        txid=txid,
+    )
+
+
+def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``data`` with exactly ``schema``'s columns: missing ones (added later) read as NULL."""
+    cols = []
+    for f in schema:
+        if f.name in data.column_names:
+            c = data.column(f.name)
+            cols.append(c if c.type == f.type else c.cast(f.type))
+        else:
+            cols.append(pa.nulls(data.num_rows, f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def read_tablet(
+    root: str,
+    add: AddTablet,
+    dv: SetDV | None,
+    schema: pa.Schema,
+    columns: list[str] | None = None,
+) -> pa.Table:
+    """The live rows of one tablet (deletion vector applied), conformed to ``schema``."""
+    wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
+    path = os.path.join(root, add.path)
+    present = set(pq.read_schema(path).names)
+    data = pq.read_table(path, columns=[c for c in wanted.names if c in present])
+    if data.num_rows == 0 and not data.column_names:
+        data = pa.table({"__n": pa.nulls(add.rows)}).drop(["__n"])
+    if dv is not None:
+        bm = read_dv(os.path.join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
+        data = data.filter(pa.array(live_mask(bm, add.rows)))
+    return conform(data, wanted)
