@@ -31,7 +31,7 @@ from tablets.exceptions import (
 from tablets.storage import log, transaction
 from tablets.storage.actions import Action, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.snapshot import Snapshot, TabletState
-from tablets.storage.tablet import new_id, read_tablet
+from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
     DEFAULT_TARGET_TABLET_ROWS,
     Fragment,
@@ -40,8 +40,6 @@ from tablets.storage.transaction import (
 )
 from tablets.storage.types import from_arrow, schema_from_arrow, schema_to_arrow
 
-ROW_TABLET = "_tablet_id"
-ROW_NUMBER = "_row_number"
 DEFAULT_RETENTION_HOURS = 168.0
 
 
@@ -140,14 +138,18 @@ class TabletTable:
         snapshot: Snapshot | None = None,
         columns: Sequence[str] | None = None,
         tablet_ids: Sequence[str] | None = None,
+        *,
+        row_ids: bool = False,
     ) -> Iterator[pa.Table]:
-        """Live rows per tablet, deletion vectors applied."""
+        """Live rows per tablet, deletion vectors applied; ``row_ids`` adds the tablet id and
+        row number of each row (what the row-level API's sinks take)."""
         snap = snapshot or self.snapshot()
         schema = self.arrow_schema(snap)
         ids = list(snap.tablets) if tablet_ids is None else tablet_ids
+        cols = list(columns) if columns is not None else None
         for tid in ids:
             st = snap.tablets[tid]
-            yield read_tablet(self.root, st.add, st.dv, schema, list(columns) if columns is not None else None)
+            yield read_tablet(self.root, st.add, st.dv, schema, cols, row_ids=row_ids)
 
     def read(self, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         snap = self.snapshot(version)

@@ -14,6 +14,8 @@ import pyarrow.parquet as pq
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
 from tablets.storage.dv import DVInfo, live_mask, read_dv
 
+ROW_TABLET = "_tablet_id"
+ROW_NUMBER = "_row_number"
 TABLET_DIR = "tablets"
 DV_DIR = "dv"
 STATS_MAX_STRING = 64
@@ -83,15 +85,18 @@ def write_tablet(root: str, data: pa.Table, txid: str, tablet_id: str | None = N
     )
 
 
-def conform(data: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(data: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> pa.Table:
     """``data`` with exactly ``schema``'s columns: missing ones (added later) read as NULL."""
+    n = data.num_rows if num_rows is None else num_rows
     cols = []
     for f in schema:
         if f.name in data.column_names:
             c = data.column(f.name)
             cols.append(c if c.type == f.type else c.cast(f.type))
         else:
-            cols.append(pa.nulls(data.num_rows, f.type))
+            cols.append(pa.nulls(n, f.type))
+    if not cols:  # no columns asked for (count(*)): keep the row count
+        return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -101,15 +106,20 @@ def read_tablet(
     dv: SetDV | None,
     schema: pa.Schema,
     columns: list[str] | None = None,
+    *,
+    row_ids: bool = False,
 ) -> pa.Table:
-    """The live rows of one tablet (deletion vector applied), conformed to ``schema``."""
+    """The live rows of one tablet (deletion vector applied), conformed to ``schema``.
+
+    ``row_ids`` adds ``_tablet_id`` and ``_row_number`` (the row's position in the file)."""
     wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
     path = os.path.join(root, add.path)
     present = set(pq.read_schema(path).names)
-    data = pq.read_table(path, columns=[c for c in wanted.names if c in present])
-    if data.num_rows == 0 and not data.column_names:
-        data = pa.table({"__n": pa.nulls(add.rows)}).drop(["__n"])
+    data = conform(pq.read_table(path, columns=[c for c in wanted.names if c in present]), wanted, add.rows)
+    if row_ids:
+        data = data.append_column(ROW_TABLET, pa.array([add.tablet_id] * add.rows, pa.string()))
+        data = data.append_column(ROW_NUMBER, pa.array(range(add.rows), pa.int64()))
     if dv is not None:
         bm = read_dv(os.path.join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
         data = data.filter(pa.array(live_mask(bm, add.rows)))
-    return conform(data, wanted)
+    return data

@@ -1,0 +1,174 @@
+"""The tablet store without Spark: log, snapshots, time travel, row-level API, maintenance."""
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+from tablets.exceptions import (
+    FormatError,
+    SchemaMismatch,
+    TableAlreadyExists,
+    TableNotFound,
+    VacuumRetentionError,
+)
+from tablets.storage import RowLevelSink, TabletTable, log
+from tablets.storage.table import ROW_NUMBER, ROW_TABLET
+
+pytestmark = pytest.mark.unit
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+
+
+def rows(t: pa.Table) -> list[tuple]:
+    return sorted(zip(*(c.to_pylist() for c in t.columns), strict=True))
+
+
+def make(tmp_path, n=0) -> TabletTable:
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA, key_columns=["id"])
+    if n:
+        t.append(pa.table({"id": list(range(n)), "v": [f"v{i}" for i in range(n)]}, schema=SCHEMA))
+    return t
+
+
+def delete_where(t: TabletTable, pred) -> int | None:
+    """Delete rows matching ``pred(id)`` through the row-level API (begin -> sink -> finish)."""
+    snap = t.snapshot()
+    h = t.begin_delete()
+    sink = RowLevelSink(h)
+    for tid in snap.tablets:
+        data = t.scan(snap, ["id"], tablet_ids=[tid], row_ids=True)
+        for part in data:
+            keep = [i for i, x in enumerate(part.column("id").to_pylist()) if pred(x)]
+            sink.delete([tid] * len(keep), [part.column(ROW_NUMBER)[i].as_py() for i in keep])
+    return t.finish(h, sink.finish())
+
+
+def test_create_append_read(tmp_path):
+    t = make(tmp_path, 5)
+    assert t.version == 1
+    assert rows(t.read()) == [(i, f"v{i}") for i in range(5)]
+    snap = t.snapshot()
+    (state,) = snap.tablets.values()
+    assert state.add.rows == 5
+    assert state.add.column_stats("id").min == 0 and state.add.column_stats("id").max == 4
+
+
+def test_create_twice_and_missing(tmp_path):
+    make(tmp_path)
+    with pytest.raises(TableAlreadyExists):
+        make(tmp_path)
+    with pytest.raises(TableNotFound):
+        TabletTable.open(str(tmp_path / "nope"))
+
+
+def test_reserved_and_bad_keys(tmp_path):
+    with pytest.raises(SchemaMismatch, match="reserved"):
+        TabletTable.create(str(tmp_path / "a"), pa.schema([(ROW_TABLET, pa.string())]))
+    with pytest.raises(SchemaMismatch, match="key columns"):
+        TabletTable.create(str(tmp_path / "b"), SCHEMA, key_columns=["nope"])
+
+
+def test_row_level_delete_writes_one_dv_and_ors_old(tmp_path):
+    t = make(tmp_path, 10)
+    assert delete_where(t, lambda x: x % 2 == 0) == 2
+    assert rows(t.read()) == [(i, f"v{i}") for i in range(10) if i % 2]
+    assert delete_where(t, lambda x: x in (1, 3)) == 3
+    snap = t.snapshot()
+    (state,) = snap.tablets.values()
+    assert state.dv.cardinality == 7  # old DV OR new deletes
+    assert [r[0] for r in rows(t.read())] == [5, 7, 9]
+    actions = log.read_version(t.root, 3)
+    assert sum(1 for a in actions if type(a).__name__ == "SetDV") == 1
+
+
+def test_noop_commit_not_written(tmp_path):
+    t = make(tmp_path, 3)
+    assert delete_where(t, lambda x: False) is None
+    assert t.version == 1
+    assert t.append(pa.table({"id": pa.array([], pa.int64()), "v": pa.array([], pa.string())})) is None
+
+
+def test_time_travel_every_version(tmp_path):
+    t = make(tmp_path)
+    expected = {0: []}
+    live = []
+    for v in range(1, 11):
+        if v % 3 == 0:
+            delete_where(t, lambda x, v=v: x % v == 1)
+            live = [r for r in live if r % v != 1]
+        else:
+            new = list(range(v * 100, v * 100 + v))
+            t.append(pa.table({"id": new, "v": [str(i) for i in new]}, schema=SCHEMA))
+            live = live + new
+        expected[v] = sorted(live)
+    assert t.version == 10
+    for v, ids in expected.items():
+        assert sorted(t.read(version=v).column("id").to_pylist()) == ids, v
+    hist = t.history()
+    assert [h.version for h in hist] == list(range(11))
+    assert hist[1].commit.operation == "APPEND"
+    assert hist[1].commit.metrics_dict()["rows_inserted"] == 1.0
+
+
+def test_checkpoints_bound_replay(tmp_path, monkeypatch):
+    t = make(tmp_path)
+    for i in range(log.CHECKPOINT_INTERVAL + 5):
+        t.append(pa.table({"id": [i], "v": ["x"]}, schema=SCHEMA))
+    versions, checkpoints = log.list_log(t.root)
+    assert checkpoints == [log.CHECKPOINT_INTERVAL]
+    read = []
+    real = log.read_version
+    monkeypatch.setattr(log, "read_version", lambda root, v: read.append(v) or real(root, v))
+    snap = t.snapshot()
+    assert snap.live_rows == log.CHECKPOINT_INTERVAL + 5
+    assert read == list(range(log.CHECKPOINT_INTERVAL + 1, versions[-1] + 1))
+
+
+def test_truncated_version_is_format_error(tmp_path):
+    t = make(tmp_path, 2)
+    path = os.path.join(t.root, "_log", log.version_name(1))
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(data[:-5])
+    with pytest.raises(FormatError):
+        t.snapshot()
+
+
+def test_schema_evolution_old_tablets_read_null(tmp_path):
+    t = make(tmp_path, 2)
+    t.add_columns([("extra", "int")])
+    t.append(pa.table({"id": [9], "v": ["z"], "extra": pa.array([7], pa.int32())}))
+    assert rows(t.read()) == [(0, "v0", None), (1, "v1", None), (9, "z", 7)]
+    with pytest.raises(SchemaMismatch, match="nope"):
+        t.append(pa.table({"id": [1], "nope": [1]}))
+
+
+def test_compact_and_vacuum(tmp_path):
+    t = make(tmp_path)
+    for i in range(4):
+        t.append(pa.table({"id": [i * 10 + j for j in range(10)], "v": ["x"] * 10}, schema=SCHEMA))
+    delete_where(t, lambda x: x % 10 < 6)
+    before = sorted(t.read().column("id").to_pylist())
+    v = t.compact()
+    assert v is not None
+    snap = t.snapshot()
+    assert len(snap.tablets) == 1 and snap.num_dvs == 0
+    assert sorted(t.read().column("id").to_pylist()) == before
+    assert t.history()[-1].commit.operation == "COMPACT"
+    with pytest.raises(VacuumRetentionError):
+        t.vacuum(retention_hours=1)
+    assert t.vacuum() == []  # everything is young
+    removed = t.vacuum(retention_hours=0, enforce_retention=False)
+    assert len([r for r in removed if r.startswith("tablets/")]) == 4
+    assert len([r for r in removed if r.startswith("dv/")]) == 4
+    assert sorted(t.read().column("id").to_pylist()) == before
+
+
+def test_log_lines_are_json_actions(tmp_path):
+    t = make(tmp_path, 1)
+    with open(os.path.join(t.root, "_log", log.version_name(1))) as f:
+        lines = f.read().splitlines()
+    kinds = [next(iter(json.loads(line))) for line in lines]
+    assert kinds == ["add_tablet", "commit_info"]
