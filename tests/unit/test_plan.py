@@ -1,0 +1,130 @@
+"""The planner without Spark: join type, classification, no-op detection, column needs, errors."""
+
+import pytest
+
+from tablets.engine.explain import explain
+from tablets.engine.plan import plan_merge
+from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.exceptions import MergeSpecError
+
+pytestmark = pytest.mark.unit
+
+TARGET = [("a", "int"), ("b", "int"), ("c", "string")]
+SOURCE = ["a", "b", "d"]
+M, NM, NMS = Category.MATCHED, Category.NOT_MATCHED, Category.NOT_MATCHED_BY_SOURCE
+U, D, I, N = ActionKind.UPDATE, ActionKind.DELETE, ActionKind.INSERT, ActionKind.DO_NOTHING
+
+
+def spec(*clauses, on="t.a = s.a", source=Source(table="src")):
+    return MergeSpec("db.tgt", "t", source, "s", on if source else None, tuple(clauses))
+
+
+@pytest.mark.parametrize(
+    ("cats", "join"),
+    [((M,), "inner"), ((NM,), "left"), ((NMS,), "right"), ((M, NM), "left"), ((M, NMS), "right"), ((NM, NMS), "full")],
+)
+def test_strictest_join(cats, join):
+    action = {M: D, NM: I, NMS: D}
+    clauses = [Clause(c, action[c], star=c is NM) for c in cats]
+    assert plan_merge(spec(*clauses), TARGET, SOURCE).join == join
+
+
+def test_classification_case_in_statement_order():
+    p = plan_merge(
+        spec(
+            Clause(NM, N, "s.b % 2 = 0"),
+            Clause(NM, I, "s.b < 11", insert_values=("s.a", "100 * s.b")),
+            Clause(M, U, assignments=(("b", "s.b"),)),
+        ),
+        TARGET,
+        SOURCE,
+    )
+    assert p.case_sql == (
+        "CASE WHEN __tablets_t IS NULL AND (s.b % 2 = 0) THEN 0 "
+        "WHEN __tablets_t IS NULL AND (s.b < 11) THEN 1 "
+        "WHEN __tablets_s IS NOT NULL AND __tablets_t IS NOT NULL THEN 2 END"
+    )
+    assert dict(p.branches[1].image) == {"a": "CAST(s.a AS int)", "b": "CAST(100 * s.b AS int)", "c": "CAST(NULL AS string)"}
+    assert dict(p.branches[2].image)["c"] == "CAST(t.`c` AS string)"  # unassigned: kept
+
+
+@pytest.mark.parametrize(
+    "clauses",
+    [
+        (),
+        (Clause(M, N),),
+        (Clause(NMS, N, "t.b IN (1, 2)"), Clause(NM, N, "s.b = 4"), Clause(NM, N, "s.a > 10")),
+        (Clause(NMS, D, "7 < 5"),),
+        (Clause(M, D, "1 = 0"), Clause(NM, N)),
+    ],
+)
+def test_degenerate_noop(clauses):
+    p = plan_merge(spec(*clauses), TARGET, SOURCE)
+    assert p.noop
+    assert "degenerate: no-op" in explain(p)
+
+
+def test_not_noop_with_one_real_action():
+    assert not plan_merge(spec(Clause(M, N, "s.b = 1"), Clause(M, D)), TARGET, SOURCE).noop
+
+
+def test_unqualified_columns_resolve_by_side():
+    p = plan_merge(spec(Clause(NM, I, insert_values=("a", "d")), Clause(M, U, "d > 1", (("c", "d"),))), TARGET, SOURCE)
+    assert dict(p.branches[0].image)["a"] == "CAST(s.a AS int)"
+    assert p.branches[1].condition == "s.d > 1"
+
+
+def test_ambiguous_unqualified_column():
+    with pytest.raises(MergeSpecError, match="ambiguous"):
+        plan_merge(spec(Clause(M, U, "b > 1", (("c", "'x'"),))), TARGET, SOURCE)
+
+
+def test_by_source_may_not_read_source():
+    with pytest.raises(MergeSpecError, match="no source row"):
+        plan_merge(spec(Clause(NMS, U, None, (("b", "s.b"),))), TARGET, SOURCE)
+
+
+def test_not_matched_may_not_read_target():
+    with pytest.raises(MergeSpecError, match="no target row"):
+        plan_merge(spec(Clause(NM, I, "t.b > 1", star=True)), TARGET, SOURCE)
+
+
+def test_unreachable_clause():
+    with pytest.raises(MergeSpecError, match="unreachable"):
+        plan_merge(spec(Clause(M, D), Clause(M, U, "s.b > 1", (("b", "1"),))), TARGET, SOURCE)
+
+
+def test_unknown_assignment_and_insert_arity():
+    with pytest.raises(MergeSpecError, match="nope"):
+        plan_merge(spec(Clause(M, U, None, (("nope", "1"),))), TARGET, SOURCE)
+    with pytest.raises(MergeSpecError, match="4 values"):
+        plan_merge(spec(Clause(NM, I, insert_values=("1", "2", "3", "4"))), TARGET, SOURCE)
+
+
+def test_columns_read_per_action():
+    delete_only = plan_merge(spec(Clause(M, D, "t.b > 1")), TARGET, SOURCE)
+    assert delete_only.target_columns == ("a", "b") and delete_only.needs_row_ids
+    insert_only = plan_merge(spec(Clause(NM, I, star=True)), TARGET, SOURCE)
+    assert insert_only.target_columns == ("a",) and not insert_only.needs_row_ids
+    update = plan_merge(spec(Clause(M, U, None, (("b", "s.b"),))), TARGET, SOURCE)
+    assert update.target_columns == ("a", "b", "c")
+
+
+def test_pruning_keys_only_without_by_source_and_not_null_safe():
+    p = plan_merge(spec(Clause(M, D), on="t.a = s.a AND t.b > s.b"), TARGET, SOURCE)
+    assert p.prune_keys == (("a", "s.a"),)
+    assert plan_merge(spec(Clause(M, D), Clause(NMS, D)), TARGET, SOURCE).prune_keys == ()
+    assert plan_merge(spec(Clause(M, D), on="t.a <=> s.a"), TARGET, SOURCE).prune_keys == ()
+
+
+def test_update_without_source_is_target_only():
+    p = plan_merge(spec(Clause(NMS, U, "t.a > 3", (("b", "t.b + 1"),)), source=None), TARGET, None)
+    assert p.join is None
+    assert p.case_sql == "CASE WHEN (t.a > 3) THEN 0 END"
+
+
+def test_explain_shows_streams():
+    text = explain(plan_merge(spec(Clause(M, U, None, (("b", "s.b"),)), Clause(NM, I, star=True), Clause(NMS, D)), TARGET, SOURCE))
+    assert "[Join] FULL OUTER ON t.a = s.a" in text
+    assert "[Delete stream] row ids <- __tablets_clause = 0 (UPDATE old image) UNION ALL __tablets_clause = 2 (DELETE)" in text
+    assert "[Insert stream] new tablets <- __tablets_clause = 0 (UPDATE new image) UNION ALL __tablets_clause = 1 (INSERT)" in text
