@@ -11,7 +11,6 @@ class MergeMetrics:
     version: int | None = None  # the committed version; None when nothing changed
     noop: bool = False  # degenerate statement: no scan, no job, no commit
     source_rows: int = 0
-    target_rows_scanned: int = 0
     rows_inserted: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0
