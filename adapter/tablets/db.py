@@ -24,11 +24,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from pyspark.sql import DataFrame, SparkSession
+
 from tablets.engine.executor import MergeOptions, append, execute
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
-from tablets.engine.spec import AppendSpec, CreateSpec, DropSpec, MergeSpec
+from tablets.engine.spec import AddColumnsSpec, AppendSpec, CreateSpec, DropSpec, MergeSpec
 from tablets.exceptions import CommitConflict, MergeSpecError, TableNotFound
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
@@ -86,6 +87,10 @@ class Database:
             return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True))
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
+        if isinstance(spec, AddColumnsSpec):
+            self.table_of(spec.target).add_columns(spec.columns)
+            catalog.sync_schema(self.spark, spec.target)
+            return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True))
         return self.merge(spec, options=opts)
 
     def _tablet_target(self, text: str) -> str | None:

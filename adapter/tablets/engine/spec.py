@@ -114,3 +114,11 @@ class CreateSpec:
 class DropSpec:
     target: str
     if_exists: bool = False
+
+
+@dataclass(frozen=True)
+class AddColumnsSpec:
+    """``ALTER TABLE t ADD COLUMNS (c type, ...)``: schema evolution (old tablets read NULL)."""
+
+    target: str
+    columns: tuple[tuple[str, str], ...]

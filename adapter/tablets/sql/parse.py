@@ -1,0 +1,338 @@
+"""Statement text -> spec, with sqlglot (Spark dialect). Never hand-written parsing.
+
+``statement_target`` is the cheap router question (does this statement write a table, which
+one?); ``parse_statement`` builds the frozen spec the planner takes. Expressions are re-emitted
+as Spark SQL text with the aliases as written.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+
+from tablets.engine.spec import (
+    ALLOWED_ACTIONS,
+    ActionKind,
+    AddColumnsSpec,
+    AppendSpec,
+    Category,
+    Clause,
+    CreateSpec,
+    DropSpec,
+    MergeSpec,
+    Source,
+)
+from tablets.exceptions import MergeSpecError, StatementParseError
+
+DIALECT = "spark"
+_WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b", re.IGNORECASE | re.DOTALL)
+
+Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec
+
+
+def _parse(text: str) -> exp.Expression:
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.SqlglotError as e:
+        raise StatementParseError(f"cannot parse the statement: {str(e).splitlines()[0]}") from e
+    if tree is None:
+        raise StatementParseError("empty statement")
+    return tree
+
+
+def table_name(table: exp.Expression) -> str:
+    """``db.t`` as written, without quotes."""
+    if isinstance(table, exp.Schema):
+        table = table.this
+    parts = [table.args.get("catalog"), table.args.get("db"), table.this]
+    return ".".join(p.name for p in parts if p is not None and p.name)
+
+
+def _sql(e: exp.Expression) -> str:
+    return e.sql(dialect=DIALECT)
+
+
+def statement_target(text: str) -> tuple[str, str] | None:
+    """(kind, table) when ``text`` writes a table, else None. Never raises."""
+    if not _WRITE_START.match(text):
+        return None
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.SqlglotError:
+        return None
+    if isinstance(tree, exp.Merge):
+        return "MERGE", table_name(tree.this)
+    if isinstance(tree, exp.Insert) and isinstance(tree.this, (exp.Table, exp.Schema)):
+        return "INSERT", table_name(tree.this)
+    if isinstance(tree, exp.Update):
+        return "UPDATE", table_name(tree.this)
+    if isinstance(tree, exp.Delete):
+        return "DELETE", table_name(tree.this)
+    if isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        return "CREATE", table_name(tree.this)
+    if isinstance(tree, exp.Drop) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        return "DROP", table_name(tree.args["tables"][0])
+    if isinstance(tree, exp.Alter) and str(tree.args.get("kind", "")).upper() == "TABLE":
+        return "ALTER", table_name(tree.this)
+    return None
+
+
+def create_provider(text: str) -> str | None:
+    """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.SqlglotError:
+        return None
+    props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
+    for p in props.expressions if props else ():
+        if isinstance(p, exp.FileFormatProperty):
+            return p.name.lower()
+    return None
+
+
+def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
+    tree = _parse(text)
+    if isinstance(tree, exp.Merge):
+        return _merge(tree, default_source_alias)
+    if isinstance(tree, exp.Insert):
+        return _insert(tree)
+    if isinstance(tree, exp.Update):
+        return _update(tree)
+    if isinstance(tree, exp.Delete):
+        return _delete(tree)
+    if isinstance(tree, exp.Create):
+        return _create(tree)
+    if isinstance(tree, exp.Drop):
+        return DropSpec(table_name(tree.args["tables"][0]), if_exists=bool(tree.args.get("exists")))
+    if isinstance(tree, exp.Alter):
+        return _alter(tree)
+    raise StatementParseError(f"not a statement that writes a tablet table: {text.strip()[:80]!r}")
+
+
+# --- MERGE ---------------------------------------------------------------------------------
+
+
+def _alias_of(e: exp.Expression) -> str | None:
+    alias = e.args.get("alias")
+    return alias.name if alias is not None and alias.name else None
+
+
+def _source(using: exp.Expression, default_alias: str) -> tuple[Source, str]:
+    alias = _alias_of(using)
+    if isinstance(using, exp.Table):
+        name = table_name(using)
+        return Source(table=name), alias or using.name
+    if isinstance(using, exp.Subquery):
+        return Source(query=_sql(using.this)), alias or default_alias
+    if isinstance(using, exp.Values):
+        return Source(query=f"SELECT * FROM {_sql(using)}"), alias or default_alias
+    raise StatementParseError(f"USING: unsupported source {_sql(using)!r}", help="Use a table, a view, a subquery or VALUES.")
+
+
+def _category(when: exp.When) -> Category:
+    if when.args.get("matched"):
+        return Category.MATCHED
+    return Category.NOT_MATCHED_BY_SOURCE if when.args.get("source") else Category.NOT_MATCHED
+
+
+def _column_name(e: exp.Expression) -> str:
+    return e.name if isinstance(e, (exp.Column, exp.Identifier)) else _sql(e)
+
+
+def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clause:
+    category = _category(when)
+    cond = when.args.get("condition")
+    condition = _sql(cond) if cond is not None else None
+    then = when.args.get("then")
+    part = f"WHEN {category.value} clause #{number}"
+    if isinstance(then, exp.Var):
+        word = then.name.upper()
+        action = {"DELETE": ActionKind.DELETE, "DO NOTHING": ActionKind.DO_NOTHING}.get(word)
+        if action is None:
+            raise StatementParseError(f"MERGE INTO {target}: {part}: unknown action {word!r}")
+        clause = Clause(category, action, condition)
+    elif isinstance(then, exp.Update):
+        items = then.expressions
+        if len(items) == 1 and isinstance(items[0], exp.Star):
+            clause = Clause(category, ActionKind.UPDATE, condition, star=True)
+        else:
+            pairs = []
+            for eq in items:
+                col = eq.this
+                if isinstance(col, exp.Column) and col.table and col.table.lower() != target_alias.lower():
+                    raise MergeSpecError(
+                        f"MERGE INTO {target}: {part}: SET {_sql(col)} assigns a column of {col.table!r}, not of the target",
+                        help=f"Assign target columns only (unqualified, or qualified with {target_alias}).",
+                    )
+                pairs.append((_column_name(col), _sql(eq.expression)))
+            names = [p[0].lower() for p in pairs]
+            dup = {n for n in names if names.count(n) > 1}
+            if dup:
+                raise MergeSpecError(f"MERGE INTO {target}: {part}: column(s) {sorted(dup)} assigned more than once", help="Assign each column once.")
+            clause = Clause(category, ActionKind.UPDATE, condition, assignments=tuple(pairs))
+    elif isinstance(then, exp.Insert):
+        if isinstance(then.this, exp.Star):
+            clause = Clause(category, ActionKind.INSERT, condition, star=True)
+        else:
+            cols = tuple(_column_name(c) for c in then.this.expressions) if then.this is not None else ()
+            vals_node = then.args.get("expression")
+            vals = tuple(_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
+            if cols and len(cols) != len(vals):
+                raise MergeSpecError(
+                    f"MERGE INTO {target}: {part}: INSERT names {len(cols)} columns but gives {len(vals)} values",
+                    help="Give one value per named column.",
+                )
+            clause = Clause(category, ActionKind.INSERT, condition, insert_columns=cols, insert_values=vals)
+    else:
+        raise StatementParseError(f"MERGE INTO {target}: {part}: unsupported action {_sql(then)!r}")
+    if clause.action not in ALLOWED_ACTIONS[category]:
+        raise MergeSpecError(
+            f"MERGE INTO {target}: {part} ({clause.describe()}): {clause.action.value} is not allowed under WHEN {category.value}",
+            help="INSERT belongs under WHEN NOT MATCHED; UPDATE and DELETE under WHEN MATCHED or WHEN NOT MATCHED BY SOURCE.",
+        )
+    return clause
+
+
+def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
+    target = table_name(tree.this)
+    target_alias = _alias_of(tree.this) or tree.this.name
+    source, source_alias = _source(tree.args["using"], default_source_alias)
+    on = tree.args.get("on")
+    if on is None:
+        raise StatementParseError(f"MERGE INTO {target}: no ON condition", help="Add ON <target>.<key> = <source>.<key>.")
+    whens = tree.args.get("whens")
+    clauses = tuple(
+        _clause(w, i + 1, target, target_alias) for i, w in enumerate(whens.expressions if whens else ())
+    )
+    return MergeSpec(
+        target=target,
+        target_alias=target_alias,
+        source=source,
+        source_alias=source_alias,
+        on=_sql(on),
+        clauses=clauses,
+        null_safe=any(True for _ in on.find_all(exp.NullSafeEQ)),
+    )
+
+
+# --- INSERT / UPDATE / DELETE ----------------------------------------------------------------
+
+
+def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
+    target_node = tree.this
+    target = table_name(target_node)
+    columns = tuple(c.name for c in target_node.expressions) if isinstance(target_node, exp.Schema) else ()
+    query_node = tree.args.get("expression")
+    if query_node is None:
+        raise StatementParseError(f"INSERT INTO {target}: no VALUES or query")
+    query = _sql(query_node) if not isinstance(query_node, exp.Values) else f"SELECT * FROM {_sql(query_node)}"
+    conflict = tree.args.get("conflict")
+    if conflict is None:
+        return AppendSpec(target, query, columns, overwrite=bool(tree.args.get("overwrite")))
+    return _on_conflict(target, columns, query, conflict)
+
+
+def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: exp.OnConflict) -> MergeSpec:
+    """INSERT ... ON CONFLICT as MERGE (the seed's rewrite): the inserted rows are the source,
+    aliased ``excluded``."""
+    alias = target.split(".")[-1]
+    keys = [k.this if isinstance(k, exp.Ordered) else k for k in conflict.args.get("conflict_keys") or ()]
+    if not keys:
+        raise MergeSpecError(f"INSERT INTO {target}: ON CONFLICT needs the conflict columns", help="Write ON CONFLICT (key, ...).")
+    on = " AND ".join(f"{alias}.`{_column_name(k)}` = excluded.`{_column_name(k)}`" for k in keys)
+    if columns:
+        cols = ", ".join(f"`{c}`" for c in columns)
+        query = f"SELECT * FROM ({query}) AS excluded({cols})"
+        insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, insert_columns=columns, insert_values=tuple(f"excluded.`{c}`" for c in columns))
+    else:
+        insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True)
+    action = conflict.args.get("action")
+    word = action.name.upper() if action is not None else ""
+    clauses: tuple[Clause, ...]
+    if word == "DO NOTHING":
+        clauses = (insert,)
+    elif word == "DO UPDATE":
+        pairs = []
+        for eq in conflict.expressions:
+            value = eq.expression.copy()
+            for col in value.find_all(exp.Column):
+                t = col.table.lower()
+                if t == "excluded":
+                    col.set("table", exp.to_identifier("excluded"))
+                elif not t or t == alias.lower():
+                    col.set("table", exp.to_identifier(alias))
+            pairs.append((_column_name(eq.this), _sql(value)))
+        where = conflict.args.get("where")
+        clauses = (Clause(Category.MATCHED, ActionKind.UPDATE, _sql(where) if where is not None else None, tuple(pairs)), insert)
+    else:
+        raise StatementParseError(f"INSERT INTO {target}: unsupported ON CONFLICT action {word!r}", help="Use DO NOTHING or DO UPDATE SET ...")
+    return MergeSpec(target, alias, Source(query=query), "excluded", on, clauses, operation="INSERT")
+
+
+def _where(tree: exp.Expression) -> str | None:
+    where = tree.args.get("where")
+    return _sql(where.this) if where is not None else None
+
+
+def _update(tree: exp.Update) -> MergeSpec:
+    target = table_name(tree.this)
+    alias = _alias_of(tree.this) or tree.this.name
+    pairs = tuple((_column_name(eq.this), _sql(eq.expression)) for eq in tree.expressions)
+    clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
+    return MergeSpec(target, alias, None, "", None, (clause,), operation="UPDATE")
+
+
+def _delete(tree: exp.Delete) -> MergeSpec:
+    target = table_name(tree.this)
+    alias = _alias_of(tree.this) or tree.this.name
+    clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, _where(tree))
+    return MergeSpec(target, alias, None, "", None, (clause,), operation="DELETE")
+
+
+# --- CREATE ------------------------------------------------------------------------------------
+
+
+def _create(tree: exp.Create) -> CreateSpec:
+    this = tree.this
+    target = table_name(this)
+    columns_ddl = None
+    if isinstance(this, exp.Schema) and this.expressions:
+        columns_ddl = ", ".join(f"`{c.name}` {_sql(c.args['kind'])}" for c in this.expressions if isinstance(c, exp.ColumnDef))
+    props: dict[str, str] = {}
+    location = None
+    for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
+        if isinstance(p, exp.FileFormatProperty):
+            continue
+        if isinstance(p, exp.LocationProperty):
+            location = p.this.name
+        elif isinstance(p, exp.OptionsProperty):
+            props.update({q.name: q.args["value"].name for q in p.expressions})
+        elif isinstance(p, exp.Property):
+            props[p.name] = p.args["value"].name
+    query = tree.args.get("expression")
+    return CreateSpec(
+        target=target,
+        columns_ddl=columns_ddl,
+        query=_sql(query) if query is not None else None,
+        replace=bool(tree.args.get("replace")),
+        if_not_exists=bool(tree.args.get("exists")),
+        location=location,
+        properties=tuple(sorted(props.items())),
+    )
+
+
+def _alter(tree: exp.Alter) -> AddColumnsSpec:
+    target = table_name(tree.this)
+    columns = []
+    for action in tree.args.get("actions") or ():
+        defs = action.expressions if isinstance(action, exp.Schema) else [action]
+        for d in defs:
+            if not isinstance(d, exp.ColumnDef):
+                raise StatementParseError(
+                    f"ALTER TABLE {target}: only ADD COLUMNS is supported on tablet tables, not {_sql(action)!r}",
+                    help="Rebuild the table (dbt --full-refresh) for other schema changes.",
+                )
+            columns.append((d.name, _sql(d.args["kind"]).lower()))
+    return AddColumnsSpec(target, tuple(columns))
