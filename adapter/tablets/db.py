@@ -113,12 +113,17 @@ class Database:
             raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
         return TabletTable(root)
 
-    def source_frame(self, spec: MergeSpec) -> DataFrame | None:
+    def source_frame(self, spec: MergeSpec, table: TabletTable | None = None) -> DataFrame | None:
         if spec.source is None:
             return None
         if spec.source.table is not None:
             return self.spark.table(spec.source.table)
-        return self.spark.sql(spec.source.query or "")
+        frame = self.spark.sql(spec.source.query or "")
+        if spec.operation == "INSERT" and table is not None and any(c.star for c in spec.clauses):
+            # INSERT INTO t <query> ON CONFLICT ...: the query's columns are the table's, by position
+            names = table.snapshot().metadata.column_names
+            frame = frame.toDF(*names[: len(frame.columns)])
+        return frame
 
     def merge(self, spec: MergeSpec, *, source: DataFrame | None = None, options: MergeOptions | None = None) -> StatementResult:
         """Run a MERGE/UPDATE/DELETE/INSERT ON CONFLICT spec: one commit (or none)."""
@@ -129,7 +134,7 @@ class Database:
         attempt = 0
         while True:
             start = time.perf_counter()
-            frame = source if source is not None else self.source_frame(spec)
+            frame = source if source is not None else self.source_frame(spec, table)
             try:
                 metrics = execute(self.spark, table, spec, frame, opts)
             except CommitConflict:
@@ -149,7 +154,7 @@ class Database:
         if noop_reason(spec) is not None:
             source_cols = None
         else:
-            frame = self.source_frame(spec)
+            frame = self.source_frame(spec, table)
             source_cols = frame.columns if frame is not None else None
         return explain(plan_merge(spec, schema, source_cols), skip_unchanged=self.options.skip_unchanged)
 

@@ -105,6 +105,18 @@ def execute(
         raise
 
 
+SMALL_BYTES = 64 << 20
+
+
+def _small(frame: DataFrame) -> bool:
+    """Spark's size estimate says one task can write it (classic Spark only)."""
+    try:
+        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
+        return int(size.toString()) < SMALL_BYTES
+    except Exception:  # Spark Connect, or no estimate
+        return False
+
+
 def _first_line(e: Exception) -> str:
     text = str(e).strip()
     return text.splitlines()[0][:500] if text else type(e).__name__
@@ -356,6 +368,8 @@ def append(
         (F.col(f"`{have[n.lower()]}`") if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
     ]
     stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
+    if _small(stream):
+        stream = stream.coalesce(1)  # one tablet, not one per input partition
     handle = begin(
         snap,
         table.root,

@@ -1,0 +1,42 @@
+"""Spark access: the session, the ``tablets`` data source, catalog tables and native scans.
+
+- ``build_session`` / ``get_or_create_session``: the embedded (or remote) Spark session, with
+  every tablets source registered.
+- ``TabletsDataSource``: ``spark.read.format("tablets")`` / ``df.write.format("tablets")``.
+- ``create_table``, ``drop_table``, ``rename_table``, ``lookup``, ``list_tables``,
+  ``sync_schema``, ``register_sources``: tablet tables as Spark catalog tables.
+- ``snapshot_frame``: the engine's scan of a snapshot through Spark's native Parquet reader,
+  deletion vectors applied, with row ids.
+"""
+
+from tablets.spark.catalog import (
+    create_table,
+    drop_table,
+    list_tables,
+    lookup,
+    provider_name,
+    register_sources,
+    rename_table,
+    sync_schema,
+)
+from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
+from tablets.spark.frames import snapshot_frame
+from tablets.spark.session import build_session, get_or_create_session, java_version, session_conf
+
+__all__ = [
+    "SOURCE_NAME",
+    "TabletsDataSource",
+    "build_session",
+    "create_table",
+    "drop_table",
+    "get_or_create_session",
+    "java_version",
+    "list_tables",
+    "lookup",
+    "provider_name",
+    "register_sources",
+    "rename_table",
+    "session_conf",
+    "snapshot_frame",
+    "sync_schema",
+]

@@ -1,0 +1,470 @@
+"""Tablet tables as Spark catalog tables (``db.t``), so plain Spark SQL, dbt's ``ref()``,
+``dbt test``, ``dbt show`` and ``dbt docs`` see them like any table.
+
+The Spark limitation this module works around (verified on PySpark 4.3.0): for a catalog table
+``CREATE TABLE db.t (...) USING tablets OPTIONS (path '...')`` (or ``LOCATION '...'``) Spark
+stores the options, location and properties in the metastore, but
+``PythonDataSourceV2.getTable`` drops them when it builds the Python table, so
+``SELECT * FROM db.t`` reaches the data source's ``reader()`` with *empty* options and the
+source cannot know which table to read (likewise ``INSERT INTO db.t``). Per-query options do
+arrive (``SELECT * FROM db.t WITH ('path' = ...)``), but dbt and users write plain SQL.
+
+The workaround: every tablet table gets its own provider, ``tablets_<12 hex of sha1(root)>``,
+a subclass of the ``tablets`` source whose ``name()`` is that provider and whose table root is
+a class attribute. The catalog entry is ``CREATE TABLE db.t (cols) USING tablets_<hex>
+LOCATION '<root>'`` (EXTERNAL: Spark never deletes or moves the data on its own; the location
+and the ``tablets.path`` property are also recorded in the metastore for people and tools).
+A provider must be registered in a session before Spark resolves the table, so the providers
+are kept in a registry in the warehouse, one file per table::
+
+    <warehouse>/_tablets_registry/<provider>.json     {"name": "db.t", "path": "<root>", "provider": ...}
+
+``register_sources(spark)`` (run by ``build_session`` / ``get_or_create_session``) registers the
+base ``tablets`` source and every provider of the registry: it reads one small directory.
+``lookup()`` serves the engine's routing from an in-process index of that directory, reloaded
+when the directory's mtime changes (creates/drops in another process) and invalidated by this
+module's own create/drop/rename.
+
+Spark's ``DROP TABLE`` never reaches a Python source (it would only drop the catalog entry):
+use ``drop_table`` (the SQL front door routes ``DROP TABLE`` of a tablet table here), which
+drops the entry, the data and the registry file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
+from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, quote_ident, spark_ddl
+from tablets.spark.datasource import register as register_base
+from tablets.storage.log import log_dir
+from tablets.storage.table import TabletTable
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+REGISTRY_DIR = "_tablets_registry"
+PROVIDER_PREFIX = f"{SOURCE_NAME}_"
+PATH_PROPERTY = "tablets.path"
+
+_lock = threading.RLock()
+
+
+# --- providers ------------------------------------------------------------------------------
+
+
+def provider_name(root: str) -> str:
+    """The per-table provider of the tablet table at ``root``."""
+    digest = hashlib.sha1(os.path.abspath(root).encode("utf-8")).hexdigest()[:12]
+    return f"{PROVIDER_PREFIX}{digest}"
+
+
+def table_source(root: str) -> type[TabletsDataSource]:
+    """The data source class of one tablet table (pickled by value into Spark's workers)."""
+    root = os.path.abspath(root)
+    provider = provider_name(root)
+    return type(
+        f"TabletsTable_{provider[len(PROVIDER_PREFIX):]}",
+        (TabletsDataSource,),
+        {"provider": provider, "table_root": root, "__module__": __name__},
+    )
+
+
+def is_tablets_provider(provider: str | None) -> bool:
+    p = (provider or "").lower()
+    return p == SOURCE_NAME or (p.startswith(PROVIDER_PREFIX) and len(p) == len(PROVIDER_PREFIX) + 12)
+
+
+# --- the registry -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Entry:
+    name: str  # qualified, lower case: db.t
+    path: str
+    provider: str
+
+
+@dataclass
+class _Registry:
+    directory: str
+    mtime_ns: int
+    by_name: dict[str, _Entry]
+    by_provider: dict[str, _Entry]
+
+
+_registries: dict[str, _Registry] = {}
+_warehouses: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+
+
+def _local_path(uri: str) -> str:
+    if uri.startswith("file:"):
+        return os.path.abspath(unquote(urlparse(uri).path))
+    return uri if "://" in uri else os.path.abspath(uri)
+
+
+def warehouse_dir(spark: SparkSession) -> str:
+    """The session's warehouse directory (``spark.sql.warehouse.dir``) as a local path."""
+    with _lock:
+        wh = _warehouses.get(spark)
+        if wh is None:
+            wh = _local_path(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+            _warehouses[spark] = wh
+        return wh
+
+
+def registry_dir(spark: SparkSession) -> str:
+    return os.path.join(warehouse_dir(spark), REGISTRY_DIR)
+
+
+def _load(directory: str) -> _Registry:
+    try:
+        mtime = os.stat(directory).st_mtime_ns
+    except FileNotFoundError:
+        return _Registry(directory, -1, {}, {})
+    with _lock:
+        cached = _registries.get(directory)
+        if cached is not None and cached.mtime_ns == mtime:
+            return cached
+        by_name: dict[str, _Entry] = {}
+        by_provider: dict[str, _Entry] = {}
+        for fname in sorted(os.listdir(directory)):
+            if not fname.endswith(".json") or fname.startswith("."):
+                continue
+            try:
+                with open(os.path.join(directory, fname), encoding="utf-8") as f:
+                    obj = json.load(f)
+                entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or fname[:-5])
+            except (OSError, ValueError, KeyError, AttributeError):
+                continue  # a file being replaced, or not ours
+            by_name[entry.name] = entry
+            by_provider[entry.provider] = entry
+        reg = _Registry(directory, mtime, by_name, by_provider)
+        _registries[directory] = reg
+        return reg
+
+
+def _invalidate(directory: str) -> None:
+    with _lock:
+        _registries.pop(directory, None)
+
+
+def _write_entry(directory: str, entry: _Entry) -> None:
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".tmp-{entry.provider}-{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump({"name": entry.name, "path": entry.path, "provider": entry.provider}, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, os.path.join(directory, f"{entry.provider}.json"))
+    _invalidate(directory)
+
+
+def _remove_entry(directory: str, provider: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(directory, f"{provider}.json"))
+    _invalidate(directory)
+
+
+def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
+    with _lock:
+        done = _registered.setdefault(spark, set())
+        for e in entries:
+            if e.provider not in done:
+                spark.dataSource.register(table_source(e.path))
+                done.add(e.provider)
+
+
+def register_sources(spark: SparkSession) -> None:
+    """Register ``tablets`` and the provider of every registered tablet table in ``spark``."""
+    with _lock:
+        done = _registered.setdefault(spark, set())
+        if SOURCE_NAME not in done:
+            register_base(spark)
+            done.add(SOURCE_NAME)
+    _register(spark, list(_load(registry_dir(spark)).by_provider.values()))
+
+
+# --- names ------------------------------------------------------------------------------------
+
+
+def split_name(name: str) -> list[str]:
+    """``a.`b.c`.d`` -> ["a", "b.c", "d"] (backquotes, doubled backquotes inside them)."""
+    parts: list[str] = []
+    cur: list[str] = []
+    i, quoted = 0, False
+    text = name.strip()
+    while i < len(text):
+        ch = text[i]
+        if quoted:
+            if ch == "`":
+                if i + 1 < len(text) and text[i + 1] == "`":
+                    cur.append("`")
+                    i += 1
+                else:
+                    quoted = False
+            else:
+                cur.append(ch)
+        elif ch == "`":
+            quoted = True
+        elif ch == ".":
+            parts.append("".join(cur).strip())
+            cur = []
+        else:
+            cur.append(ch)
+        i += 1
+    parts.append("".join(cur).strip())
+    if quoted or any(p == "" for p in parts):
+        raise TabletsError(f"invalid table name {name!r}", help="Use `table`, `database.table` or `spark_catalog.database.table`.")
+    return parts
+
+
+def qualify(spark: SparkSession, name: str) -> tuple[str, str]:
+    """(database, table), lower case; the current database when ``name`` has none."""
+    parts = split_name(name)
+    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) == 1:
+        return spark.catalog.currentDatabase().lower(), parts[0].lower()
+    if len(parts) == 2:
+        return parts[0].lower(), parts[1].lower()
+    raise TabletsError(f"table name {name!r} is not in the session catalog", help="Tablet tables live in spark_catalog: use `database.table`.")
+
+
+def _sql_name(db: str, table: str) -> str:
+    return f"{quote_ident(db)}.{quote_ident(table)}"
+
+
+def _exists(spark: SparkSession, db: str, table: str) -> bool:
+    return bool(spark.catalog.tableExists(_sql_name(db, table)))
+
+
+def _quiet_hive_alter(spark: SparkSession) -> None:
+    """``ALTER TABLE`` of a data source table makes Hive log "ERROR HiveAlterHandler: Failed
+    to alter table" before Spark falls back to storing the schema its own way (it works)."""
+    try:
+        jvm = spark.sparkContext._jvm
+        if jvm is None:
+            return
+        level = jvm.org.apache.logging.log4j.Level.OFF
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hadoop.hive.metastore.HiveAlterHandler", level)
+    except Exception:  # noqa: BLE001 - cosmetic only (and no JVM under Spark Connect)
+        pass
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+# --- public API ---------------------------------------------------------------------------------
+
+
+def lookup(spark: SparkSession, name: str) -> str | None:
+    """The root of the tablet table named ``name`` in the catalog, else None. Cheap: a stat of
+    the registry directory and a dict lookup (plus the current database for unqualified names)."""
+    try:
+        parts = split_name(name)
+    except TabletsError:
+        return None
+    if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
+        return None
+    db, table = qualify(spark, name)
+    entry = _load(registry_dir(spark)).by_name.get(f"{db}.{table}")
+    if entry is None or not os.path.isdir(log_dir(entry.path)):
+        return None
+    _register(spark, [entry])  # created by another process since this session started
+    return entry.path
+
+
+def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:
+    """(qualified name, root) of the registered tablet tables, of ``database`` if given."""
+    reg = _load(registry_dir(spark))
+    db = database.lower() if database else None
+    out = [
+        (e.name, e.path)
+        for e in reg.by_name.values()
+        if (db is None or e.name.split(".", 1)[0] == db) and os.path.isdir(log_dir(e.path))
+    ]
+    return sorted(out)
+
+
+def _store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> pa.Schema | list[tuple[str, str, bool]]:
+    if isinstance(schema, pa.Schema):
+        return schema
+    from pyspark.sql.types import StructType
+
+    if isinstance(schema, str):
+        struct = StructType.fromDDL(schema) if hasattr(StructType, "fromDDL") else spark.createDataFrame([], schema).schema
+    else:
+        struct = schema
+    if not isinstance(struct, StructType):
+        raise SchemaMismatch(f"not a table schema: {schema!r}", help="Give columns as Spark DDL (`a BIGINT, b STRING`) or a pyarrow schema.")
+    return [(f.name, f.dataType.simpleString(), True) for f in struct.fields]
+
+
+def default_location(spark: SparkSession, database: str, table: str) -> str:
+    """Where Spark would put a managed table: ``<database location>/<table>``."""
+    try:
+        uri = spark.catalog.getDatabase(database).locationUri
+    except Exception:  # noqa: BLE001 - fall back to the warehouse layout
+        uri = None
+    base = _local_path(uri) if uri else (
+        warehouse_dir(spark) if database == "default" else os.path.join(warehouse_dir(spark), f"{database}.db")
+    )
+    return os.path.join(base, table)
+
+
+def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: TabletTable) -> None:
+    meta = store.snapshot().metadata
+    props = {PATH_PROPERTY: root}
+    if meta.key_columns:
+        props["tablets.key_columns"] = ",".join(meta.key_columns)
+    tblprops = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in props.items())
+    spark.sql(
+        f"CREATE TABLE {_sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
+        f"LOCATION {_sql_string(root)} TBLPROPERTIES ({tblprops})"
+    )
+
+
+def create_table(
+    spark: SparkSession,
+    name: str,
+    schema: pa.Schema | StructType | str | None,
+    *,
+    location: str | None = None,
+    key_columns: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+    replace: bool = False,
+    if_not_exists: bool = False,
+) -> TabletTable:
+    """Create the tablet table ``name``: the store at ``location`` (default: where Spark puts a
+    managed table, ``<warehouse>/<db>.db/<table>``), the catalog entry and the registry file.
+
+    ``replace`` drops an existing table of that name (data included) first. An existing tablet
+    table at an explicit ``location`` is adopted (like ``CREATE TABLE ... LOCATION`` of an
+    existing Delta table); ``schema`` may then be None."""
+    db, table = qualify(spark, name)
+    qualified = f"{db}.{table}"
+    if not spark.catalog.databaseExists(db):
+        raise TableNotFound(f"database {db} does not exist (creating {qualified})", help=f"Create it first: CREATE DATABASE {db}.")
+    directory = registry_dir(spark)
+    known = _load(directory).by_name.get(qualified)
+    in_catalog = _exists(spark, db, table)
+    if in_catalog or known is not None:
+        if if_not_exists and in_catalog:
+            if known is None or not os.path.isdir(log_dir(known.path)):
+                raise TableAlreadyExists(f"{qualified} exists and is not a tablet table", help="Pick another name, or drop it first.")
+            return TabletTable(known.path)
+        if replace or not in_catalog:  # not in the catalog: a stale registry entry
+            drop_table(spark, qualified, if_exists=True, keep_data=not replace and not in_catalog)
+        else:
+            raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
+    root = os.path.abspath(location) if location else default_location(spark, db, table)
+    store = TabletTable(root)
+    created = False
+    if store.exists():
+        if location is None and not replace:
+            raise TableAlreadyExists(
+                f"the files of a tablet table remain at {root}, the default location of {qualified}",
+                help="Use CREATE OR REPLACE to replace them, or CREATE TABLE ... LOCATION to adopt them.",
+            )
+        if replace:
+            store.drop()
+        elif schema is not None:
+            given = _store_schema(spark, schema)
+            names = [f.name for f in given] if isinstance(given, pa.Schema) else [c[0] for c in given]
+            have = list(store.snapshot().metadata.column_names)
+            if names and [n.lower() for n in names] != [n.lower() for n in have]:
+                raise SchemaMismatch(
+                    f"the tablet table at {root} has columns {have}, not {names}",
+                    help="Leave the column list out to adopt the table as it is, or use another LOCATION.",
+                )
+    if not store.exists():
+        if schema is None:
+            raise SchemaMismatch(f"no columns given for the new table {qualified}", help="Give the columns (Spark DDL or a pyarrow schema).")
+        store = TabletTable.create(root, _store_schema(spark, schema), key_columns=key_columns, properties=properties)
+        created = True
+    provider = provider_name(root)
+    other = _load(directory).by_provider.get(provider)
+    if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
+        raise TableAlreadyExists(f"the tablet table at {root} is already the catalog table {other.name}", help="Use that name, or another LOCATION.")
+    entry = _Entry(qualified, root, provider)
+    _write_entry(directory, entry)  # first: a catalog entry without its provider would be unreadable
+    try:
+        _register(spark, [entry])
+        _create_entry(spark, db, table, root, store)
+    except Exception:
+        _remove_entry(directory, provider)
+        if created:
+            store.drop()
+        raise
+    return store
+
+
+def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_data: bool = False) -> None:
+    """Drop the catalog entry, the data (unless ``keep_data``) and the registry entry."""
+    db, table = qualify(spark, name)
+    qualified = f"{db}.{table}"
+    directory = registry_dir(spark)
+    entry = _load(directory).by_name.get(qualified)
+    in_catalog = _exists(spark, db, table)
+    if entry is None and not in_catalog:
+        if if_exists:
+            return
+        raise TableNotFound(f"table {qualified} does not exist")
+    if in_catalog:
+        spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
+    if entry is not None:
+        if not keep_data:
+            TabletTable(entry.path).drop()
+        _remove_entry(directory, entry.provider)
+
+
+def rename_table(spark: SparkSession, old: str, new: str) -> None:
+    """Rename the catalog entry; the data stays where it is (the entry is EXTERNAL)."""
+    db, table = qualify(spark, old)
+    ndb, ntable = qualify(spark, new)
+    directory = registry_dir(spark)
+    entry = _load(directory).by_name.get(f"{db}.{table}")
+    if entry is None:
+        raise TableNotFound(f"{db}.{table} is not a tablet table")
+    if _exists(spark, ndb, ntable) or f"{ndb}.{ntable}" in _load(directory).by_name:
+        raise TableAlreadyExists(f"table {ndb}.{ntable} already exists", help="Drop it first, or pick another name.")
+    spark.sql(f"ALTER TABLE {_sql_name(db, table)} RENAME TO {_sql_name(ndb, ntable)}")
+    _write_entry(directory, _Entry(f"{ndb}.{ntable}", entry.path, entry.provider))
+
+
+def sync_schema(spark: SparkSession, name: str) -> None:
+    """Make the catalog entry's columns the store's columns (after ``add_columns`` or
+    ``set_schema``): ``ALTER TABLE ... ADD COLUMNS`` when columns were only added, else the
+    entry is recreated (it is EXTERNAL: the data is not touched)."""
+    db, table = qualify(spark, name)
+    root = lookup(spark, f"{db}.{table}")
+    if root is None:
+        raise TableNotFound(f"{db}.{table} is not a tablet table")
+    store = TabletTable(root)
+    want = [(n, t.lower()) for n, t, _ in store.snapshot().metadata.schema]
+    have = [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(_sql_name(db, table))]
+    if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have]:
+        return
+    head = [(n.lower(), t) for n, t in want[: len(have)]]
+    if head == [(n.lower(), t) for n, t in have]:
+        added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have):])
+        _quiet_hive_alter(spark)
+        spark.sql(f"ALTER TABLE {_sql_name(db, table)} ADD COLUMNS ({added})")
+        return
+    spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
+    _create_entry(spark, db, table, root, store)

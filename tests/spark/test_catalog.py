@@ -1,0 +1,128 @@
+"""Tablet tables as catalog tables: plain Spark SQL reads and writes them."""
+
+import os
+
+import pyarrow as pa
+import pytest
+from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound
+from tablets.spark import catalog
+from tablets.storage import RowLevelSink, TabletTable
+
+pytestmark = pytest.mark.spark
+
+
+def rows(spark, sql):
+    return sorted(tuple(r) for r in spark.sql(sql).collect())
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    spark.sql("CREATE DATABASE IF NOT EXISTS cat")
+    return "cat"
+
+
+def test_create_insert_select_overwrite_drop(spark, db):
+    t = catalog.create_table(spark, "cat.items", "id BIGINT, v STRING", key_columns=["id"], properties={"owner": "me"})
+    assert t.root == os.path.join(catalog.warehouse_dir(spark), "cat.db", "items")
+    meta = t.snapshot().metadata
+    assert meta.key_columns == ("id",) and meta.property("owner") == "me"
+    assert catalog.lookup(spark, "cat.items") == t.root
+    assert catalog.lookup(spark, "`cat`.`ITEMS`") == t.root
+    assert catalog.lookup(spark, "spark_catalog.cat.items") == t.root
+    assert catalog.lookup(spark, "cat.nope") is None and catalog.lookup(spark, "other.cat.items") is None
+
+    spark.sql("INSERT INTO cat.items VALUES (1, 'a'), (2, 'b')")
+    spark.sql("INSERT INTO cat.items SELECT id + 10, upper(v) FROM cat.items")
+    assert rows(spark, "SELECT * FROM cat.items") == [(1, "a"), (2, "b"), (11, "A"), (12, "B")]
+    assert rows(spark, "SELECT count(*) FROM cat.items") == [(4,)]
+    spark.sql("INSERT OVERWRITE cat.items SELECT id * 100, v FROM cat.items WHERE id < 10")
+    assert rows(spark, "SELECT * FROM cat.items") == [(100, "a"), (200, "b")]
+    assert [h.commit.operation for h in t.history()] == ["CREATE TABLE", "INSERT", "INSERT", "INSERT OVERWRITE"]
+
+    described = [(r.col_name, r.data_type) for r in spark.sql("DESCRIBE TABLE cat.items").collect()]
+    assert described[:2] == [("id", "bigint"), ("v", "string")]
+    assert "items" in [r.tableName for r in spark.sql("SHOW TABLES IN cat").collect()]
+    assert ("cat.items", t.root) in catalog.list_tables(spark, "cat")
+
+    catalog.drop_table(spark, "cat.items")
+    assert not os.path.exists(t.root)
+    assert catalog.lookup(spark, "cat.items") is None
+    assert not spark.catalog.tableExists("cat.items")
+    catalog.drop_table(spark, "cat.items", if_exists=True)
+    with pytest.raises(TableNotFound):
+        catalog.drop_table(spark, "cat.items")
+
+
+def test_deletion_vectors_and_time_travel_through_sql(spark, db):
+    t = catalog.create_table(spark, "cat.dv", pa.schema([("k", pa.int32()), ("s", pa.string())]))
+    spark.sql("INSERT INTO cat.dv SELECT CAST(id AS INT), CAST(id AS STRING) FROM range(0, 10, 1, 1)")
+    [tablet] = list(t.snapshot().tablets)
+    live = t.read().column("k").to_pylist()  # row number = position in the file
+    h = t.begin_delete()
+    sink = RowLevelSink(h)
+    sink.delete([tablet] * 3, [live.index(2), live.index(5), live.index(7)])
+    t.finish(h, sink.finish())
+    assert rows(spark, "SELECT count(*) FROM cat.dv") == [(7,)]
+    assert [r[0] for r in rows(spark, "SELECT k FROM cat.dv")] == [0, 1, 3, 4, 6, 8, 9]
+    assert rows(spark, "SELECT count(*) FROM cat.dv WITH ('version' = '1')") == [(10,)]
+    assert rows(spark, "SELECT count(*) FROM cat.dv WHERE k > 4") == [(3,)]
+    catalog.drop_table(spark, "cat.dv")
+
+
+def test_unqualified_names_rename_and_schema_sync(spark, db):
+    spark.sql("USE cat")
+    try:
+        t = catalog.create_table(spark, "evolving", "id INT")
+        assert catalog.lookup(spark, "evolving") == catalog.lookup(spark, "cat.evolving") == t.root
+        spark.sql("INSERT INTO evolving VALUES (1)")
+        t.add_columns([("label", "string")])
+        t.append(pa.table({"id": pa.array([2], pa.int32()), "label": ["two"]}))
+        catalog.sync_schema(spark, "evolving")
+        cols = [(c.name, c.dataType) for c in spark.catalog.listColumns("cat.evolving")]
+        assert cols == [("id", "int"), ("label", "string")]
+        assert rows(spark, "SELECT * FROM cat.evolving") == [(1, None), (2, "two")]
+        catalog.sync_schema(spark, "evolving")  # nothing to do
+
+        catalog.rename_table(spark, "evolving", "cat.renamed")
+        assert catalog.lookup(spark, "evolving") is None
+        assert catalog.lookup(spark, "cat.renamed") == t.root  # the data did not move
+        assert rows(spark, "SELECT count(*) FROM renamed") == [(2,)]
+        catalog.drop_table(spark, "renamed")
+    finally:
+        spark.sql("USE default")
+
+
+def test_create_replace_if_not_exists_and_adopt(spark, db, tmp_path):
+    t = catalog.create_table(spark, "cat.r", "id BIGINT")
+    spark.sql("INSERT INTO cat.r VALUES (1)")
+    with pytest.raises(TableAlreadyExists):
+        catalog.create_table(spark, "cat.r", "id BIGINT")
+    assert catalog.create_table(spark, "cat.r", "x INT", if_not_exists=True).root == t.root
+    assert rows(spark, "SELECT * FROM cat.r") == [(1,)]
+    t2 = catalog.create_table(spark, "cat.r", "id BIGINT, y STRING", replace=True)
+    assert rows(spark, "SELECT * FROM cat.r") == []
+    assert t2.snapshot().metadata.column_names == ("id", "y")
+    catalog.drop_table(spark, "cat.r")
+
+    # an existing tablet table at an explicit location is adopted, its data kept
+    root = str(tmp_path / "external")
+    ext = TabletTable.create(root, pa.schema([("a", pa.int64())]))
+    ext.append(pa.table({"a": [5, 6]}))
+    catalog.create_table(spark, "cat.ext", None, location=root)
+    assert rows(spark, "SELECT * FROM cat.ext") == [(5,), (6,)]
+    with pytest.raises(TableAlreadyExists, match="already the catalog table cat.ext"):
+        catalog.create_table(spark, "cat.ext2", "a BIGINT", location=root)
+    with pytest.raises(SchemaMismatch):
+        catalog.create_table(spark, "cat.ext3", "b BIGINT", location=root)
+    catalog.drop_table(spark, "cat.ext")
+    assert not os.path.exists(root)
+    with pytest.raises(TableNotFound, match="database nodb does not exist"):
+        catalog.create_table(spark, "nodb.t", "a INT")
+
+
+def test_plain_spark_table_is_not_a_tablet_table(spark, db):
+    spark.sql("CREATE TABLE IF NOT EXISTS cat.plain (a INT) USING parquet")
+    assert catalog.lookup(spark, "cat.plain") is None
+    with pytest.raises(TableAlreadyExists, match="not a tablet table"):
+        catalog.create_table(spark, "cat.plain", "a INT", if_not_exists=True)
+    spark.sql("DROP TABLE cat.plain")

@@ -1,0 +1,66 @@
+"""A tablet table outlives its process: a new process (new SparkSession, same warehouse and
+metastore) sees it in the catalog and reads it through plain SQL.
+
+Embedded Derby admits one process per metastore, and stopping a SparkSession does not release
+it (Derby stays booted in the JVM), so this scenario uses its own warehouse and runs both
+halves in subprocesses; the shared test session is never involved.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+WRITER = """
+from tablets.spark.session import build_session
+from tablets.spark import catalog
+from tablets.storage import RowLevelSink
+import pyarrow as pa
+spark = build_session({wh!r}, master="local[1]", shuffle_partitions=1)
+spark.sql("CREATE DATABASE IF NOT EXISTS np")
+t = catalog.create_table(spark, "np.t", "id BIGINT, v STRING")
+t.append(pa.table({{"id": [1, 2, 3], "v": ["a", "b", "c"]}}))
+h = t.begin_delete()
+sink = RowLevelSink(h)
+sink.delete([next(iter(t.snapshot().tablets))], [1])
+t.finish(h, sink.finish())
+spark.stop()
+"""
+
+READER = """
+from tablets.spark.session import build_session
+from tablets.spark import catalog
+spark = build_session({wh!r}, master="local[1]", shuffle_partitions=1)
+print("TABLES", sorted(r.tableName for r in spark.sql("SHOW TABLES IN np").collect()))
+print("ROWS", sorted(tuple(r) for r in spark.sql("SELECT * FROM np.t").collect()))
+print("COUNT", spark.sql("SELECT count(*) FROM np.t").collect()[0][0])
+print("LOOKUP", catalog.lookup(spark, "np.t") is not None)
+spark.stop()
+"""
+
+
+def run(script, cwd):
+    env = dict(os.environ)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], cwd=cwd, env=env,
+        capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+def test_table_survives_the_process(tmp_path):
+    wh = str(tmp_path / "project" / "warehouse")
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    run(WRITER.format(wh=wh), cwd)
+    out = run(READER.format(wh=wh), cwd)
+    assert "TABLES ['t']" in out
+    assert "ROWS [(1, 'a'), (3, 'c')]" in out
+    assert "COUNT 2" in out and "LOOKUP True" in out
+    assert os.listdir(cwd) == []  # no metastore_db, derby.log or spark-warehouse in the cwd
+    assert sorted(os.listdir(tmp_path / "project")) == ["derby.log", "metastore_db", "warehouse"]
