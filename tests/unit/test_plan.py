@@ -1,7 +1,6 @@
 """The planner without Spark: join type, classification, no-op detection, column needs, errors."""
 
 import pytest
-
 from tablets.engine.explain import explain
 from tablets.engine.plan import plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
@@ -12,10 +11,13 @@ pytestmark = pytest.mark.unit
 TARGET = [("a", "int"), ("b", "int"), ("c", "string")]
 SOURCE = ["a", "b", "d"]
 M, NM, NMS = Category.MATCHED, Category.NOT_MATCHED, Category.NOT_MATCHED_BY_SOURCE
-U, D, I, N = ActionKind.UPDATE, ActionKind.DELETE, ActionKind.INSERT, ActionKind.DO_NOTHING
+U, D, INS, N = ActionKind.UPDATE, ActionKind.DELETE, ActionKind.INSERT, ActionKind.DO_NOTHING
 
 
-def spec(*clauses, on="t.a = s.a", source=Source(table="src")):
+SRC = Source(table="src")
+
+
+def spec(*clauses, on="t.a = s.a", source=SRC):
     return MergeSpec("db.tgt", "t", source, "s", on if source else None, tuple(clauses))
 
 
@@ -24,7 +26,7 @@ def spec(*clauses, on="t.a = s.a", source=Source(table="src")):
     [((M,), "inner"), ((NM,), "left"), ((NMS,), "right"), ((M, NM), "left"), ((M, NMS), "right"), ((NM, NMS), "full")],
 )
 def test_strictest_join(cats, join):
-    action = {M: D, NM: I, NMS: D}
+    action = {M: D, NM: INS, NMS: D}
     clauses = [Clause(c, action[c], star=c is NM) for c in cats]
     assert plan_merge(spec(*clauses), TARGET, SOURCE).join == join
 
@@ -33,7 +35,7 @@ def test_classification_case_in_statement_order():
     p = plan_merge(
         spec(
             Clause(NM, N, "s.b % 2 = 0"),
-            Clause(NM, I, "s.b < 11", insert_values=("s.a", "100 * s.b")),
+            Clause(NM, INS, "s.b < 11", insert_values=("s.a", "100 * s.b")),
             Clause(M, U, assignments=(("b", "s.b"),)),
         ),
         TARGET,
@@ -69,7 +71,7 @@ def test_not_noop_with_one_real_action():
 
 
 def test_unqualified_columns_resolve_by_side():
-    p = plan_merge(spec(Clause(NM, I, insert_values=("a", "d")), Clause(M, U, "d > 1", (("c", "d"),))), TARGET, SOURCE)
+    p = plan_merge(spec(Clause(NM, INS, insert_values=("a", "d")), Clause(M, U, "d > 1", (("c", "d"),))), TARGET, SOURCE)
     assert dict(p.branches[0].image)["a"] == "CAST(s.a AS int)"
     assert p.branches[1].condition == "s.d > 1"
 
@@ -86,7 +88,7 @@ def test_by_source_may_not_read_source():
 
 def test_not_matched_may_not_read_target():
     with pytest.raises(MergeSpecError, match="no target row"):
-        plan_merge(spec(Clause(NM, I, "t.b > 1", star=True)), TARGET, SOURCE)
+        plan_merge(spec(Clause(NM, INS, "t.b > 1", star=True)), TARGET, SOURCE)
 
 
 def test_unreachable_clause():
@@ -98,13 +100,13 @@ def test_unknown_assignment_and_insert_arity():
     with pytest.raises(MergeSpecError, match="nope"):
         plan_merge(spec(Clause(M, U, None, (("nope", "1"),))), TARGET, SOURCE)
     with pytest.raises(MergeSpecError, match="4 values"):
-        plan_merge(spec(Clause(NM, I, insert_values=("1", "2", "3", "4"))), TARGET, SOURCE)
+        plan_merge(spec(Clause(NM, INS, insert_values=("1", "2", "3", "4"))), TARGET, SOURCE)
 
 
 def test_columns_read_per_action():
     delete_only = plan_merge(spec(Clause(M, D, "t.b > 1")), TARGET, SOURCE)
     assert delete_only.target_columns == ("a", "b") and delete_only.needs_row_ids
-    insert_only = plan_merge(spec(Clause(NM, I, star=True)), TARGET, SOURCE)
+    insert_only = plan_merge(spec(Clause(NM, INS, star=True)), TARGET, SOURCE)
     assert insert_only.target_columns == ("a",) and not insert_only.needs_row_ids
     update = plan_merge(spec(Clause(M, U, None, (("b", "s.b"),))), TARGET, SOURCE)
     assert update.target_columns == ("a", "b", "c")
@@ -124,7 +126,7 @@ def test_update_without_source_is_target_only():
 
 
 def test_explain_shows_streams():
-    text = explain(plan_merge(spec(Clause(M, U, None, (("b", "s.b"),)), Clause(NM, I, star=True), Clause(NMS, D)), TARGET, SOURCE))
+    text = explain(plan_merge(spec(Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True), Clause(NMS, D)), TARGET, SOURCE))
     assert "[Join] FULL OUTER ON t.a = s.a" in text
     assert "[Delete stream] row ids <- __tablets_clause = 0 (UPDATE old image) UNION ALL __tablets_clause = 2 (DELETE)" in text
     assert "[Insert stream] new tablets <- __tablets_clause = 0 (UPDATE new image) UNION ALL __tablets_clause = 1 (INSERT)" in text
