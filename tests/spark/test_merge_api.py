@@ -1,0 +1,96 @@
+"""The Python builder, engine options (skip unchanged, pruning, clustering) and commit metrics."""
+
+import pytest
+import tablets
+from tablets.storage import TabletTable
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS api")
+    return d
+
+
+def rows(db, sql):
+    return sorted(tuple(r) for r in db.sql(sql).collect())
+
+
+def fresh(db, name, ddl, values=None):
+    db.sql(f"DROP TABLE IF EXISTS {name}")
+    db.sql(f"CREATE TABLE {name} ({ddl}) USING tablets")
+    if values:
+        db.sql(f"INSERT INTO {name} VALUES {values}")
+
+
+def test_builder_mirrors_sql(db):
+    fresh(db, "api.customers", "id INT, name STRING, active BOOLEAN", "(1, 'ann', true), (2, 'bob', true), (3, 'cy', true)")
+    updates = db.spark.createDataFrame([(1, "ann", False), (3, "cyrus", False), (4, "dee", False)], "id INT, name STRING, gone BOOLEAN")
+    builder = (
+        tablets.table(db, "api.customers")
+        .merge(updates, on="t.id = s.id")
+        .when_matched_delete(condition="s.name = t.name")
+        .when_matched_update(set={"name": "s.name"})
+        .when_not_matched_insert(values={"id": "s.id", "name": "s.name", "active": "true"})
+        .when_not_matched_by_source_update(set={"active": "false"})
+    )
+    assert "[Join] FULL OUTER ON t.id = s.id" in builder.explain()
+    m = builder.execute()
+    assert (m.rows_deleted, m.rows_updated, m.rows_inserted) == (1, 2, 1)
+    assert rows(db, "SELECT * FROM api.customers") == [(2, "bob", False), (3, "cyrus", True), (4, "dee", True)]
+    # the commit records the statement's metrics
+    last = db.table_of("api.customers").history()[-1].commit
+    assert last.operation == "MERGE" and last.metrics_dict()["rows_updated"] == 2
+
+
+def test_skip_unchanged_can_be_turned_off(db):
+    fresh(db, "api.same", "id INT, v INT", "(1, 10), (2, 20)")
+    stmt = "MERGE INTO api.same t USING (SELECT * FROM VALUES (1, 10), (2, 21) AS v(id, v)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *"
+    m = db.sql(stmt).metrics
+    assert (m.rows_updated, m.rows_unchanged, m.dvs_written) == (1, 1, 1)
+    m = db.sql(stmt, options={"skip_unchanged": False}).metrics
+    assert (m.rows_updated, m.rows_unchanged) == (2, 0)
+    assert rows(db, "SELECT * FROM api.same") == [(1, 10), (2, 21)]
+
+
+def test_pruning_skips_tablets_outside_source_keys(db):
+    fresh(db, "api.clustered", "id BIGINT, v INT")
+    for i in range(5):  # five tablets with disjoint id ranges
+        db.sql(f"INSERT INTO api.clustered SELECT id, 0 FROM range({i * 1000}, {(i + 1) * 1000})")
+    res = db.sql("MERGE INTO api.clustered t USING (SELECT id FROM range(2100, 2200)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = 1")
+    m = res.metrics
+    assert m.rows_updated == 100
+    assert m.tablets_scanned < m.tablets_scanned + m.tablets_pruned and m.tablets_pruned >= 4
+    assert db.sql("SELECT sum(v) FROM api.clustered").collect()[0][0] == 100
+    assert "tablet pruning" in db.sql("EXPLAIN MERGE INTO api.clustered t USING (SELECT id FROM range(1, 2)) s ON t.id = s.id WHEN MATCHED THEN DELETE")
+
+
+def test_by_source_disables_pruning(db):
+    fresh(db, "api.sync", "id BIGINT, v INT")
+    db.sql("INSERT INTO api.sync SELECT id, 0 FROM range(0, 100)")
+    db.sql("INSERT INTO api.sync SELECT id, 0 FROM range(100, 200)")
+    m = db.sql("MERGE INTO api.sync t USING (SELECT id FROM range(0, 10)) s ON t.id = s.id "
+               "WHEN NOT MATCHED BY SOURCE AND t.id >= 150 THEN DELETE").metrics
+    assert m.tablets_pruned == 0 and m.rows_deleted == 50
+
+
+def test_cluster_by_sorts_new_tablets(db, spark):
+    fresh(db, "api.sorted", "id BIGINT, v INT")
+    table = db.table_of("api.sorted")
+    opts = {"cluster_by": ("id",), "target_tablet_rows": 250}
+    db.sql("INSERT INTO api.sorted SELECT id, 0 FROM range(0, 1)")
+    db.sql("MERGE INTO api.sorted t USING (SELECT (id * 7919) % 1000 AS id FROM range(0, 1000)) s ON t.id = s.id "
+           "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, 1)", options=opts)
+    ranges = sorted((st.add.column_stats("id").min, st.add.column_stats("id").max) for st in table.snapshot().tablets.values() if st.add.rows > 1)
+    assert len(ranges) >= 2
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # disjoint, ordered key ranges
+
+
+def test_time_travel_through_the_store(db):
+    fresh(db, "api.tt", "id INT", "(1), (2)")
+    db.sql("DELETE FROM api.tt WHERE id = 1")
+    table = TabletTable(db.table_of("api.tt").root)
+    assert table.read(version=1).column("id").to_pylist() == [1, 2]
+    assert table.read().column("id").to_pylist() == [2]
