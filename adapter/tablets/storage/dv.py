@@ -115,7 +115,7 @@ def bitmap_from_positions(positions) -> BitMap64:
     high = (values >> np.uint64(32)).astype(np.uint32)
     low = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32)
     keys, starts = np.unique(high, return_index=True)
-    ends = [*starts[1:], len(values)]
+    ends = [*starts[1:], len(values)] if len(keys) else []
     parts = [struct.pack("<Q", len(keys))]
     for key, start, end in zip(keys, starts, ends, strict=True):
         parts.append(struct.pack("<I", int(key)))
