@@ -1,0 +1,141 @@
+"""Statement text -> spec with sqlglot: every supported form and the errors that name the part."""
+
+import pytest
+from tablets.engine.spec import (
+    ActionKind,
+    AddColumnsSpec,
+    AppendSpec,
+    Category,
+    Clause,
+    CreateSpec,
+    DropSpec,
+    Source,
+)
+from tablets.exceptions import MergeSpecError, StatementParseError
+from tablets.sql import create_provider, parse_statement, statement_target
+
+pytestmark = pytest.mark.unit
+
+M, NM, NMS = Category.MATCHED, Category.NOT_MATCHED, Category.NOT_MATCHED_BY_SOURCE
+U, D, INS, N = ActionKind.UPDATE, ActionKind.DELETE, ActionKind.INSERT, ActionKind.DO_NOTHING
+
+
+def test_stock_daily_sales():
+    spec = parse_statement(
+        "MERGE INTO Stock S USING DailySales DS ON S.Item = DS.Item "
+        "WHEN MATCHED AND (QtyOnHand - QtySold = 0) THEN DELETE "
+        "WHEN MATCHED THEN UPDATE SET QtyOnHand = QtyOnHand - QtySold "
+        "WHEN NOT MATCHED THEN INSERT VALUES (Item, QtySold)"
+    )
+    assert (spec.target, spec.target_alias, spec.source, spec.source_alias) == ("Stock", "S", Source(table="DailySales"), "DS")
+    assert spec.on == "S.Item = DS.Item"
+    assert spec.clauses == (
+        Clause(M, D, "(QtyOnHand - QtySold = 0)"),
+        Clause(M, U, None, (("QtyOnHand", "QtyOnHand - QtySold"),)),
+        Clause(NM, INS, None, insert_values=("Item", "QtySold")),
+    )
+
+
+def test_all_categories_and_forms():
+    spec = parse_statement(
+        "MERGE INTO db.t USING (SELECT a, b FROM db.s WHERE b > 0) AS src ON t.a <=> src.a "
+        "WHEN NOT MATCHED BY SOURCE AND t.b > 1 THEN DELETE WHEN MATCHED THEN UPDATE SET * "
+        "WHEN NOT MATCHED BY TARGET THEN INSERT * WHEN NOT MATCHED AND src.a == 2 THEN DO NOTHING"
+    )
+    assert spec.target == "db.t" and spec.target_alias == "t"
+    assert spec.source == Source(query="SELECT a, b FROM db.s WHERE b > 0") and spec.source_alias == "src"
+    assert spec.null_safe
+    assert [(c.category, c.action, c.star) for c in spec.clauses] == [(NMS, D, False), (M, U, True), (NM, INS, True), (NM, N, False)]
+    assert spec.clauses[3].condition == "src.a = 2"
+
+
+def test_insert_with_columns_and_values_source():
+    spec = parse_statement(
+        "MERGE INTO target t USING (VALUES (1, 2)) AS v(a, b) ON t.a = v.a "
+        "WHEN NOT MATCHED THEN INSERT (a, b) VALUES (v.a, 100 * v.b)"
+    )
+    assert spec.source == Source(query="SELECT * FROM VALUES (1, 2) AS v(a, b)") and spec.source_alias == "v"
+    assert spec.clauses[0] == Clause(NM, INS, None, insert_columns=("a", "b"), insert_values=("v.a", "100 * v.b"))
+
+
+def test_on_conflict_do_update_is_a_merge():
+    spec = parse_statement(
+        "INSERT INTO target (id, value) VALUES (1, 'retro') ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value"
+    )
+    assert spec.operation == "INSERT" and spec.source_alias == "excluded"
+    assert spec.on == "target.`id` = excluded.`id`"
+    assert spec.source.query.endswith("AS excluded(`id`, `value`)")
+    assert spec.clauses == (
+        Clause(M, U, None, (("value", "excluded.value"),)),
+        Clause(NM, INS, None, insert_columns=("id", "value"), insert_values=("excluded.`id`", "excluded.`value`")),
+    )
+
+
+def test_on_conflict_do_nothing():
+    spec = parse_statement("INSERT INTO db.t SELECT * FROM s ON CONFLICT (a, b) DO NOTHING")
+    assert spec.on == "t.`a` = excluded.`a` AND t.`b` = excluded.`b`"
+    assert spec.clauses == (Clause(NM, INS, star=True),)
+
+
+def test_update_and_delete_are_target_only_specs():
+    up = parse_statement("UPDATE db.t SET b = b + 1 WHERE a > 3")
+    assert (up.operation, up.source, up.clauses) == ("UPDATE", None, (Clause(NMS, U, "a > 3", (("b", "b + 1"),)),))
+    de = parse_statement("DELETE FROM db.t")
+    assert (de.operation, de.clauses) == ("DELETE", (Clause(NMS, D),))
+
+
+def test_ddl_and_appends():
+    assert parse_statement("CREATE OR REPLACE TABLE db.t USING tablets TBLPROPERTIES ('key_columns'='a') AS SELECT 1 AS a") == CreateSpec(
+        "db.t", None, "SELECT 1 AS a", replace=True, properties=(("key_columns", "a"),)
+    )
+    create = parse_statement("CREATE TABLE IF NOT EXISTS db.t (a INT, b STRING) USING tablets LOCATION '/x'")
+    assert (create.columns_ddl, create.if_not_exists, create.location) == ("`a` INT, `b` STRING", True, "/x")
+    assert parse_statement("DROP TABLE IF EXISTS db.t") == DropSpec("db.t", if_exists=True)
+    assert parse_statement("INSERT INTO db.t (a) VALUES (1)") == AppendSpec("db.t", "SELECT * FROM VALUES (1)", ("a",))
+    assert parse_statement("INSERT OVERWRITE TABLE db.t SELECT * FROM s").overwrite
+    assert parse_statement("ALTER TABLE db.t ADD COLUMNS (c INT)") == AddColumnsSpec("db.t", (("c", "int"),))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("MERGE INTO db.t USING s ON t.a = s.a WHEN MATCHED THEN DELETE", ("MERGE", "db.t")),
+        ("  insert into t values (1)", ("INSERT", "t")),
+        ("UPDATE t SET a = 1", ("UPDATE", "t")),
+        ("DELETE FROM x.y WHERE a = 1", ("DELETE", "x.y")),
+        ("CREATE TABLE t (a INT) USING tablets", ("CREATE", "t")),
+        ("DROP TABLE t", ("DROP", "t")),
+        ("SELECT 1", None),
+        ("WITH x AS (SELECT 1) SELECT * FROM x", None),
+        ("create or replace temporary view v as select 1", None),
+        ("CREATE VIEW v AS SELECT 1", None),
+        ("SHOW TABLES", None),
+        ("DESCRIBE db.t", None),
+        ("garbage !!", None),
+    ],
+)
+def test_statement_target(text, expected):
+    assert statement_target(text) == expected
+
+
+def test_create_provider():
+    assert create_provider("CREATE TABLE db.t (a INT) USING tablets") == "tablets"
+    assert create_provider("CREATE TABLE db.t (a INT) USING parquet") == "parquet"
+    assert create_provider("CREATE TABLE db.t (a INT)") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "error", "match"),
+    [
+        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN INSERT *", MergeSpecError, "WHEN MATCHED clause #1.*INSERT is not allowed"),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN UPDATE SET a = 1", MergeSpecError, "UPDATE is not allowed under WHEN NOT MATCHED"),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET s.a = 1", MergeSpecError, "not of the target"),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET a = 1, a = 2", MergeSpecError, "more than once"),
+        ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)", MergeSpecError, "2 columns but gives 1"),
+        ("MERGE INTO t USING s ON WHEN", StatementParseError, "cannot parse"),
+        ("SELECT 1", StatementParseError, "not a statement that writes"),
+    ],
+)
+def test_errors_name_the_part(text, error, match):
+    with pytest.raises(error, match=match):
+        parse_statement(text)
