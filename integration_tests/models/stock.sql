@@ -1,3 +1,4 @@
+-- depends_on: {{ ref('daily_sales') }}
 -- Seed 003 (PostgreSQL MERGE notes): Stock / DailySales.
 -- First run: the stock on hand. Later runs: merge the day's sales into it.
 {{ config(

@@ -1,0 +1,186 @@
+"""Profile credentials and the connection manager of dbt-tablets (type ``tablets``).
+
+A profile::
+
+    my_project:
+      target: dev
+      outputs:
+        dev:
+          type: tablets
+          method: session          # the default: Spark runs inside the dbt process
+          host: localhost          # not used by the session method (dbt-spark requires it)
+          schema: analytics
+          # warehouse: /data/wh    # default: <project>/target/tablets-warehouse/warehouse
+          # master: spark://10.0.0.5:7077   # a standalone cluster instead of local[*]
+          # remote: sc://10.0.0.5:15002     # Spark Connect instead of an embedded Spark
+          # shuffle_partitions: 4
+          # server_side_parameters: {"spark.driver.memory": "4g"}
+
+The engine runs in the dbt process next to the Spark driver (it plans MERGEs as DataFrames),
+so ``session`` is the only method; ``master`` and ``remote`` reach a cluster from there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Iterable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from dbt.adapters.contracts.connection import AdapterResponse, Connection, ConnectionState
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.connections import (
+    SparkConnectionManager,
+    SparkConnectionMethod,
+    SparkCredentials,
+)
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.tablets.session import TabletsConnection, TabletsConnectionWrapper, open_database
+
+logger = AdapterLogger("Tablets")
+
+WAREHOUSE_ENV = "TABLETS_WAREHOUSE"
+
+
+def project_dir() -> str:
+    """The dbt project directory: ``--project-dir`` / ``DBT_PROJECT_DIR``, else the nearest
+    directory holding ``dbt_project.yml`` (dbt's own rule), else the working directory."""
+    try:
+        from dbt.flags import get_flags
+
+        flagged = getattr(get_flags(), "PROJECT_DIR", None)
+        if flagged:
+            return os.path.abspath(str(flagged))
+    except Exception:  # noqa: BLE001 - dbt-core not initialised (unit tests, Python API)
+        pass
+    here = os.path.abspath(os.getcwd())
+    probe = here
+    while True:
+        if os.path.exists(os.path.join(probe, "dbt_project.yml")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return here
+        probe = parent
+
+
+def resolve_warehouse(
+    warehouse: str | None, root: str | None = None, target_path: str | None = None
+) -> str:
+    """The absolute warehouse directory (``spark.sql.warehouse.dir``; the Derby metastore and
+    ``derby.log`` go next to it). Relative paths are relative to the project directory."""
+    root = root or project_dir()
+    chosen = warehouse or os.environ.get(WAREHOUSE_ENV)
+    if chosen:
+        chosen = os.path.expanduser(chosen)
+        return (
+            chosen
+            if os.path.isabs(chosen) or "://" in chosen
+            else os.path.abspath(os.path.join(root, chosen))
+        )
+    target = target_path or "target"
+    base = target if os.path.isabs(target) else os.path.join(root, target)
+    return os.path.abspath(os.path.join(base, "tablets-warehouse", "warehouse"))
+
+
+@dataclass
+class TabletsCredentials(SparkCredentials):
+    method: SparkConnectionMethod = SparkConnectionMethod.SESSION
+    host: str | None = "localhost"
+    warehouse: str | None = None
+    master: str | None = None
+    remote: str | None = None
+    shuffle_partitions: int = 4
+
+    def __post_init__(self) -> None:
+        if self.method != SparkConnectionMethod.SESSION:
+            raise DbtRuntimeError(
+                f"dbt-tablets runs its MERGE engine next to the Spark driver, so `method` must be "
+                f"session, not {self.method}.\nHelp: use `method: session` with `master: "
+                "spark://host:7077` for a cluster or `remote: sc://host:15002` for Spark Connect."
+            )
+        if self.master and self.remote:
+            raise DbtRuntimeError(
+                "`master` and `remote` are two ways to reach a cluster; give one.\n"
+                "Help: `master` starts a driver in the dbt process; `remote` uses a Spark Connect server."
+            )
+        if self.shuffle_partitions < 1:
+            raise DbtRuntimeError(
+                f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}"
+            )
+        super().__post_init__()
+
+    @property
+    def type(self) -> str:
+        return "tablets"
+
+    @property
+    def unique_field(self) -> str:
+        return self.warehouse or self.host or "localhost"
+
+    def _connection_keys(self) -> tuple[str, ...]:
+        return ("method", "master", "remote", "warehouse", "schema", "shuffle_partitions")
+
+    def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
+        """The settings ``dbt debug`` prints (and Jinja's ``target`` holds), with the warehouse
+        resolved. Cheap: dbt calls it for every node it parses. ``dbt debug`` adds the Spark and
+        Java versions of the running session (``TabletsAdapter.debug_query``)."""
+        for key, value in super().connection_info(with_aliases=with_aliases):
+            if key == "warehouse" and value is None:
+                value = self.__dict__.get("_resolved_warehouse")
+                if value is None:
+                    value = self.__dict__["_resolved_warehouse"] = resolve_warehouse(None)
+            elif key == "master" and not value and not self.remote:
+                value = "local[*]"
+            yield key, value
+
+
+class TabletsConnectionManager(SparkConnectionManager):
+    TYPE = "tablets"
+
+    def __init__(self, profile: Any, mp_context: Any) -> None:
+        super().__init__(profile, mp_context)
+        creds = profile.credentials
+        # the run's project and target path are known here (not in the credentials)
+        root, target = getattr(profile, "project_root", None), getattr(profile, "target_path", None)
+        if isinstance(creds, TabletsCredentials):
+            creds.warehouse = resolve_warehouse(creds.warehouse, root, target)
+
+    @classmethod
+    def open(cls, connection: Connection) -> Connection:
+        if connection.state == ConnectionState.OPEN:
+            return connection
+        creds: TabletsCredentials = connection.credentials
+        db = open_database(
+            resolve_warehouse(creds.warehouse),
+            master=creds.master,
+            remote=creds.remote,
+            conf=creds.server_side_parameters,
+            shuffle_partitions=creds.shuffle_partitions,
+        )
+        connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
+        connection.state = ConnectionState.OPEN
+        return connection
+
+    @classmethod
+    def get_response(cls, cursor: Any) -> AdapterResponse:
+        """``MERGE 42 (inserted 10, updated 30, deleted 2, unchanged 5)`` for engine statements."""
+        result = getattr(cursor, "statement_result", None)
+        if result is None:
+            return AdapterResponse(_message="OK")
+        return AdapterResponse(
+            _message=result.message, code=result.operation, rows_affected=result.rows_affected
+        )
+
+    @contextmanager
+    def exception_handler(self, sql: str) -> Generator[None, None, None]:
+        try:
+            yield
+        except DbtRuntimeError:
+            raise
+        except Exception as exc:
+            logger.debug(f"Error while running:\n{sql}")
+            logger.debug(exc)
+            raise DbtRuntimeError(str(exc).strip() or type(exc).__name__) from exc

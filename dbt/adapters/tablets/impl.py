@@ -1,0 +1,279 @@
+"""The dbt-tablets adapter: dbt-spark's adapter, plus what the ``merge_tablets`` and
+``incremental`` (``file_format='tablets'``) materializations ask of Python.
+
+The Jinja orchestrates; these ``@available`` methods decide:
+
+- ``merge_config(config, model_name)``: the validated, frozen config (every problem in one error);
+- ``render_merge(cfg, target, source, target_columns, source_columns)``: the statement;
+- ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
+  the next statement;
+- ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
+  rename, add / drop / retype columns, drop the tablet tables of a schema.
+
+Errors of the engine (``tablets.TabletsError``) become ``DbtRuntimeError`` with the engine's
+message and its ``Help:`` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.base import available
+from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.spark.impl import SparkAdapter
+from dbt_common.exceptions import DbtRuntimeError
+
+from dbt.adapters.tablets.config import INCREMENTAL, MERGE_TABLETS, MergeConfig, parse_merge_config
+from dbt.adapters.tablets.connections import TabletsConnectionManager
+from dbt.adapters.tablets.relation import TabletsRelation
+from dbt.adapters.tablets.render import render_merge
+
+if TYPE_CHECKING:
+    import agate
+
+    from tablets.db import Database
+
+logger = AdapterLogger("Tablets")
+
+TABLETS_FORMAT = "tablets"
+
+
+@contextmanager
+def engine_errors(what: str) -> Generator[None, None, None]:
+    from tablets.exceptions import TabletsError
+
+    try:
+        yield
+    except TabletsError as e:
+        raise DbtRuntimeError(f"{what}: {e}") from e
+
+
+def _java_version() -> str:
+    from tablets.spark.session import java_version
+
+    try:
+        return java_version()
+    except Exception as e:  # noqa: BLE001 - reported, not raised
+        return f"unknown ({e})"
+
+
+def _names(columns: Iterable[Any]) -> list[str]:
+    out = []
+    for c in columns or ():
+        name = getattr(c, "name", None) or getattr(c, "column", None) or c
+        out.append(str(name))
+    return out
+
+
+class TabletsAdapter(SparkAdapter):
+    Relation = TabletsRelation
+    ConnectionManager = TabletsConnectionManager
+
+    # --- the session --------------------------------------------------------------------------
+
+    def _database(self) -> Database:
+        conn = self.connections.get_thread_connection()
+        return conn.handle.database
+
+    def _name(self, relation: BaseRelation) -> str:
+        return f"{relation.schema}.{relation.identifier}"
+
+    def debug_query(self) -> None:
+        """``dbt debug``: a query, then the versions and places of the running session."""
+        self.execute("select 1 as id")
+        spark = self._database().spark
+        from tablets.spark.catalog import warehouse_dir
+
+        java = "remote" if getattr(spark, "_sc", None) is None else _java_version()
+        logger.info(f"  spark: {spark.version}")
+        logger.info(f"  java: {java}")
+        logger.info(f"  warehouse: {warehouse_dir(spark)}")
+
+    # --- the materializations -------------------------------------------------------------------
+
+    @available
+    def merge_config(
+        self, config: Mapping[str, Any], model_name: str, materialization: str = MERGE_TABLETS
+    ) -> MergeConfig:
+        """The model's config, validated before any SQL runs (raises one error listing every problem)."""
+        if materialization not in (MERGE_TABLETS, INCREMENTAL):
+            raise DbtRuntimeError(f"merge_config: unknown materialization {materialization!r}")
+        return parse_merge_config(config, model_name, materialization)
+
+    @available
+    def render_merge(
+        self,
+        cfg: MergeConfig,
+        target_relation: BaseRelation,
+        source_relation: BaseRelation,
+        target_columns: Sequence[Any],
+        source_columns: Sequence[Any],
+    ) -> str:
+        """The MERGE (or INSERT ... ON CONFLICT, or INSERT) of ``source_relation`` into the target."""
+        return render_merge(
+            cfg,
+            str(target_relation),
+            str(source_relation),
+            _names(target_columns),
+            _names(source_columns),
+        )
+
+    @available
+    def set_statement_options(self, cfg: MergeConfig | Mapping[str, Any] | None) -> str:
+        """Engine options for this thread's next statement (consumed by it)."""
+        options = cfg.statement_options() if isinstance(cfg, MergeConfig) else dict(cfg or {})
+        conn = self.connections.get_thread_connection()
+        conn.handle.handle.set_options(options)
+        return ""
+
+    @available
+    def is_tablet_table(self, relation: BaseRelation | None) -> bool:
+        if relation is None or relation.identifier is None or relation.schema is None:
+            return False
+        from tablets.spark import catalog
+
+        return catalog.lookup(self._database().spark, self._name(relation)) is not None
+
+    @available
+    def tablet_stats(self, relation: BaseRelation) -> dict[str, Any] | None:
+        """Rows, bytes, tablets, deletion vectors, deleted rows and version of a tablet table."""
+        from tablets.spark import catalog
+        from tablets.storage import TabletTable
+
+        root = catalog.lookup(self._database().spark, self._name(relation))
+        if root is None:
+            return None
+        with engine_errors(f"reading the statistics of {relation}"):
+            snap = TabletTable(root).snapshot()
+        states = list(snap.tablets.values())
+        return {
+            "rows": snap.live_rows,
+            "bytes": sum(s.add.bytes for s in states),
+            "tablets": len(states),
+            "deletion_vectors": snap.num_dvs,
+            "deleted_rows": sum(s.dv.cardinality for s in states if s.dv is not None),
+            "version": snap.version,
+            "location": root,
+        }
+
+    # --- DDL Spark cannot do on a tablet table ------------------------------------------------------
+
+    @available
+    def rename_tablet_table(self, from_relation: BaseRelation, to_relation: BaseRelation) -> str:
+        from tablets.spark import catalog
+
+        with engine_errors(f"renaming {from_relation} to {to_relation}"):
+            catalog.rename_table(
+                self._database().spark, self._name(from_relation), self._name(to_relation)
+            )
+        return ""
+
+    @available
+    def alter_tablet_columns(
+        self,
+        relation: BaseRelation,
+        add_columns: Sequence[Any] | None,
+        remove_columns: Sequence[Any] | None,
+    ) -> str:
+        """Schema evolution of a tablet table: new columns (older tablets read them as NULL) and
+        dropped columns (no longer read), then the catalog entry follows."""
+        from tablets.spark import catalog
+
+        db = self._database()
+        name = self._name(relation)
+        with engine_errors(f"changing the columns of {relation}"):
+            table = db.table_of(name)
+            if remove_columns:
+                drop = {n.lower() for n in _names(remove_columns)}
+                schema = [c for c in table.snapshot().metadata.schema if c[0].lower() not in drop]
+                table.set_schema(schema, operation="DROP COLUMNS")
+            if add_columns:
+                table.add_columns([(c.name, c.data_type) for c in add_columns])
+            catalog.sync_schema(db.spark, name)
+        return ""
+
+    @available
+    def alter_tablet_column_type(
+        self, relation: BaseRelation, column_name: str, new_type: str
+    ) -> str:
+        from tablets.spark import catalog
+
+        db = self._database()
+        name = self._name(relation)
+        with engine_errors(f"changing the type of {relation}.{column_name} to {new_type}"):
+            table = db.table_of(name)
+            schema = [
+                (n, new_type if n.lower() == column_name.lower() else t, nullable)
+                for n, t, nullable in table.snapshot().metadata.schema
+            ]
+            table.set_schema(schema, operation="ALTER COLUMN TYPE")
+            catalog.sync_schema(db.spark, name)
+        return ""
+
+    @available
+    def drop_tablet_tables_in_schema(self, schema_relation: BaseRelation) -> str:
+        """Drop every tablet table of a schema (catalog entry, data, registry) before the schema."""
+        from tablets.spark import catalog
+
+        spark = self._database().spark
+        with engine_errors(f"dropping the tablet tables of {schema_relation.schema}"):
+            for name, _root in catalog.list_tables(spark, schema_relation.schema):
+                catalog.drop_table(spark, name, if_exists=True)
+        return ""
+
+    # --- relations and the docs catalog -----------------------------------------------------------
+
+    def _build_spark_relation_list(
+        self, row_list: agate.Table, relation_info_func: Any
+    ) -> list[BaseRelation]:
+        relations = super()._build_spark_relation_list(row_list, relation_info_func)
+        return [
+            r.incorporate(is_tablets=True)
+            if TabletsRelation.information_says_tablets(getattr(r, "information", None))
+            else r
+            for r in relations
+        ]
+
+    def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
+        stats = None
+        if getattr(relation, "is_tablets", None) or TabletsRelation.information_says_tablets(
+            getattr(relation, "information", None)
+        ):
+            try:
+                stats = self.tablet_stats(relation)
+            except DbtRuntimeError as e:
+                logger.debug(f"tablets: no statistics for {relation}: {e}")
+        for column in super()._get_columns_for_catalog(relation):
+            if stats is not None:
+                column.update(catalog_stats(stats))
+            yield column
+
+    @classmethod
+    def _get_adapter_specific_run_info(cls, config: Any) -> dict[str, Any]:
+        info = super()._get_adapter_specific_run_info(config)
+        info["adapter_type"] = "tablets"
+        return info
+
+
+_STATS = (
+    ("rows", "Row Count", "Live rows (deletion vectors applied)"),
+    ("bytes", "Approximate Size", "Bytes of the live tablets' Parquet files"),
+    ("tablets", "Tablets", "Immutable Parquet tablets of the current version"),
+    ("deletion_vectors", "Deletion Vectors", "Tablets with a deletion vector"),
+    ("deleted_rows", "Deleted Rows", "Rows masked by deletion vectors (compaction reclaims them)"),
+    ("version", "Version", "The table's latest committed version"),
+)
+
+
+def catalog_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
+    """Tablet statistics as dbt catalog ``stats:<id>:<label|value|description|include>`` keys."""
+    out: dict[str, Any] = {}
+    for key, label, description in _STATS:
+        out[f"stats:{key}:label"] = label
+        out[f"stats:{key}:value"] = stats.get(key)
+        out[f"stats:{key}:description"] = description
+        out[f"stats:{key}:include"] = True
+    return out

@@ -1,0 +1,352 @@
+"""The session connection of dbt-tablets: dbt-spark's ``session`` method, with every statement
+sent through the engine's SQL front door (``tablets.Database.sql``).
+
+- Statements that write tablet tables (MERGE, INSERT ... ON CONFLICT, UPDATE, DELETE, INSERT
+  INTO / CREATE / DROP of a tablet table) run on the engine; the cursor then holds no rows and
+  the :class:`~tablets.db.StatementResult` (``MERGE 42 (inserted 10, ...)``) becomes dbt's
+  adapter response.
+- Everything else goes to Spark SQL and behaves exactly as in dbt-spark's ``session.Cursor``
+  (a lazy DataFrame that ``fetchall`` collects).
+
+The Spark session is started here, before dbt-spark could call ``getOrCreate()``, so that our
+configuration (warehouse, Derby metastore location, Python workers, the ``tablets`` sources)
+is in place; the same session serves every connection of the process. Starting it turns the
+usual failures into one clear error: Java missing, the Derby metastore held by another
+process, an unreachable ``master`` or ``remote``.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.exceptions import FailedToConnectError
+from dbt.adapters.spark.session import Connection as SparkSessionConnection
+from dbt.adapters.spark.session import Cursor as SparkSessionCursor
+from dbt.adapters.spark.session import SessionConnectionWrapper
+from dbt_common.exceptions import DbtRuntimeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from tablets.db import Database, StatementResult
+
+logger = AdapterLogger("Tablets")
+
+PROBE_TIMEOUT_S = 5.0
+DERBY_LOCK_MARKERS = ("Another instance of Derby may have already booted", "XSDB6")
+
+_lock = threading.RLock()
+_session: SparkSession | None = None
+
+
+# --- the cursor -------------------------------------------------------------------------------
+
+
+class TabletsCursor(SparkSessionCursor):
+    """dbt-spark's session cursor, executing through ``Database.sql``."""
+
+    def __init__(self, connection: TabletsConnection) -> None:
+        super().__init__()
+        self._connection = connection
+        self.statement_result: StatementResult | None = None
+
+    def execute(self, sql: str, *parameters: Any) -> None:
+        from pyspark.errors import AnalysisException
+
+        from tablets.db import StatementResult
+        from tablets.exceptions import TabletsError
+
+        if len(parameters) > 0:
+            sql = sql % parameters
+        self.statement_result = None
+        self._rows = None
+        options = self._connection.take_options()
+        db = self._connection.database
+        try:
+            out = db.sql(sql, options=options)
+        except TabletsError as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        except AnalysisException as exc:
+            raise DbtRuntimeError(str(exc)) from exc
+        if isinstance(out, StatementResult):
+            self._df = None
+            self._rows = []
+            self.statement_result = out
+            logger.debug(f"tablets: {out.message} on {out.target} ({_timings(out)})")
+        elif isinstance(out, str):  # EXPLAIN of a statement on a tablet table
+            self._df = db.spark.createDataFrame([(out,)], "plan string")
+        else:
+            self._df = out
+
+
+def _timings(result: StatementResult) -> str:
+    timings = getattr(result.metrics, "timings_ms", {}) or {}
+    return ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()) or "no timings"
+
+
+class TabletsConnection(SparkSessionConnection):
+    """The connection handle: the engine's Database, and the options for the next statement."""
+
+    def __init__(self, database: Database) -> None:
+        super().__init__()
+        self.database = database
+        self._options: dict[str, Any] | None = None
+
+    def cursor(self) -> TabletsCursor:
+        return TabletsCursor(self)
+
+    def set_options(self, options: Mapping[str, Any] | None) -> None:
+        """Engine options (``tablets.MergeOptions`` fields) for the next statement only."""
+        self._options = dict(options) if options else None
+
+    def take_options(self) -> dict[str, Any] | None:
+        options, self._options = self._options, None
+        return options
+
+
+class TabletsConnectionWrapper(SessionConnectionWrapper):
+    handle: TabletsConnection
+    _cursor: TabletsCursor | None
+
+    @classmethod
+    def _fix_binding(cls, value: Any) -> str | float:
+        """A seed value as SQL. dbt-spark's session method turns None into the string 'None'
+        (dbt-labs/dbt-spark#901) and breaks on quotes; here None is NULL and strings are
+        escaped Spark SQL literals."""
+        if value is None:
+            return "NULL"
+        if isinstance(value, str):
+            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+        return super()._fix_binding(value)
+
+    @property
+    def statement_result(self) -> StatementResult | None:
+        return self._cursor.statement_result if self._cursor is not None else None
+
+    @property
+    def database(self) -> Database:
+        return self.handle.database
+
+
+# --- starting Spark -----------------------------------------------------------------------------
+
+
+def _alive(spark: SparkSession | None) -> bool:
+    if spark is None:
+        return False
+    sc = getattr(spark, "_sc", None)
+    if sc is None:  # Spark Connect
+        return not getattr(spark, "is_stopped", False)
+    return getattr(sc, "_jsc", None) is not None
+
+
+def _endpoints(url: str, scheme: str, default_port: int) -> list[tuple[str, int]]:
+    rest = url[len(scheme) :].split("/", 1)[0].split(";", 1)[0]
+    out = []
+    for part in rest.split(","):
+        host, _, port = part.strip().rpartition(":") if ":" in part else (part.strip(), "", "")
+        try:
+            out.append((host or "localhost", int(port) if port else default_port))
+        except ValueError:
+            out.append((part.strip(), default_port))
+    return out
+
+
+def probe(url: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """None if a ``spark://`` master / ``sc://`` Connect server answers a TCP connect (or the URL
+    is not one of those), else why not. Spark itself would retry for a minute and then fail
+    with a JVM stack trace."""
+    for scheme, port in (("spark://", 7077), ("sc://", 15002)):
+        if url.startswith(scheme):
+            errors = []
+            for host, p in _endpoints(url, scheme, port):
+                try:
+                    with socket.create_connection((host, p), timeout=timeout):
+                        return None
+                except OSError as e:
+                    errors.append(f"{host}:{p}: {e.strerror or e}")
+            return "; ".join(errors)
+    return None
+
+
+def _unreachable(kind: str, url: str, why: str) -> FailedToConnectError:
+    if kind == "master":
+        fix = (
+            "Start the master (and a worker) or correct `master` in profiles.yml; remove `master` "
+            "to run on the embedded local Spark."
+        )
+    else:
+        fix = (
+            "Start the Spark Connect server (sbin/start-connect-server.sh) or correct `remote` in "
+            "profiles.yml; remove `remote` to run on the embedded local Spark."
+        )
+    return FailedToConnectError(f"The Spark {kind} {url} is unreachable ({why}).\nHelp: {fix}")
+
+
+def _derby_message(exc: BaseException) -> bool:
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 20:
+        if any(m in str(cur) for m in DERBY_LOCK_MARKERS):
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
+
+
+def _derby_locked(metastore: str) -> FailedToConnectError:
+    return FailedToConnectError(
+        f"The Derby metastore at {metastore} is in use by another process (another dbt command, "
+        "a notebook or a test run on the same warehouse). Embedded Derby admits one process at "
+        "a time.\nHelp: wait for that process to finish, or give this profile its own "
+        "`warehouse` (the metastore lives next to it)."
+    )
+
+
+def derby_in_use(metastore_db: str) -> bool:
+    """Whether another process has booted the Derby database ``metastore_db``, found without
+    starting a JVM (and without Spark's screens of stack traces): Derby holds an exclusive lock
+    on ``dbex.lck`` while it runs, a POSIX record lock that ``fcntl.lockf`` sees.
+
+    Only safe while this process runs no JVM: POSIX locks belong to the process, and closing
+    the probe would drop a lock our own Derby held."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX: Spark's own error will tell
+        return False
+    path = os.path.join(metastore_db, "dbex.lck")
+    if not os.path.exists(path):
+        return False
+    try:
+        with open(path, "rb+") as f:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                return True
+            fcntl.lockf(f, fcntl.LOCK_UN)
+    except OSError:
+        return False
+    return False
+
+
+def _jvm_running() -> bool:
+    try:
+        from pyspark import SparkContext
+    except ImportError:  # pragma: no cover - a dependency
+        return False
+    return getattr(SparkContext, "_gateway", None) is not None
+
+
+def _check_metastore(spark: SparkSession, warehouse: str) -> None:
+    """Touch the metastore now, so a locked Derby database is one clear error at connect time."""
+    from tablets.spark.session import metastore_dir
+
+    try:
+        spark.sql("SHOW DATABASES").collect()
+    except Exception as exc:  # noqa: BLE001 - py4j and Spark errors alike
+        if _derby_message(exc):
+            raise _derby_locked(os.path.join(metastore_dir(warehouse), "metastore_db")) from exc
+        raise FailedToConnectError(
+            f"Spark started, but its catalog does not answer: {_first_line(exc)}"
+        ) from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:500] if text else type(exc).__name__
+
+
+def _apply_runtime_conf(spark: SparkSession, conf: Mapping[str, str]) -> None:
+    for key, value in conf.items():
+        try:
+            if spark.conf.get(key, None) != value:
+                spark.conf.set(key, value)
+        except Exception:  # noqa: BLE001 - static confs of a session started elsewhere
+            logger.debug(f"tablets: cannot set {key} on the running session; keeping its value")
+
+
+def get_session(
+    warehouse: str,
+    *,
+    master: str | None,
+    remote: str | None,
+    conf: Mapping[str, str],
+    shuffle_partitions: int,
+) -> SparkSession:
+    """The process's Spark session: the running one (tablets sources registered, runtime
+    ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``."""
+    global _session
+    from pyspark.sql import SparkSession
+
+    from tablets.exceptions import TabletsError
+    from tablets.spark.catalog import register_sources, warehouse_dir
+    from tablets.spark.session import build_session
+
+    with _lock:
+        running = _session if _alive(_session) else SparkSession.getActiveSession()
+        if _alive(running):
+            assert running is not None
+            register_sources(running)
+            _apply_runtime_conf(running, conf)
+            _session = running
+            return running
+        for kind, url in (("master", master), ("remote", remote)):
+            why = probe(url) if url else None
+            if url and why:
+                raise _unreachable(kind, url, why)
+        if not remote and not _jvm_running():
+            from tablets.spark.session import metastore_dir
+
+            metastore_db = os.path.join(metastore_dir(warehouse), "metastore_db")
+            if derby_in_use(metastore_db):
+                raise _derby_locked(metastore_db)
+        try:
+            spark = build_session(
+                warehouse,
+                master=master,
+                remote=remote,
+                conf=conf,
+                shuffle_partitions=shuffle_partitions,
+            )
+        except TabletsError as exc:  # Java missing, ...
+            raise FailedToConnectError(str(exc)) from exc
+        except Exception as exc:  # noqa: BLE001 - the JVM gateway's errors
+            if _derby_message(exc):
+                from tablets.spark.session import metastore_dir
+
+                raise _derby_locked(os.path.join(metastore_dir(warehouse), "metastore_db")) from exc
+            raise FailedToConnectError(f"Spark did not start: {_first_line(exc)}") from exc
+        if not remote:
+            _check_metastore(spark, warehouse)
+            actual = warehouse_dir(spark)
+            if os.path.abspath(actual) != os.path.abspath(warehouse):
+                logger.warning(
+                    f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}"
+                )
+        _session = spark
+        return spark
+
+
+def open_database(
+    warehouse: str,
+    *,
+    master: str | None = None,
+    remote: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    shuffle_partitions: int = 4,
+) -> Database:
+    import tablets
+
+    spark = get_session(
+        warehouse,
+        master=master,
+        remote=remote,
+        conf=dict(conf or {}),
+        shuffle_partitions=shuffle_partitions,
+    )
+    return tablets.connect(spark=spark)

@@ -1,0 +1,32 @@
+{#-- CREATE OR REPLACE TABLE ... USING tablets AS <model SQL>: the engine creates the tablet
+     table and loads it in one commit (Spark's own CTAS would append to a Python source). --#}
+{% macro tablets_create_table_as_sql(relation, compiled_code, properties={}) -%}
+  {%- set contract_config = config.get('contract') -%}
+  {%- if contract_config and contract_config.enforced -%}
+    {{ get_assert_columns_equivalent(compiled_code) }}
+    {%- set compiled_code = get_select_subquery(compiled_code) %}
+  {%- endif %}
+  create or replace table {{ relation }}
+  using tablets
+  {%- if properties %}
+  tblproperties (
+    {%- for key, value in properties.items() -%}
+      '{{ key | replace("'", "\\'") }}' = '{{ value | string | replace("'", "\\'") }}'{% if not loop.last %}, {% endif %}
+    {%- endfor -%}
+  )
+  {%- endif %}
+  {{ location_clause() }}
+  as
+  {{ compiled_code }}
+{%- endmacro %}
+
+
+{#-- table (and dbt-spark's incremental, seeds) with file_format='tablets' create tablet tables;
+     everything else is dbt-spark's create_table_as. --#}
+{% macro tablets__create_table_as(temporary, relation, compiled_code, language='sql') -%}
+  {%- if not temporary and language == 'sql' and config.get('file_format') == 'tablets' -%}
+    {{ tablets_create_table_as_sql(relation, compiled_code, config.get('tblproperties') or {}) }}
+  {%- else -%}
+    {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
+  {%- endif -%}
+{%- endmacro %}

@@ -1,0 +1,32 @@
+{#-- The body shared by merge_tablets and incremental on a tablet table: create (first run,
+     --full-refresh, or the relation is not a tablet table yet) or merge into the table. --#}
+{% macro tablets_materialize(cfg) %}
+  {%- set target_relation = this.incorporate(type='table') -%}
+  {%- set existing_relation = load_cached_relation(this) -%}
+  {%- set existing_is_tablets = adapter.is_tablet_table(existing_relation) -%}
+  {%- set full_refresh = should_full_refresh() -%}
+  {%- set grant_config = config.get('grants') -%}
+
+  {{ run_hooks(pre_hooks) }}
+
+  {%- if existing_relation is none or full_refresh or not existing_is_tablets -%}
+    {%- if existing_relation is not none and not existing_is_tablets -%}
+      {{ log("tablets: " ~ existing_relation ~ " is a " ~ existing_relation.type ~ ", not a tablet table: replacing it") }}
+      {% do adapter.drop_relation(existing_relation) %}
+    {%- endif -%}
+    {% do adapter.set_statement_options(cfg) %}
+    {%- call statement('main') -%}
+      {{ tablets_create_table_as_sql(target_relation, compiled_code, cfg.table_properties()) }}
+    {%- endcall -%}
+  {%- else -%}
+    {% do tablets_merge_into(cfg, target_relation, existing_relation) %}
+  {%- endif -%}
+
+  {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+
+  {{ run_hooks(post_hooks) }}
+
+  {{ return({'relations': [target_relation]}) }}
+{% endmacro %}

@@ -1,0 +1,96 @@
+"""What a user sees when something is wrong: one error naming the model, every bad key, the bad
+value, the allowed values and the fix, raised before any SQL runs; and engine errors as dbt
+errors with the engine's Help line."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.util import run_dbt
+
+BAD_CONFIG = """
+{{ config(
+    materialized='merge_tablets',
+    unique_key=[],
+    when_matched=[{'action': 'upsert'}],
+    when_not_matched=[{'action': 'insert', 'values': 7}],
+    on_schema_change='evolve',
+    merge_update_columns=['a'],
+    merge_exclude_columns=['b'],
+) }}
+select 1 as id
+"""
+
+KEY_GONE = """
+{{ config(materialized='merge_tablets', unique_key='id') }}
+{% if var('phase', 1) == 1 %} select 1 as id, 'a' as v {% else %} select 1 as key, 'b' as v {% endif %}
+"""
+
+DUPLICATES = """
+{{ config(materialized='merge_tablets', unique_key='id') }}
+{% if var('phase', 1) == 1 %} select 1 as id, 'a' as v
+{% else %} select * from values (1, 'x'), (1, 'y') as v(id, v) {% endif %}
+"""
+
+DELETE_INSERT = """
+{{ config(materialized='incremental', file_format='tablets', incremental_strategy='delete+insert', unique_key='id') }}
+select 1 as id
+"""
+
+
+class TestMergeTabletsErrors:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "bad_config.sql": BAD_CONFIG,
+            "key_gone.sql": KEY_GONE,
+            "duplicates.sql": DUPLICATES,
+            "delete_insert.sql": DELETE_INSERT,
+        }
+
+    @pytest.fixture(scope="class")
+    def runs(self, project):
+        first = run_dbt(["run"], expect_pass=False)
+        second = run_dbt(
+            ["run", "--vars", "phase: 2", "--select", "key_gone", "duplicates"], expect_pass=False
+        )
+        return {r.node.name: r for r in first.results}, {r.node.name: r for r in second.results}
+
+    def test_every_config_problem_at_once_before_any_sql(self, project, runs):
+        result = runs[0]["bad_config"]
+        assert result.status == "error"
+        msg = result.message
+        assert "model 'bad_config' has 5 problems" in msg
+        for fragment in (
+            "unique_key = []: is empty",
+            "when_matched[0].action = 'upsert': not an action of WHEN MATCHED",
+            "allowed: update, delete, do_nothing",
+            "when_not_matched[0].values = 7",
+            "on_schema_change = 'evolve'",
+            "merge_update_columns and merge_exclude_columns are mutually exclusive",
+        ):
+            assert fragment in msg
+        assert msg.count("fix: ") == 5
+        tables = [
+            r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")
+        ]
+        assert "bad_config" not in tables
+
+    def test_a_key_the_model_no_longer_selects(self, project, runs):
+        assert runs[0]["key_gone"].status == "success"
+        msg = runs[1]["key_gone"].message
+        assert "unique_key = ['id']: id is not a column of the model's SQL" in msg
+
+    def test_engine_errors_keep_their_help(self, project, runs):
+        msg = runs[1]["duplicates"].message
+        assert "more than once" in msg and "Help:" in msg
+        assert [
+            tuple(r)
+            for r in project.run_sql(f"select * from {project.test_schema}.duplicates", fetch="all")
+        ] == [(1, "a")]
+
+    def test_incremental_strategy_on_tablet_tables(self, project, runs):
+        msg = runs[0]["delete_insert"].message
+        assert (
+            "incremental_strategy = 'delete+insert'" in msg
+            and "allowed: merge, append, insert_overwrite" in msg
+        )
