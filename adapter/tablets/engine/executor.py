@@ -15,6 +15,7 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
@@ -193,7 +194,7 @@ def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object
     return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(keys)]
 
 
-def _comparable(stat: object, value: object) -> tuple[object, object] | None:
+def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
     if stat is None or value is None:
         return None
     if hasattr(value, "isoformat") and isinstance(stat, str):

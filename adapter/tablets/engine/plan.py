@@ -111,7 +111,7 @@ class _Scope:
         self.tcols = {c.lower(): c for c in target_cols}
         self.scols = {c.lower(): c for c in (source_cols or ())}
 
-    def qualify(self, text: str, category: Category | None, part: str) -> exp.Expression:
+    def qualify(self, text: str, category: Category | None, part: str) -> exp.Expr:
         try:
             tree = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as e:
@@ -139,7 +139,7 @@ class _Scope:
         self.check_sides(tree, category, part)
         return tree
 
-    def check_sides(self, tree: exp.Expression, category: Category | None, part: str) -> None:
+    def check_sides(self, tree: exp.Expr, category: Category | None, part: str) -> None:
         """NOT MATCHED sees only the source row; NOT MATCHED BY SOURCE only the target row."""
         banned = {Category.NOT_MATCHED: (self.t, "target"), Category.NOT_MATCHED_BY_SOURCE: (self.s, "source")}.get(category)  # type: ignore[arg-type]
         if banned is None:
@@ -152,7 +152,7 @@ class _Scope:
                     help=f"Use only {'source' if banned[1] == 'target' else 'target'} columns in this clause.",
                 )
 
-    def target_refs(self, tree: exp.Expression) -> set[str]:
+    def target_refs(self, tree: exp.Expr) -> set[str]:
         out = set()
         for col in tree.find_all(exp.Column):
             if col.table.lower() == self.t.lower() and col.name.lower() in self.tcols:
@@ -160,7 +160,7 @@ class _Scope:
         return out
 
 
-def _constant(tree: exp.Expression) -> bool | None:
+def _constant(tree: exp.Expr) -> bool | None:
     """True/False when the condition folds to a constant (NULL counts as false), else None."""
     folded = simplify(tree.copy())
     if isinstance(folded, exp.Boolean):

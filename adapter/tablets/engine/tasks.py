@@ -28,10 +28,10 @@ def delete_task(handle: WriteHandle):
     more than one source row would modify: reported, nothing written."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        batches = [b for b in batches if b.num_rows]
-        if not batches:
+        nonempty = [b for b in batches if b.num_rows]
+        if not nonempty:
             return
-        table = pa.Table.from_batches(batches)
+        table = pa.Table.from_batches(nonempty)
         kinds = table.column(KIND)
         dup = table.group_by([TID, ROW]).aggregate([([], "count_all")])
         duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)

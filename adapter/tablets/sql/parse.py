@@ -32,7 +32,7 @@ _WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPD
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec
 
 
-def _parse(text: str) -> exp.Expression:
+def _parse(text: str) -> exp.Expr:
     try:
         tree = sqlglot.parse_one(text, read=DIALECT)
     except sqlglot.errors.SqlglotError as e:
@@ -42,7 +42,7 @@ def _parse(text: str) -> exp.Expression:
     return tree
 
 
-def table_name(table: exp.Expression) -> str:
+def table_name(table: exp.Expr) -> str:
     """``db.t`` as written, without quotes."""
     if isinstance(table, exp.Schema):
         table = table.this
@@ -50,8 +50,8 @@ def table_name(table: exp.Expression) -> str:
     return ".".join(p.name for p in parts if p is not None and p.name)
 
 
-def _sql(e: exp.Expression) -> str:
-    return e.sql(dialect=DIALECT)
+def _sql(e: exp.Expr | None) -> str:
+    return e.sql(dialect=DIALECT) if e is not None else ""
 
 
 def statement_target(text: str) -> tuple[str, str] | None:
@@ -114,12 +114,12 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
 # --- MERGE ---------------------------------------------------------------------------------
 
 
-def _alias_of(e: exp.Expression) -> str | None:
+def _alias_of(e: exp.Expr) -> str | None:
     alias = e.args.get("alias")
     return alias.name if alias is not None and alias.name else None
 
 
-def _source(using: exp.Expression, default_alias: str) -> tuple[Source, str]:
+def _source(using: exp.Expr, default_alias: str) -> tuple[Source, str]:
     alias = _alias_of(using)
     if isinstance(using, exp.Table):
         name = table_name(using)
@@ -137,7 +137,7 @@ def _category(when: exp.When) -> Category:
     return Category.NOT_MATCHED_BY_SOURCE if when.args.get("source") else Category.NOT_MATCHED
 
 
-def _column_name(e: exp.Expression) -> str:
+def _column_name(e: exp.Expr) -> str:
     return e.name if isinstance(e, (exp.Column, exp.Identifier)) else _sql(e)
 
 
@@ -271,7 +271,7 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
     return MergeSpec(target, alias, Source(query=query), "excluded", on, clauses, operation="INSERT")
 
 
-def _where(tree: exp.Expression) -> str | None:
+def _where(tree: exp.Expr) -> str | None:
     where = tree.args.get("where")
     return _sql(where.this) if where is not None else None
 

@@ -20,6 +20,7 @@ Pure Python + pyroaring + numpy: this module must not import pyspark or dbt.
 from __future__ import annotations
 
 import array
+import contextlib
 import os
 import struct
 import uuid
@@ -278,10 +279,8 @@ def write_dv(path: str, bitmap: BitMap64) -> DVInfo:
                 help="DV file names carry the writing transaction's id: a second write under the same name is a bug or a retried task of a finished transaction.",
             ) from None
     finally:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
     _fsync_directory(directory)
     return DVInfo(len(data), f"{zlib.crc32(data):08x}", cardinality)
 
