@@ -15,7 +15,7 @@ import pytest
 from tablets.engine.executor import MergeOptions, execute
 from tablets.exceptions import CardinalityViolation
 from tablets.sql import parse_statement
-from tablets.storage import TabletTable
+from tablets.storage import RowLevelSink, TabletTable
 
 pytestmark = pytest.mark.spark
 
@@ -78,12 +78,23 @@ def _duckdb(target, source, stmt):
     return Counter(con.execute("SELECT k, a, b FROM target").fetchall())
 
 
-def _ours(spark, root, target, source, stmt, skip_unchanged):
+def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged):
     table = TabletTable.create(root, SCHEMA)
-    half = len(target) // 2
-    for chunk in (target[:half], target[half:]):  # two tablets
-        if chunk:
-            table.append(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in chunk], schema=SCHEMA))
+    half, g = len(target) // 2, len(ghosts) // 2
+    dead_rows = []  # (tablet id, row numbers) of the ghosts: the last rows of their tablets
+    for chunk, dead in ((target[:half], ghosts[:g]), (target[half:], ghosts[g:])):  # two tablets
+        if chunk or dead:
+            before = set(table.snapshot().tablets)
+            rows = [dict(zip(SCHEMA.names, r, strict=True)) for r in chunk + dead]
+            table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
+            (tid,) = set(table.snapshot().tablets) - before
+            dead_rows.append((tid, list(range(len(chunk), len(chunk) + len(dead)))))
+    if ghosts:  # delete them: the merge reads a target with deletion vectors
+        handle = table.begin_delete()
+        sink = RowLevelSink(handle)
+        for tid, positions in dead_rows:
+            sink.delete([tid] * len(positions), positions)
+        table.finish(handle, sink.finish())
     src = spark.createDataFrame(source, "k INT, a INT, b STRING")
     before = table.version
     try:
@@ -100,6 +111,13 @@ def test_merge_matches_duckdb(spark, tmp_path, case):
     target = _rows(rng, rng.randint(0, 9), 6)
     source = _rows(rng, rng.randint(0, 7), 6)
     stmt = _statement(rng)
+    ghosts = _rows(rng, rng.randint(0, 3), 6)  # deleted before the merge: they must never match
     expected = _duckdb(target, source, stmt)
-    got = _ours(spark, str(tmp_path / "t"), target, source, stmt, skip_unchanged=case % 2 == 0)
-    assert got == expected, f"{stmt}\ntarget={target}\nsource={source}"
+    # every third case without broadcasting the source: the shuffle join plan
+    threshold = "-1" if case % 3 == 1 else "10MB"
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+    try:
+        got = _ours(spark, str(tmp_path / "t"), target, ghosts, source, stmt, skip_unchanged=case % 2 == 0)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pyspark import StorageLevel
@@ -33,6 +33,7 @@ from tablets.engine.plan import (
     KIND,
     ROW,
     S_MARK,
+    SID,
     T_MARK,
     TID,
     Plan,
@@ -41,7 +42,7 @@ from tablets.engine.plan import (
 from tablets.engine.spec import ActionKind, Category, MergeSpec
 from tablets.engine.tasks import DELETE_RESULT, INSERT_RESULT, delete_task, insert_task
 from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError, TabletsError
-from tablets.spark.frames import snapshot_frame
+from tablets.spark.frames import TabletScan, tablet_scan
 from tablets.storage import Snapshot, TabletFragment, TabletTable, fragment_from_json
 from tablets.storage.actions import RemoveTablet
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
@@ -65,6 +66,8 @@ class _Run:
     plan: Plan
     options: MergeOptions
     metrics: MergeMetrics
+    broadcast: bool = False  # the source is small enough to broadcast into the target scan
+    persisted: list[DataFrame] = field(default_factory=list)
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -109,13 +112,34 @@ def execute(
 SMALL_BYTES = 64 << 20
 
 
-def _small(frame: DataFrame) -> bool:
-    """Spark's size estimate says one task can write it (classic Spark only)."""
+def _size_bytes(frame: DataFrame) -> int | None:
+    """Spark's size estimate of ``frame`` (exact for a materialized cache); None on Spark Connect."""
     try:
         size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
-        return int(size.toString()) < SMALL_BYTES
+        return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
     except Exception:  # Spark Connect, or no estimate
-        return False
+        return None
+
+
+def _small(frame: DataFrame) -> bool:
+    """Spark's size estimate says one task can write it."""
+    size = _size_bytes(frame)
+    return size is not None and size < SMALL_BYTES
+
+
+def _broadcastable(spark: SparkSession, source: DataFrame) -> bool:
+    """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``."""
+    limit = _parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold") or "10MB")
+    size = _size_bytes(source)
+    return limit >= 0 and size is not None and size <= limit
+
+
+def _parse_bytes(text: str) -> int:
+    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+    t = text.strip().lower().removesuffix("b") or "0"
+    if t[-1] in units:
+        return int(float(t[:-1]) * units[t[-1]])
+    return int(t)
 
 
 def _first_line(e: Exception) -> str:
@@ -127,12 +151,14 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     plan, m, t0 = run.plan, run.metrics, time.perf_counter()
     cats = {b.clause.category for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING}
     tablets = list(run.snapshot.tablets)
-    persisted: list[DataFrame] = []
+    persisted = run.persisted
     try:
         if source is not None:
-            source = source.persist(StorageLevel.MEMORY_AND_DISK)
+            # the row id lets an anti join find the source rows without a pair (see _base)
+            source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(source)
             ranges = _source_pass(run, source)
+            run.broadcast = _broadcastable(run.spark, source)
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
@@ -234,36 +260,73 @@ def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object
     return keep
 
 
-def _target(run: _Run, tablets: Sequence[str]) -> DataFrame:
+def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
-    df = snapshot_frame(
-        run.spark,
-        run.table,
-        run.snapshot,
-        list(plan.target_columns),
-        tablet_ids=list(tablets),
-        row_ids=plan.needs_row_ids,
+    scan = tablet_scan(
+        run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=plan.needs_row_ids
     )
-    if plan.needs_row_ids:
+    frame = scan.frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
+    return replace(scan, frame=frame)
+
+
+def _live(run: _Run, scan: TabletScan, df: DataFrame) -> DataFrame:
+    """Drop the deleted target rows of ``df`` and name its row ids."""
+    df = scan.live(df, row_ids=run.plan.needs_row_ids, project=False)
+    if run.plan.needs_row_ids:
         df = df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
-    return df.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
+    return df
 
 
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
     """The classified row pairs that some clause acts on: row ids, new images and kind."""
     plan = run.plan
-    target = _target(run, tablets)
-    if source is None:
-        joined = target
-    else:
-        src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
-        joined = src.join(target, F.expr(plan.on or "TRUE"), plan.join)
+    scan = _target(run, tablets)
+    target = scan.frame
     acting = [b.index for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING]
-    classified = joined.withColumn(CLAUSE, F.expr(plan.case_sql)).filter(F.col(CLAUSE).isin(acting))
+    if source is None:
+        return _classify(run, _live(run, scan, target)).filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE)
+    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+    on = F.expr(plan.on or "TRUE")
+    if not run.broadcast:
+        # deleted target rows go before the join: a source row paired only with them is NOT MATCHED
+        joined = src.join(_live(run, scan, target), on, plan.join)
+        return _classify(run, joined).filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE)
+    # The source is small: stream the target once through a broadcast of it, and apply deletion
+    # vectors and name row ids only on the pairs. The preserved side of an outer join cannot be
+    # the broadcast one, so source rows without a pair (NOT MATCHED) are found by an anti join of
+    # the source with the source row ids that did pair.
+    by_source = plan.join in ("right", "full")
+    joined = target.join(F.broadcast(src), on, "left" if by_source else "inner")
+    pairs = _classify(run, _live(run, scan, joined), sid=True)
+    if plan.join in ("inner", "right"):
+        return pairs.filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE, SID)
+    if by_source:  # keep what acts, and the pairs whose source row ids the anti join needs
+        pairs = pairs.filter(F.col(CLAUSE).isin(acting) | F.col(SID).isNotNull())
+    pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
+    run.persisted.append(pairs)
+    paired = F.broadcast(pairs.filter(F.col(SID).isNotNull()).select(SID).distinct())
+    no_target = target.filter(F.lit(False))  # the target's columns, all NULL after the join
+    alone = src.join(paired, SID, "left_anti").alias(plan.spec.source_alias).join(no_target, F.lit(False), "left")
+    alone = _live(run, scan, alone)
+    return (
+        pairs.filter(F.col(CLAUSE).isin(acting))
+        .drop(SID)
+        .unionByName(_classify(run, alone).filter(F.col(CLAUSE).isin(acting)))
+        .drop(CLAUSE)
+    )
+
+
+def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
+    """Row pairs -> (row ids, new images, clause, kind [, source row id]): one CASE picks the
+    clause, the images and the kind follow from it."""
+    plan = run.plan
+    classified = joined.withColumn(CLAUSE, F.expr(plan.case_sql))
     images = [b for b in plan.branches if b.image]
     cols: list[Column] = []
     if plan.needs_row_ids:
         cols += [F.col(TID), F.col(ROW)]
+    if sid:
+        cols.append(F.col(f"{plan.spec.source_alias}.{SID}"))
     types = dict(plan.column_types)
     names = [n for n, _ in plan.column_types]
     if images:
@@ -285,10 +348,12 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
                 kinds.append(f"WHEN {b.index} THEN CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END")
             else:
                 kinds.append(f"WHEN {b.index} THEN '{K_UPDATE}'")
-    projected = classified.select(*cols, F.col(CLAUSE), *[F.col(f"{plan.spec.target_alias}.`{n}`") for n in names if images and run.options.skip_unchanged and plan.actions(ActionKind.UPDATE)])
+    compare = images and run.options.skip_unchanged and plan.actions(ActionKind.UPDATE)
+    old = [F.col(f"{plan.spec.target_alias}.`{n}`") for n in names] if compare else []
+    projected = classified.select(*cols, F.col(CLAUSE), *old)
     # the kind needs both the new image and the old row: a second projection over the first
     kind_expr = F.expr(f"CASE {CLAUSE} {' '.join(kinds)} END").alias(KIND)
-    keep = [c for c in projected.columns if c in (TID, ROW) or c.startswith(IMAGE_PREFIX)]
+    keep = [c for c in projected.columns if c in (TID, ROW, SID, CLAUSE) or c.startswith(IMAGE_PREFIX)]
     return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
 
 

@@ -23,6 +23,7 @@ CLAUSE = "__tablets_clause"
 KIND = "__tablets_kind"
 TID = "__tablets_tid"
 ROW = "__tablets_row"
+SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
 IMAGE_PREFIX = "__tablets_n_"
 
 # kinds of rows in the streams

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -58,6 +59,7 @@ _WORD = "__tablets_word"
 _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
 _DEL_WORD = "__tablets_del_word"
+_SUFFIX = ".parquet"
 
 STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin (for measuring)
 
@@ -131,7 +133,33 @@ def _empty(spark: SparkSession, struct: StructType, columns: Sequence[str], row_
     return spark.createDataFrame([], StructType(fields))
 
 
-def snapshot_frame(
+@dataclass(frozen=True)
+class TabletScan:
+    """The rows of some tablets, deletion vectors NOT yet applied, with the file name and row index
+    of every row. The engine joins first and calls ``live`` on the (much smaller) join result:
+    deleted rows drop out and row ids appear only for the rows that pair with the source."""
+
+    spark: SparkSession
+    table: TabletTable
+    frame: DataFrame  # columns + __tablets_file, __tablets_row
+    columns: tuple[str, ...]
+    with_dv: tuple[TabletState, ...]
+
+    def live(self, df: DataFrame, *, row_ids: bool = True, project: bool = True) -> DataFrame:
+        """``df`` (this scan's frame, or a join of it) without the deleted rows; with ``row_ids``,
+        ``_tablet_id`` and ``_row_number`` replace the file name and row index. ``project``
+        keeps only the scan's columns (and row ids), else every column of ``df``."""
+        df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
+        tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(_SUFFIX)})")  # file name = id + .parquet
+        if project:
+            ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
+            return df.select(*[F.col(quote_ident(c)) for c in self.columns], *ids)
+        if not row_ids:
+            return df.drop(_FILE, _ROW)
+        return df.withColumn(ROW_TABLET, tablet).withColumnRenamed(_ROW, ROW_NUMBER).drop(_FILE)
+
+
+def tablet_scan(
     spark: SparkSession,
     table: TabletTable,
     snapshot: Snapshot,
@@ -139,9 +167,10 @@ def snapshot_frame(
     *,
     tablet_ids: Sequence[str] | None = None,
     row_ids: bool = True,
-) -> DataFrame:
-    """The live rows of ``snapshot`` (of the tablets ``tablet_ids``, default all): ``columns``
-    (default all) plus, with ``row_ids``, ``_tablet_id`` and ``_row_number``."""
+) -> TabletScan:
+    """A scan of the live tablets ``tablet_ids`` (default all) of ``snapshot``: ``columns``
+    (default all) read by Spark's Parquet reader, deletion vectors left for ``TabletScan.live``.
+    The file name and row index are read when deletion vectors or ``row_ids`` need them."""
     ddl = spark_ddl(snapshot.metadata.schema)
     struct = StructType.fromDDL(ddl)
     assert isinstance(struct, StructType)
@@ -156,17 +185,30 @@ def snapshot_frame(
     states = [snapshot.tablets[t] for t in ids]
     states = [st for st in states if st.live_rows > 0]
     if not states:
-        return _empty(spark, struct, cols, row_ids)
+        empty = _empty(spark, struct, cols, False)
+        frame = empty.select("*", F.lit("").alias(_FILE), F.lit(0).cast("long").alias(_ROW))
+        return TabletScan(spark, table, frame, tuple(cols), ())
     df = spark.read.schema(struct).parquet(*[table.tablet_path(st) for st in states])
-    with_dv = [st for st in states if st.dv is not None]
+    with_dv = tuple(st for st in states if st.dv is not None)
     keep = [F.col(quote_ident(c)) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
-    df = _apply_dvs(spark, df.select(*keep), table, with_dv, STRATEGY)
-    if not row_ids:
-        return df.drop(_FILE, _ROW) if with_dv else df
-    tablet = F.regexp_replace(F.col(_FILE), r"\.parquet$", "")
-    return df.select(*[F.col(quote_ident(c)) for c in cols], tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER))
+    return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
+
+
+def snapshot_frame(
+    spark: SparkSession,
+    table: TabletTable,
+    snapshot: Snapshot,
+    columns: Sequence[str] | None = None,
+    *,
+    tablet_ids: Sequence[str] | None = None,
+    row_ids: bool = True,
+) -> DataFrame:
+    """The live rows of ``snapshot`` (of the tablets ``tablet_ids``, default all): ``columns``
+    (default all) plus, with ``row_ids``, ``_tablet_id`` and ``_row_number``."""
+    scan = tablet_scan(spark, table, snapshot, columns, tablet_ids=tablet_ids, row_ids=row_ids)
+    return scan.live(scan.frame, row_ids=row_ids)
 
 
 def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover
