@@ -269,9 +269,9 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     return replace(scan, frame=frame)
 
 
-def _live(run: _Run, scan: TabletScan, df: DataFrame) -> DataFrame:
+def _live(run: _Run, scan: TabletScan, df: DataFrame, *, deletes: bool = True) -> DataFrame:
     """Drop the deleted target rows of ``df`` and name its row ids."""
-    df = scan.live(df, row_ids=run.plan.needs_row_ids, project=False)
+    df = scan.live(df, row_ids=run.plan.needs_row_ids, project=False, deletes=deletes)
     if run.plan.needs_row_ids:
         df = df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
     return df
@@ -304,10 +304,11 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
         pairs = pairs.filter(F.col(CLAUSE).isin(acting) | F.col(SID).isNotNull())
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
     run.persisted.append(pairs)
+    pairs.count()  # fill the cache now: both branches below read it, and would each compute it
     paired = F.broadcast(pairs.filter(F.col(SID).isNotNull()).select(SID).distinct())
     no_target = target.filter(F.lit(False))  # the target's columns, all NULL after the join
     alone = src.join(paired, SID, "left_anti").alias(plan.spec.source_alias).join(no_target, F.lit(False), "left")
-    alone = _live(run, scan, alone)
+    alone = _live(run, scan, alone, deletes=False)  # no target rows here
     return (
         pairs.filter(F.col(CLAUSE).isin(acting))
         .drop(SID)

@@ -145,11 +145,13 @@ class TabletScan:
     columns: tuple[str, ...]
     with_dv: tuple[TabletState, ...]
 
-    def live(self, df: DataFrame, *, row_ids: bool = True, project: bool = True) -> DataFrame:
+    def live(self, df: DataFrame, *, row_ids: bool = True, project: bool = True, deletes: bool = True) -> DataFrame:
         """``df`` (this scan's frame, or a join of it) without the deleted rows; with ``row_ids``,
         ``_tablet_id`` and ``_row_number`` replace the file name and row index. ``project``
-        keeps only the scan's columns (and row ids), else every column of ``df``."""
-        df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
+        keeps only the scan's columns (and row ids), else every column of ``df``. ``deletes=False``
+        skips the deletion vectors (rows known to come from no tablet)."""
+        if deletes:
+            df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
         tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(_SUFFIX)})")  # file name = id + .parquet
         if project:
             ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
