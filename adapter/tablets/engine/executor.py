@@ -3,15 +3,20 @@
 Jobs, in order (each only when the plan needs it):
 1. the source, persisted (read exactly once, even if non-deterministic), counted, and the
    min/max of its join keys taken for tablet pruning, in one pass;
-2. the delete stream: row ids of deletes and of old images of updates, hashed by tablet id so
-   each tablet's new deletion vector is written by exactly one task (homecoming);
-3. the insert stream: inserts and new images of updates, written as new tablets.
-Jobs 2 and 3 read one persisted base join. Then the driver commits all fragments as one version.
+2. the base join: a small source is broadcast into one streaming scan of the target;
+3. both streams in one shuffle: row ids of deletes and of old images of updates hashed by tablet
+   id, so each tablet's new deletion vector is written by exactly one task (homecoming), with
+   inserts and new images of updates written as new tablets by the same tasks. With
+   ``cluster_by`` the insert stream is range-partitioned instead: two jobs over one persisted
+   base join.
+Then the driver commits all fragments as one version.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -40,7 +45,14 @@ from tablets.engine.plan import (
     plan_merge,
 )
 from tablets.engine.spec import ActionKind, Category, MergeSpec
-from tablets.engine.tasks import DELETE_RESULT, INSERT_RESULT, delete_task, insert_task
+from tablets.engine.tasks import (
+    DELETE_RESULT,
+    INSERT_RESULT,
+    MERGE_RESULT,
+    delete_task,
+    insert_task,
+    merge_task,
+)
 from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError, TabletsError
 from tablets.spark.frames import TabletScan, tablet_scan
 from tablets.storage import Snapshot, TabletFragment, TabletTable, fragment_from_json
@@ -166,7 +178,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 tablets = _prune(run, tablets, ranges)
         m.tablets_scanned = len(tablets)
         base = _base(run, source, tablets)
-        if plan.has_deletes and plan.has_inserts:
+        if plan.has_deletes and plan.has_inserts and run.options.cluster_by:
             base = base.persist(StorageLevel.MEMORY_AND_DISK)  # the seed's loopback: one join, two readers
             persisted.append(base)
         handle = begin(
@@ -180,12 +192,16 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             sort_by=run.options.cluster_by,
         )
         fragments = []
-        if plan.has_deletes:
-            fragments += _delete_stream(run, base, handle, len(tablets))
-            t0 = run.phase("delete_stream", t0)
-        if plan.has_inserts:
-            fragments += _insert_stream(run, base, handle)
-            t0 = run.phase("insert_stream", t0)
+        if plan.has_deletes and plan.has_inserts and not run.options.cluster_by:
+            fragments += _both_streams(run, base, handle)
+            t0 = run.phase("streams", t0)
+        else:
+            if plan.has_deletes:
+                fragments += _delete_stream(run, base, handle, len(tablets))
+                t0 = run.phase("delete_stream", t0)
+            if plan.has_inserts:
+                fragments += _insert_stream(run, base, handle)
+                t0 = run.phase("insert_stream", t0)
         for f in fragments:
             if isinstance(f, TabletFragment):
                 m.tablets_added += 1
@@ -358,6 +374,43 @@ def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
     return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
 
 
+def _both_streams(run: _Run, base: DataFrame, handle) -> list:
+    """Both streams in one job, through one shuffle: row ids hashed by tablet id (homecoming),
+    so one task writes each tablet's DV; the new images of updates ride along to that task,
+    inserted rows go to one task when they fit one tablet, else are spread by a hash."""
+    names = [n for n, _ in run.plan.column_types]
+    images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+    parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
+    spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*images).cast("string")
+    rows = (
+        base.repartition(parts, F.coalesce(F.col(TID), spread))
+        .mapInArrow(merge_task(handle, names, images), MERGE_RESULT)
+        .collect()
+    )
+    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    _check_cardinality(run, rows, fragments)
+    m = run.metrics
+    m.rows_deleted = sum(r["n_delete"] for r in rows)
+    m.rows_updated = sum(r["n_update"] for r in rows)
+    m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
+    m.rows_inserted = sum(r["n_insert"] for r in rows)
+    return fragments
+
+
+def _check_cardinality(run: _Run, rows: list, staged: list) -> None:
+    dups = sum(r["duplicates"] for r in rows)
+    if not dups:
+        return
+    for f in staged:  # never committed; removed now rather than left to vacuum
+        rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(run.table.root, rel))
+    raise CardinalityViolation(
+        f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than once "
+        f"(more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
+    )
+
+
 def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int) -> list:
     parts = max(1, min(n_tablets, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4)))
     rows = (
@@ -368,16 +421,12 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int) -> list:
         .collect()
     )
     m = run.metrics
-    dups = sum(r["duplicates"] for r in rows)
-    if dups:
-        raise CardinalityViolation(
-            f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than once "
-            f"(more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
-        )
+    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    _check_cardinality(run, rows, fragments)
     m.rows_deleted = sum(r["n_delete"] for r in rows)
     m.rows_updated = sum(r["n_update"] for r in rows)
     m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
-    return [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    return fragments
 
 
 def _insert_stream(run: _Run, base: DataFrame, handle) -> list:

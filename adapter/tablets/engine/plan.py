@@ -14,20 +14,22 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
+from tablets.engine.names import (  # noqa: F401 - the plan's column names, re-exported
+    CLAUSE,
+    IMAGE_PREFIX,
+    K_DELETE,
+    K_INSERT,
+    K_UNCHANGED,
+    K_UPDATE,
+    KIND,
+    ROW,
+    S_MARK,
+    SID,
+    T_MARK,
+    TID,
+)
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
 from tablets.exceptions import MergeSpecError
-
-S_MARK = "__tablets_s"
-T_MARK = "__tablets_t"
-CLAUSE = "__tablets_clause"
-KIND = "__tablets_kind"
-TID = "__tablets_tid"
-ROW = "__tablets_row"
-SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
-IMAGE_PREFIX = "__tablets_n_"
-
-# kinds of rows in the streams
-K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
 
 JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "full": "FULL OUTER"}
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.plan import K_DELETE, K_INSERT, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
+from tablets.engine.names import K_DELETE, K_INSERT, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
 DELETE_RESULT = "fragment string, n_delete long, n_update long, n_unchanged long, duplicates long"
@@ -20,6 +20,25 @@ INSERT_RESULT = "fragment string, n_insert long, n_update long"
 
 def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
     return int(pc.sum(pc.equal(kinds, kind)).as_py() or 0)
+
+
+def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]]:
+    """One new DV per tablet of the row ids in ``table``; returns (fragments, [deletes, updates,
+    unchanged, duplicates]). Duplicated row ids write nothing."""
+    kinds = table.column(KIND)
+    dup = table.group_by([TID, ROW]).aggregate([([], "count_all")])
+    duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
+    frags: list[str] = []
+    if not duplicates:
+        real = table.filter(pc.not_equal(kinds, K_UNCHANGED))
+        sink = RowLevelSink(handle)
+        sink.delete(
+            real.column(TID).to_numpy(zero_copy_only=False),
+            real.column(ROW).to_numpy(zero_copy_only=False),
+        )
+        frags = [fragment_to_json(f) for f in sink.finish()]
+    counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
+    return frags, [*counts, duplicates]
 
 
 def delete_task(handle: WriteHandle):
@@ -31,21 +50,8 @@ def delete_task(handle: WriteHandle):
         nonempty = [b for b in batches if b.num_rows]
         if not nonempty:
             return
-        table = pa.Table.from_batches(nonempty)
-        kinds = table.column(KIND)
-        dup = table.group_by([TID, ROW]).aggregate([([], "count_all")])
-        duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
-        frags: list[str] = []
-        if not duplicates:
-            real = table.filter(pc.not_equal(kinds, K_UNCHANGED))
-            sink = RowLevelSink(handle)
-            sink.delete(
-                real.column(TID).to_numpy(zero_copy_only=False),
-                real.column(ROW).to_numpy(zero_copy_only=False),
-            )
-            frags = [fragment_to_json(f) for f in sink.finish()]
-        counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
-        yield _result_batch(frags, [*counts, duplicates], ["n_delete", "n_update", "n_unchanged", "duplicates"])
+        frags, counts = _deletes(handle, pa.Table.from_batches(nonempty))
+        yield _result_batch(frags, counts, ["n_delete", "n_update", "n_unchanged", "duplicates"])
 
     return run
 
@@ -68,6 +74,35 @@ def insert_task(handle: WriteHandle, columns: list[str]):
             yield _result_batch(frags, [n_insert, n_update], ["n_insert", "n_update"])
 
     return run
+
+
+def merge_task(handle: WriteHandle, columns: list[str], images: list[str]):
+    """Both streams in one task: the rows arrive hashed by tablet id (the homecoming shuffle;
+    inserted rows, which have none, by a hash of their own). Row ids of deletes and old images
+    become one DV per tablet, inserts and new images new tablets."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        nonempty = [b for b in batches if b.num_rows]
+        if not nonempty:
+            return
+        table = pa.Table.from_batches(nonempty)
+        kinds = table.column(KIND)
+        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])))
+        frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
+        n_insert = _kind_count(kinds, K_INSERT)
+        if not counts[-1]:  # no duplicated row id: the statement may commit
+            news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
+            if news.num_rows:
+                sink = RowLevelSink(handle)
+                sink.insert(news.select(images).rename_columns(columns))
+                frags += [fragment_to_json(f) for f in sink.finish()]
+        yield _result_batch(frags, [*counts, n_insert], [*MERGE_COUNTS])
+
+    return run
+
+
+MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert")
+MERGE_RESULT = "fragment string, " + ", ".join(f"{c} long" for c in MERGE_COUNTS)
 
 
 def _result_batch(frags: list[str], counts: list[int], names: list[str]) -> pa.RecordBatch:

@@ -1,0 +1,15 @@
+"""Column names and row kinds shared by the planner, the executor and the per-task sinks.
+
+A module of its own so that Spark's Python workers, which run the sinks, import no sqlglot."""
+
+S_MARK = "__tablets_s"
+T_MARK = "__tablets_t"
+CLAUSE = "__tablets_clause"
+KIND = "__tablets_kind"
+TID = "__tablets_tid"
+ROW = "__tablets_row"
+SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
+IMAGE_PREFIX = "__tablets_n_"
+
+# kinds of rows in the streams
+K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
