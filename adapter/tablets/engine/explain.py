@@ -28,7 +28,10 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
         join = (
             f"[Join] {JOIN_NAMES[plan.join or 'inner']} ON {plan.on}\n"
             f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}, {S_MARK}: TRUE (read once, persisted)\n"
-            f"   \\_ {scan_t}"
+            f"   \\_ {scan_t}\n"
+            "   strategy: a source below spark.sql.autoBroadcastJoinThreshold is broadcast into one scan of the\n"
+            "   target, deletion vectors applied to the pairs only; source rows without a pair by an anti join\n"
+            "   on source row ids. A larger source: a shuffle join."
         )
     else:
         join = scan_t
@@ -38,7 +41,11 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
         whens.append(f"        WHEN {guard} THEN {b.index}  -- {b.clause.describe()}")
     cases = "\n".join(whens)
     lines.append(f"[Classify] {CLAUSE} := CASE\n{cases}\n        ELSE NULL END")
-    base_note = "computed once, persisted, read by both streams" if plan.has_deletes and plan.has_inserts else "read by one stream"
+    base_note = (
+        "computed once; both streams leave it through one shuffle (with cluster_by: persisted, read by two jobs)"
+        if plan.has_deletes and plan.has_inserts
+        else "read by one stream"
+    )
     lines.append(f"[Base] {base_note}")
     lines.append("   \\_ " + join.replace("\n", "\n      "))
 

@@ -5,6 +5,9 @@
 the columns asked for, and adds the row id: ``_tablet_id`` (the file name without
 ``.parquet``) and ``_row_number`` (``_metadata.row_index``, the row's position in the file).
 
+``tablet_scan`` is the same scan with the deletion vectors left for later: the engine joins the
+target with a small broadcast source first and applies them to the pairs only.
+
 How deletion vectors are applied (``frames._benchmark()`` measures it: 2 shared
 cores, local[2], 1M rows x 3 columns in 10 tablets of 100k, 10% of the rows deleted at random;
 median of 5 interleaved runs of building the frame and aggregating every column + row number;
