@@ -1,0 +1,117 @@
+"""Deterministic benchmark data (BENCH.md): the target, the sources, and reference answers.
+
+Needs only numpy and pyarrow, so both the project's .venv and bench/.venv-peers import it.
+Files are written once per (rows, seed) under the cache dir and reused by later runs.
+
+    target/part-NNNNN.parquet  id BIGINT (0..N-1 shuffled across files), k INT, v DOUBLE, s STRING, d DATE
+    upsert.parquet             1% of N: half updates of existing ids (new v, s), half new ids
+    delete.parquet             10% of N, existing ids
+    insert.parquet             1% of N, all new ids
+
+`v` is a multiple of 1/64 below 2**14, so every sum of it is exact in float64 whatever the
+order: sum(v) compares exactly across systems.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+DEFAULT_CACHE = "/tmp/tablets-bench/data"
+ROWS_PER_FILE = 250_000  # and at least 4 files, so small targets are shuffled across files too
+SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("v", pa.float64()), ("s", pa.string()), ("d", pa.date32())])
+COLUMNS = SCHEMA.names
+SOURCES = {"upsert": "upsert", "sync": "upsert", "delete-heavy": "delete", "insert-only": "insert",
+           "no-op": "upsert", "degenerate": "upsert"}
+
+
+def _rows(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
+    """Random k, v, s, d for the given ids."""
+    n = len(ids)
+    letters = rng.integers(ord("a"), ord("z") + 1, size=n * 20, dtype=np.uint8)
+    s = pa.StringArray.from_buffers(n, pa.py_buffer(np.arange(0, 20 * n + 1, 20, dtype=np.int32)), pa.py_buffer(letters))
+    d = pa.array(rng.integers(18262, 18262 + 1461, size=n, dtype=np.int32), pa.int32()).cast(pa.date32())  # 2020-2023
+    return pa.table([pa.array(ids, pa.int64()), pa.array(rng.integers(0, 1000, size=n, dtype=np.int32)),
+                     pa.array(rng.integers(0, 2**20, size=n) / 64.0), s, d], schema=SCHEMA)
+
+
+def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE) -> str:
+    """Write the data set for `rows` (once) and return its directory."""
+    out = os.path.join(cache, f"{rows}" if seed == 42 else f"{rows}-s{seed}")
+    if os.path.exists(os.path.join(out, "_SUCCESS")):
+        return out
+    os.makedirs(os.path.join(out, "target"), exist_ok=True)
+    rng = np.random.default_rng(seed)
+    target = _rows(rng, rng.permutation(rows).astype(np.int64))
+    per_file = min(ROWS_PER_FILE, -(-rows // 4))
+    for i, start in enumerate(range(0, rows, per_file)):
+        pq.write_table(target.slice(start, per_file), os.path.join(out, "target", f"part-{i:05d}.parquet"))
+    m = max(2, rows // 100)
+    updates = rng.choice(rows, m // 2, replace=False).astype(np.int64)
+    upsert_ids = np.concatenate([updates, np.arange(rows, rows + m - m // 2, dtype=np.int64)])
+    sources = {"upsert": rng.permutation(upsert_ids),
+               "delete": rng.choice(rows, max(1, rows // 10), replace=False).astype(np.int64),
+               "insert": np.arange(rows, rows + m, dtype=np.int64)}
+    for name, ids in sources.items():
+        pq.write_table(_rows(rng, ids), os.path.join(out, f"{name}.parquet"))
+    open(os.path.join(out, "_SUCCESS"), "w").close()
+    return out
+
+
+def paths(data_dir: str, workload: str) -> tuple[str, str]:
+    """(target directory, source file) of a workload."""
+    return os.path.join(data_dir, "target"), os.path.join(data_dir, f"{SOURCES[workload]}.parquet")
+
+
+def normalize(table: pa.Table) -> pa.Table:
+    """The table's columns in SCHEMA order and types (systems hand back large_string, timestamps...)."""
+    return pa.table([table.column(c).cast(SCHEMA.field(c).type) for c in COLUMNS], schema=SCHEMA)
+
+
+def fingerprint(table: pa.Table) -> dict[str, object]:
+    """rows, sum(v), an order-free checksum of the ids, and a digest of every column in id order."""
+    t = normalize(table).combine_chunks()
+    t = t.take(pc.sort_indices(t, [("id", "ascending")])).combine_chunks()
+    ids = t.column("id").to_numpy().astype(np.uint64)
+    z = ids + np.uint64(0x9E3779B97F4A7C15)  # splitmix64 finalizer: a sum of it changes with any id
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    h = hashlib.sha1()
+    for col in t.columns:
+        for buf in col.chunk(0).buffers():
+            if buf is not None:
+                h.update(buf)
+    return {"rows": t.num_rows, "sum_v": float(pc.sum(t.column("v")).as_py() or 0.0),
+            "id_sum": f"{int(z.sum(dtype=np.uint64)):016x}", "digest": h.hexdigest()[:12]}
+
+
+def expected(data_dir: str, workload: str) -> pa.Table:
+    """The final table after the workload's MERGE, computed with pyarrow joins: the reference answer."""
+    tpath, spath = paths(data_dir, workload)
+    t, s = pq.read_table(tpath, schema=SCHEMA), pq.read_table(spath)
+    if workload == "degenerate":
+        return t
+    if workload == "delete-heavy":
+        return t.join(s.select(["id"]), "id", join_type="left anti")
+    kept = t.join(s.select(["id"]), "id", join_type="left anti")
+    updated = t.select(["id", "k", "d"]).join(s.select(["id", "v", "s"]), "id", join_type="inner")
+    inserted = s.join(t.select(["id"]), "id", join_type="left anti")
+    if workload == "sync":  # WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE
+        kept = kept.filter(pa.array(kept.column("id").to_numpy() % 100 != 0))
+    return pa.concat_tables([normalize(x) for x in (kept, updated, inserted)])
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--cache", default=DEFAULT_CACHE)
+    args = ap.parse_args()
+    print(generate(args.rows, args.seed, args.cache))
