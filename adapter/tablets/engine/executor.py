@@ -28,7 +28,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tablets.engine.metrics import MergeMetrics
-from tablets.engine.plan import (
+from tablets.engine.names import (
     CLAUSE,
     IMAGE_PREFIX,
     K_DELETE,
@@ -41,9 +41,8 @@ from tablets.engine.plan import (
     SID,
     T_MARK,
     TID,
-    Plan,
-    plan_merge,
 )
+from tablets.engine.plan import Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, MergeSpec
 from tablets.engine.tasks import (
     DELETE_RESULT,

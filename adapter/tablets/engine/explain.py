@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tablets.engine.plan import CLAUSE, JOIN_NAMES, S_MARK, T_MARK, Plan
+from tablets.engine.names import CLAUSE, S_MARK, T_MARK
+from tablets.engine.plan import JOIN_NAMES, Plan
 from tablets.engine.spec import ActionKind
 
 

@@ -14,20 +14,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
-from tablets.engine.names import (  # noqa: F401 - the plan's column names, re-exported
-    CLAUSE,
-    IMAGE_PREFIX,
-    K_DELETE,
-    K_INSERT,
-    K_UNCHANGED,
-    K_UPDATE,
-    KIND,
-    ROW,
-    S_MARK,
-    SID,
-    T_MARK,
-    TID,
-)
+from tablets.engine.names import S_MARK, T_MARK
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
 from tablets.exceptions import MergeSpecError
 
