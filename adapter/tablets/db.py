@@ -74,10 +74,10 @@ class Database:
             inner = text[m.end():]
             if self._tablet_target(inner) is not None:
                 return self.explain(inner)
-            return self.spark.sql(text)
+            return self._spark_sql(text)
         routed = self._tablet_target(text)
         if routed is None:
-            return self.spark.sql(text)
+            return self._spark_sql(text)
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         spec = parse_statement(text)
         if isinstance(spec, CreateSpec):
@@ -92,6 +92,15 @@ class Database:
             catalog.sync_schema(self.spark, spec.target)
             return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True))
         return self.merge(spec, options=opts)
+
+    def _spark_sql(self, text: str) -> DataFrame:
+        try:
+            return self.spark.sql(text)
+        except Exception as e:  # noqa: BLE001 - Spark's analysis errors
+            clear = catalog.missing_provider(self.spark, e)
+            if clear is None:
+                raise
+            raise clear from e
 
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""

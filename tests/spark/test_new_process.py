@@ -64,3 +64,29 @@ def test_table_survives_the_process(tmp_path):
     assert "COUNT 2" in out and "LOOKUP True" in out
     assert os.listdir(cwd) == []  # no metastore_db, derby.log or spark-warehouse in the cwd
     assert sorted(os.listdir(tmp_path / "project")) == ["derby.log", "metastore_db", "warehouse"]
+
+
+LOST_REGISTRY = """
+import os
+import shutil
+import tablets
+from tablets.spark import catalog
+from tablets.spark.session import build_session
+# as if the warehouse had been deleted, the metastore beside it kept
+shutil.rmtree(os.path.join({wh!r}, catalog.REGISTRY_DIR))
+spark = build_session({wh!r}, master="local[1]", shuffle_partitions=1)
+db = tablets.connect(spark=spark)
+try:
+    db.sql("SELECT * FROM np.t")
+except tablets.TabletsError as e:
+    print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
+spark.stop()
+"""
+
+
+def test_a_lost_registry_is_a_clear_error(tmp_path):
+    wh = str(tmp_path / "project" / "warehouse")
+    run(WRITER.format(wh=wh), tmp_path)
+    out = run(LOST_REGISTRY.format(wh=wh), tmp_path)
+    assert "ERROR TableNotFound a catalog table is a tablet table (provider tablets_" in out, out
+    assert "delete the warehouse together with the metastore_db" in out

@@ -36,6 +36,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -249,7 +250,32 @@ def _sql_name(db: str, table: str) -> str:
 
 
 def _exists(spark: SparkSession, db: str, table: str) -> bool:
-    return bool(spark.catalog.tableExists(_sql_name(db, table)))
+    try:
+        return bool(spark.catalog.tableExists(_sql_name(db, table)))
+    except Exception as e:  # noqa: BLE001 - py4j and Spark errors alike
+        clear = missing_provider(spark, e)
+        if clear is None:
+            raise
+        raise clear from e
+
+
+_MISSING_PROVIDER = re.compile(r"Failed to find the data source: (" + PROVIDER_PREFIX + r"[0-9a-f]{12})\b")
+
+
+def missing_provider(spark: SparkSession, error: BaseException) -> TabletsError | None:
+    """A clear error for Spark's DATA_SOURCE_NOT_FOUND on a tablet table: its catalog entry names
+    a per-table provider that this warehouse's registry no longer has (the warehouse directory
+    was deleted or moved, the metastore beside it kept). None for any other error."""
+    m = _MISSING_PROVIDER.search(str(error))
+    if m is None:
+        return None
+    return TableNotFound(
+        f"a catalog table is a tablet table (provider {m.group(1)}), but the warehouse registry "
+        f"{registry_dir(spark)} has no such table: its warehouse directory was deleted or moved while "
+        "the metastore beside it was kept",
+        help="Point the session at the warehouse that holds the table, or start afresh: delete the "
+        "warehouse together with the metastore_db and derby.log next to it.",
+    )
 
 
 def _quiet_hive_alter(spark: SparkSession) -> None:
