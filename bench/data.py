@@ -35,7 +35,8 @@ def _rows(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
     """Random k, v, s, d for the given ids."""
     n = len(ids)
     letters = rng.integers(ord("a"), ord("z") + 1, size=n * 20, dtype=np.uint8)
-    s = pa.StringArray.from_buffers(n, pa.py_buffer(np.arange(0, 20 * n + 1, 20, dtype=np.int32)), pa.py_buffer(letters))
+    offsets = pa.py_buffer(np.arange(0, 20 * n + 1, 20, dtype=np.int32))
+    s = pa.StringArray.from_buffers(n, offsets, pa.py_buffer(letters))
     d = pa.array(rng.integers(18262, 18262 + 1461, size=n, dtype=np.int32), pa.int32()).cast(pa.date32())  # 2020-2023
     return pa.table([pa.array(ids, pa.int64()), pa.array(rng.integers(0, 1000, size=n, dtype=np.int32)),
                      pa.array(rng.integers(0, 2**20, size=n) / 64.0), s, d], schema=SCHEMA)

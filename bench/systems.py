@@ -188,8 +188,8 @@ class SparkRewrite(SparkSystem):
 
     name = "spark_rewrite"
     QUERIES = {
-        "upsert": "SELECT coalesce(t.id, s.id) AS id, if(t.id IS NULL, s.k, t.k) AS k, if(s.id IS NULL, t.v, s.v) AS v, "
-                  "if(s.id IS NULL, t.s, s.s) AS s, if(t.id IS NULL, s.d, t.d) AS d "
+        "upsert": "SELECT coalesce(t.id, s.id) AS id, if(t.id IS NULL, s.k, t.k) AS k, "
+                  "if(s.id IS NULL, t.v, s.v) AS v, if(s.id IS NULL, t.s, s.s) AS s, if(t.id IS NULL, s.d, t.d) AS d "
                   "FROM target t FULL OUTER JOIN source s ON t.id = s.id",
         "delete-heavy": "SELECT t.* FROM target t LEFT ANTI JOIN source s ON t.id = s.id",
         "degenerate": "SELECT * FROM target",
@@ -277,7 +277,8 @@ class DuckDB(System):
         self.con.execute("CHECKPOINT")
 
     def merge(self, workload: str) -> object:
-        return self.con.execute(STATEMENTS[workload].format(t="target", s=f"read_parquet('{self.source(workload)}')")).fetchall()
+        source = f"read_parquet('{self.source(workload)}')"
+        return self.con.execute(STATEMENTS[workload].format(t="target", s=source)).fetchall()
 
     def final(self) -> pa.Table:
         return self.con.sql("SELECT * FROM target").to_arrow_table()
