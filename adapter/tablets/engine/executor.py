@@ -14,9 +14,7 @@ Then the driver commits all fragments as one version.
 
 from __future__ import annotations
 
-import contextlib
 import math
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -44,17 +42,10 @@ from tablets.engine.names import (
 )
 from tablets.engine.plan import Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, MergeSpec
-from tablets.engine.tasks import (
-    DELETE_RESULT,
-    INSERT_RESULT,
-    MERGE_RESULT,
-    delete_task,
-    insert_task,
-    merge_task,
-)
+from tablets.engine.tasks import INSERT_RESULT, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError, TabletsError
 from tablets.spark.frames import TabletScan, tablet_scan
-from tablets.storage import Snapshot, TabletFragment, TabletTable, fragment_from_json
+from tablets.storage import Snapshot, TabletFragment, TabletTable, discard, fragment_from_json
 from tablets.storage.actions import RemoveTablet
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
 from tablets.storage.transaction import begin
@@ -140,17 +131,12 @@ def _small(frame: DataFrame) -> bool:
 
 def _broadcastable(spark: SparkSession, source: DataFrame) -> bool:
     """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``."""
-    limit = _parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold") or "10MB")
+    try:  # Spark's own parse of the setting ("10MB", "-1", ...)
+        limit = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
+    except Exception:  # Spark Connect
+        return False
     size = _size_bytes(source)
     return limit >= 0 and size is not None and size <= limit
-
-
-def _parse_bytes(text: str) -> int:
-    units = {"b": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-    t = text.strip().lower().removesuffix("b") or "0"
-    if t[-1] in units:
-        return int(float(t[:-1]) * units[t[-1]])
-    return int(t)
 
 
 def _first_line(e: Exception) -> str:
@@ -178,7 +164,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         m.tablets_scanned = len(tablets)
         base = _base(run, source, tablets)
         if plan.has_deletes and plan.has_inserts and run.options.cluster_by:
-            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # the seed's loopback: one join, two readers
+            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
             persisted.append(base)
         handle = begin(
             run.snapshot,
@@ -191,16 +177,15 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             sort_by=run.options.cluster_by,
         )
         fragments = []
-        if plan.has_deletes and plan.has_inserts and not run.options.cluster_by:
-            fragments += _both_streams(run, base, handle)
-            t0 = run.phase("streams", t0)
-        else:
-            if plan.has_deletes:
-                fragments += _delete_stream(run, base, handle, len(tablets))
-                t0 = run.phase("delete_stream", t0)
-            if plan.has_inserts:
-                fragments += _insert_stream(run, base, handle)
-                t0 = run.phase("insert_stream", t0)
+        # the insert stream rides along with the delete stream, unless cluster_by wants it
+        # range-partitioned by its own columns
+        together = not run.options.cluster_by
+        if plan.has_deletes:
+            fragments += _delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
+            t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
+        if plan.has_inserts and not (together and plan.has_deletes):
+            fragments += _insert_stream(run, base, handle)
+            t0 = run.phase("insert_stream", t0)
         for f in fragments:
             if isinstance(f, TabletFragment):
                 m.tablets_added += 1
@@ -373,58 +358,34 @@ def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
     return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
 
 
-def _both_streams(run: _Run, base: DataFrame, handle) -> list:
-    """Both streams in one job, through one shuffle: row ids hashed by tablet id (homecoming),
-    so one task writes each tablet's DV; the new images of updates ride along to that task,
-    inserted rows go to one task when they fit one tablet, else are spread by a hash."""
+def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, inserts: bool) -> list:
+    """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
+    tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
+    of updates ride along to their old tablet's task, inserted rows go to one task when they fit
+    one tablet, else are spread by a hash."""
     names = [n for n, _ in run.plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
-    spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*images).cast("string")
-    rows = (
-        base.repartition(parts, F.coalesce(F.col(TID), spread))
-        .mapInArrow(merge_task(handle, names, images), MERGE_RESULT)
-        .collect()
-    )
+    if inserts:
+        spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*images).cast("string")
+        stream = base.repartition(parts, F.coalesce(F.col(TID), spread))
+    else:
+        olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED)).select(TID, ROW, KIND)
+        stream = olds.repartition(max(1, min(n_tablets, parts)), TID)
+    rows = stream.mapInArrow(merge_task(handle, names, images, inserts=inserts), MERGE_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
-    _check_cardinality(run, rows, fragments)
+    dups = sum(r["duplicates"] for r in rows)
+    if dups:
+        discard(run.table.root, fragments)
+        raise CardinalityViolation(
+            f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than "
+            "once (more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
+        )
     m = run.metrics
     m.rows_deleted = sum(r["n_delete"] for r in rows)
     m.rows_updated = sum(r["n_update"] for r in rows)
     m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
     m.rows_inserted = sum(r["n_insert"] for r in rows)
-    return fragments
-
-
-def _check_cardinality(run: _Run, rows: list, staged: list) -> None:
-    dups = sum(r["duplicates"] for r in rows)
-    if not dups:
-        return
-    for f in staged:  # never committed; removed now rather than left to vacuum
-        rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(run.table.root, rel))
-    raise CardinalityViolation(
-        f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than once "
-        f"(more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
-    )
-
-
-def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int) -> list:
-    parts = max(1, min(n_tablets, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4)))
-    rows = (
-        base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED))
-        .select(TID, ROW, KIND)
-        .repartition(parts, TID)  # homecoming: every row id of a tablet reaches one task
-        .mapInArrow(delete_task(handle), DELETE_RESULT)
-        .collect()
-    )
-    m = run.metrics
-    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
-    _check_cardinality(run, rows, fragments)
-    m.rows_deleted = sum(r["n_delete"] for r in rows)
-    m.rows_updated = sum(r["n_update"] for r in rows)
-    m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
     return fragments
 
 
@@ -441,8 +402,6 @@ def _insert_stream(run: _Run, base: DataFrame, handle) -> list:
         stream = stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
     rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
     run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
-    if not run.plan.has_deletes:
-        run.metrics.rows_updated = sum(r["n_update"] for r in rows)
     return [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
 
 

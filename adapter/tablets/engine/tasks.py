@@ -14,8 +14,7 @@ import pyarrow.compute as pc
 from tablets.engine.names import K_DELETE, K_INSERT, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
-DELETE_RESULT = "fragment string, n_delete long, n_update long, n_unchanged long, duplicates long"
-INSERT_RESULT = "fragment string, n_insert long, n_update long"
+INSERT_RESULT = "fragment string, n_insert long"
 
 
 def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
@@ -41,45 +40,30 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     return frags, [*counts, duplicates]
 
 
-def delete_task(handle: WriteHandle):
-    """Receives every row id of the tablets hashed to this task (the homecoming shuffle) and
-    writes one new deletion vector per tablet. A row id seen twice means a target row that
-    more than one source row would modify: reported, nothing written."""
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        nonempty = [b for b in batches if b.num_rows]
-        if not nonempty:
-            return
-        frags, counts = _deletes(handle, pa.Table.from_batches(nonempty))
-        yield _result_batch(frags, counts, ["n_delete", "n_update", "n_unchanged", "duplicates"])
-
-    return run
-
-
 def insert_task(handle: WriteHandle, columns: list[str]):
     """Writes the insert stream (inserted rows and new images of updated rows) as new tablets."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         sink = RowLevelSink(handle)
-        n_insert = n_update = 0
+        n_insert = 0
         for b in batches:
             if b.num_rows == 0:
                 continue
-            kinds = pa.chunked_array([b.column(KIND)])
-            n_insert += _kind_count(kinds, K_INSERT)
-            n_update += _kind_count(kinds, K_UPDATE)
+            n_insert += _kind_count(pa.chunked_array([b.column(KIND)]), K_INSERT)
             sink.insert(pa.Table.from_batches([b]).select(columns))
         frags = [fragment_to_json(f) for f in sink.finish()]
-        if frags or n_insert or n_update:
-            yield _result_batch(frags, [n_insert, n_update], ["n_insert", "n_update"])
+        if frags or n_insert:
+            yield _result_batch(frags, [n_insert], ["n_insert"])
 
     return run
 
 
-def merge_task(handle: WriteHandle, columns: list[str], images: list[str]):
-    """Both streams in one task: the rows arrive hashed by tablet id (the homecoming shuffle;
-    inserted rows, which have none, by a hash of their own). Row ids of deletes and old images
-    become one DV per tablet, inserts and new images new tablets."""
+def merge_task(handle: WriteHandle, columns: list[str], images: list[str], *, inserts: bool = True):
+    """The delete stream, and with ``inserts`` the insert stream too. The rows arrive hashed by
+    tablet id (the homecoming shuffle; inserted rows, which have none, by a hash of their own).
+    Row ids of deletes and old images become one DV per tablet (a row id seen twice means a
+    target row that more than one source row would modify: reported, nothing written);
+    inserts and new images become new tablets."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         nonempty = [b for b in batches if b.num_rows]
@@ -90,7 +74,7 @@ def merge_task(handle: WriteHandle, columns: list[str], images: list[str]):
         olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
         n_insert = _kind_count(kinds, K_INSERT)
-        if not counts[-1]:  # no duplicated row id: the statement may commit
+        if inserts and not counts[-1]:  # no duplicated row id: the statement may commit
             news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
             if news.num_rows:
                 sink = RowLevelSink(handle)

@@ -52,6 +52,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
+from tablets.storage.tablet import TABLET_SUFFIX
 
 if TYPE_CHECKING:
     from tablets.storage.snapshot import Snapshot, TabletState
@@ -62,7 +63,6 @@ _WORD = "__tablets_word"
 _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
 _DEL_WORD = "__tablets_del_word"
-_SUFFIX = ".parquet"
 
 STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin (for measuring)
 
@@ -155,7 +155,7 @@ class TabletScan:
         skips the deletion vectors (rows known to come from no tablet)."""
         if deletes:
             df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
-        tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(_SUFFIX)})")  # file name = id + .parquet
+        tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(TABLET_SUFFIX)})")  # id + suffix
         if project:
             ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
             return df.select(*[F.col(quote_ident(c)) for c in self.columns], *ids)

@@ -11,6 +11,7 @@ from tablets.storage.transaction import (
     RowLevelSink,
     TabletFragment,
     WriteHandle,
+    discard,
     fragment_from_json,
     fragment_to_json,
 )
@@ -25,6 +26,7 @@ __all__ = [
     "TabletState",
     "TabletTable",
     "WriteHandle",
+    "discard",
     "fragment_from_json",
     "fragment_to_json",
 ]

@@ -17,6 +17,7 @@ from tablets.storage.dv import DVInfo, live_mask, read_dv
 ROW_TABLET = "_tablet_id"
 ROW_NUMBER = "_row_number"
 TABLET_DIR = "tablets"
+TABLET_SUFFIX = ".parquet"  # a tablet file is <tablet id>.parquet
 DV_DIR = "dv"
 STATS_MAX_STRING = 64
 
@@ -26,7 +27,7 @@ def new_id() -> str:
 
 
 def tablet_relpath(tablet_id: str) -> str:
-    return f"{TABLET_DIR}/{tablet_id}.parquet"
+    return f"{TABLET_DIR}/{tablet_id}{TABLET_SUFFIX}"
 
 
 def dv_relpath(tablet_id: str, txid: str) -> str:
@@ -35,7 +36,7 @@ def dv_relpath(tablet_id: str, txid: str) -> str:
 
 def tablet_id_of_path(path: str) -> str:
     """The tablet id of a tablet file path or URI (``.../tablets/<id>.parquet``)."""
-    return os.path.basename(path).removesuffix(".parquet")
+    return os.path.basename(path).removesuffix(TABLET_SUFFIX)
 
 
 def _json_value(v: object) -> object:

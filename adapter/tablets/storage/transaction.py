@@ -9,6 +9,7 @@ typed ``CommitConflict`` and nothing of the statement becomes visible.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -91,6 +92,15 @@ def fragment_from_json(text: str) -> Fragment:
     add = obj["tablet"]["add"]
     stats = tuple((n, ColumnStats(**s)) for n, s in add["stats"])
     return TabletFragment(AddTablet(**{**add, "stats": stats}))
+
+
+def discard(root: str, fragments: Iterable[Fragment]) -> None:
+    """Remove the staged files of fragments that will never be committed (a refused statement),
+    rather than leave them to vacuum."""
+    for f in fragments:
+        rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(root, rel))
 
 
 def begin(
