@@ -11,7 +11,7 @@
   {%- if properties %}
   tblproperties (
     {%- for key, value in properties.items() -%}
-      '{{ key | replace("'", "\\'") }}' = '{{ value | string | replace("'", "\\'") }}'{% if not loop.last %}, {% endif %}
+      '{{ key | replace("\\", "\\\\") | replace("'", "\\'") }}' = '{{ value | string | replace("\\", "\\\\") | replace("'", "\\'") }}'{% if not loop.last %}, {% endif %}
     {%- endfor -%}
   )
   {%- endif %}

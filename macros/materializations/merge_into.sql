@@ -8,10 +8,12 @@
     {{ create_temporary_view(tmp_relation, compiled_code) }}
   {%- endcall -%}
 
-  {%- do process_schema_changes(cfg.on_schema_change, tmp_relation, existing_relation) -%}
-
+  {#-- dbt's process_schema_changes already described the model's columns, unless 'ignore' --#}
+  {%- set source_columns = process_schema_changes(cfg.on_schema_change, tmp_relation, existing_relation) -%}
+  {%- if not source_columns -%}
+    {%- set source_columns = adapter.get_columns_in_relation(tmp_relation) -%}
+  {%- endif -%}
   {%- set target_columns = adapter.get_columns_in_relation(target_relation) -%}
-  {%- set source_columns = adapter.get_columns_in_relation(tmp_relation) -%}
   {%- set merge_sql = adapter.render_merge(cfg, target_relation, tmp_relation, target_columns, source_columns) -%}
 
   {% do adapter.set_statement_options(cfg) %}

@@ -47,8 +47,9 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
-from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, quote_ident, spark_ddl
+from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
+from tablets.sqltext import quote_ident, sql_string
 from tablets.storage.log import log_dir
 from tablets.storage.table import TabletTable
 
@@ -291,10 +292,6 @@ def _quiet_hive_alter(spark: SparkSession) -> None:
         pass
 
 
-def _sql_string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 # --- public API ---------------------------------------------------------------------------------
 
 
@@ -358,10 +355,10 @@ def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: Ta
     props = {PATH_PROPERTY: root}
     if meta.key_columns:
         props["tablets.key_columns"] = ",".join(meta.key_columns)
-    tblprops = ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in props.items())
+    tblprops = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
     spark.sql(
         f"CREATE TABLE {_sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
-        f"LOCATION {_sql_string(root)} TBLPROPERTIES ({tblprops})"
+        f"LOCATION {sql_string(root)} TBLPROPERTIES ({tblprops})"
     )
 
 

@@ -45,6 +45,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from tablets.exceptions import SchemaMismatch, TableNotFound, TabletsError
+from tablets.sqltext import quote_ident
 from tablets.storage import transaction
 from tablets.storage.actions import AddTablet, RemoveTablet, SetDV
 from tablets.storage.table import TabletTable
@@ -60,10 +61,6 @@ from tablets.storage.types import schema_to_arrow
 SOURCE_NAME = "tablets"
 PARTITION_ROWS = 1_000_000  # group small tablets into read partitions of about this many live rows
 BATCH_ROWS = 65_536
-
-
-def quote_ident(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def spark_ddl(schema: Sequence[tuple[str, str, bool]]) -> str:

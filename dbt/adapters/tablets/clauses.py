@@ -10,12 +10,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.tablets.problems import Problems, sql_value
+from tablets.engine.spec import ALLOWED_ACTIONS, ActionKind, Category
 
-# clause config key -> (SQL category, allowed actions)
+# clause config key (when_matched, ...) -> (SQL category, allowed actions), from the engine's rules
 CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "when_matched": ("MATCHED", ("update", "delete", "do_nothing")),
-    "when_not_matched": ("NOT MATCHED", ("insert", "do_nothing")),
-    "when_not_matched_by_source": ("NOT MATCHED BY SOURCE", ("update", "delete", "do_nothing")),
+    f"when_{c.name.lower()}": (
+        c.value,
+        tuple(a.value.lower().replace(" ", "_") for a in ActionKind if a in ALLOWED_ACTIONS[c]),
+    )
+    for c in Category
 }
 CLAUSE_KEYS = ("condition", "action", "set", "values")
 ON_CONFLICT_ACTIONS = ("do_nothing", "do_update")

@@ -95,10 +95,6 @@ class MergeConfig:
     prune_tablets: bool = True
     tblproperties: tuple[tuple[str, str], ...] = field(default=())
 
-    @property
-    def has_by_source(self) -> bool:
-        return any(c.category == "NOT MATCHED BY SOURCE" for c in self.clauses)
-
     def statement_options(self) -> dict[str, Any]:
         """The engine's per-statement options (``tablets.MergeOptions`` fields)."""
         return {

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 
 logger = AdapterLogger("Tablets")
 
-TABLETS_FORMAT = "tablets"
 
 
 @contextmanager
@@ -122,11 +121,10 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig | Mapping[str, Any] | None) -> str:
+    def set_statement_options(self, cfg: MergeConfig) -> str:
         """Engine options for this thread's next statement (consumed by it)."""
-        options = cfg.statement_options() if isinstance(cfg, MergeConfig) else dict(cfg or {})
         conn = self.connections.get_thread_connection()
-        conn.handle.handle.set_options(options)
+        conn.handle.handle.set_options(cfg.statement_options())
         return ""
 
     @available

@@ -24,16 +24,13 @@ from collections.abc import Sequence
 from dbt.adapters.tablets.clauses import ClauseConfig
 from dbt.adapters.tablets.config import MergeConfig
 from dbt.adapters.tablets.problems import Problems
+from tablets.sqltext import quote_ident
 
 DEFAULT_UPSERT = (
     ClauseConfig("(default upsert)", "MATCHED", "update"),
     ClauseConfig("(default upsert)", "NOT MATCHED", "insert"),
 )
 TABLE, MODEL = "existing table", "model's SQL"
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 class Columns:
@@ -199,21 +196,21 @@ def _render_insert(
         if cfg.incremental_strategy == "insert_overwrite"
         else "INSERT INTO"
     )
-    cols = ", ".join(quote(c) for c in shared)
-    return f"{verb} {target} ({cols})\nSELECT {', '.join(quote(scols.spelled(c)) for c in shared)} FROM {source}"
+    cols = ", ".join(quote_ident(c) for c in shared)
+    return f"{verb} {target} ({cols})\nSELECT {', '.join(quote_ident(scols.spelled(c)) for c in shared)} FROM {source}"
 
 
 def _on(cfg: MergeConfig, target: Columns) -> str:
     t, s = cfg.target_alias, cfg.source_alias
     op = "<=>" if cfg.null_safe_keys else "="
-    keys = [quote(target.spelled(k)) for k in cfg.unique_key]
+    keys = [quote_ident(target.spelled(k)) for k in cfg.unique_key]
     return " AND ".join(
         [*(f"{t}.{k} {op} {s}.{k}" for k in keys), *(f"({p})" for p in cfg.incremental_predicates)]
     )
 
 
 def _set_list(pairs: Sequence[tuple[str, str]]) -> str:
-    return ", ".join(f"{quote(c)} = {v}" for c, v in pairs)
+    return ", ".join(f"{quote_ident(c)} = {v}" for c, v in pairs)
 
 
 def _render_clause(cfg: MergeConfig, c: ClauseConfig, target: Columns, source: Columns) -> str:
@@ -233,20 +230,20 @@ def _render_clause(cfg: MergeConfig, c: ClauseConfig, target: Columns, source: C
             pairs = [(target.spelled(col), v) for col, v in c.assignments]
         else:
             pairs = [
-                (col, f"{s}.{quote(source.spelled(col))}")
+                (col, f"{s}.{quote_ident(source.spelled(col))}")
                 for col in update_columns(cfg, target, source)
             ]
         return f"{head} THEN UPDATE SET {_set_list(pairs)}" if pairs else f"{head} THEN DO NOTHING"
     if c.insert_list is not None:
-        names = ", ".join(quote(n) for n in target.names[: len(c.insert_list)])
+        names = ", ".join(quote_ident(n) for n in target.names[: len(c.insert_list)])
         return f"{head} THEN INSERT ({names}) VALUES ({', '.join(c.insert_list)})"
     if c.insert_values is not None:
         pairs = [(target.spelled(col), v) for col, v in c.insert_values]
     else:
         pairs = [
-            (col, f"{s}.{quote(source.spelled(col))}") for col in target.names if col in source
+            (col, f"{s}.{quote_ident(source.spelled(col))}") for col in target.names if col in source
         ]
-    names, exprs = ", ".join(quote(col) for col, _ in pairs), ", ".join(v for _, v in pairs)
+    names, exprs = ", ".join(quote_ident(col) for col, _ in pairs), ", ".join(v for _, v in pairs)
     return f"{head} THEN INSERT ({names}) VALUES ({exprs})"
 
 
@@ -255,16 +252,16 @@ def _render_on_conflict(
 ) -> str:
     assert cfg.on_conflict is not None
     shared = [c for c in tcols.names if c in scols]
-    keys = ", ".join(quote(tcols.spelled(k)) for k in cfg.unique_key)
+    keys = ", ".join(quote_ident(tcols.spelled(k)) for k in cfg.unique_key)
     lines = [
-        f"INSERT INTO {target} ({', '.join(quote(c) for c in shared)})",
-        f"SELECT {', '.join(quote(scols.spelled(c)) for c in shared)} FROM {source}",
+        f"INSERT INTO {target} ({', '.join(quote_ident(c) for c in shared)})",
+        f"SELECT {', '.join(quote_ident(scols.spelled(c)) for c in shared)} FROM {source}",
     ]
     if cfg.on_conflict.action == "do_update":
         if cfg.on_conflict.assignments is not None:
             pairs = [(tcols.spelled(c), v) for c, v in cfg.on_conflict.assignments]
         else:
-            pairs = [(c, f"excluded.{quote(c)}") for c in update_columns(cfg, tcols, scols)]
+            pairs = [(c, f"excluded.{quote_ident(c)}") for c in update_columns(cfg, tcols, scols)]
         if pairs:
             where = f" WHERE {cfg.on_conflict.condition}" if cfg.on_conflict.condition else ""
             lines.append(f"ON CONFLICT ({keys}) DO UPDATE SET {_set_list(pairs)}{where}")

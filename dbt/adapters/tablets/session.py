@@ -28,7 +28,8 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.session import Connection as SparkSessionConnection
 from dbt.adapters.spark.session import Cursor as SparkSessionCursor
 from dbt.adapters.spark.session import SessionConnectionWrapper
-from dbt_common.exceptions import DbtRuntimeError
+
+from tablets.sqltext import sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -56,10 +57,7 @@ class TabletsCursor(SparkSessionCursor):
         self.statement_result: StatementResult | None = None
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        from pyspark.errors import AnalysisException
-
         from tablets.db import StatementResult
-        from tablets.exceptions import TabletsError
 
         if len(parameters) > 0:
             sql = sql % parameters
@@ -67,12 +65,7 @@ class TabletsCursor(SparkSessionCursor):
         self._rows = None
         options = self._connection.take_options()
         db = self._connection.database
-        try:
-            out = db.sql(sql, options=options)
-        except TabletsError as exc:
-            raise DbtRuntimeError(str(exc)) from exc
-        except AnalysisException as exc:
-            raise DbtRuntimeError(str(exc)) from exc
+        out = db.sql(sql, options=options)  # errors become dbt's in the manager's exception_handler
         if isinstance(out, StatementResult):
             self._df = None
             self._rows = []
@@ -85,8 +78,7 @@ class TabletsCursor(SparkSessionCursor):
 
 
 def _timings(result: StatementResult) -> str:
-    timings = getattr(result.metrics, "timings_ms", {}) or {}
-    return ", ".join(f"{k} {v:.0f} ms" for k, v in timings.items()) or "no timings"
+    return ", ".join(f"{k} {v:.0f} ms" for k, v in result.metrics.timings_ms.items()) or "no timings"
 
 
 class TabletsConnection(SparkSessionConnection):
@@ -121,7 +113,7 @@ class TabletsConnectionWrapper(SessionConnectionWrapper):
         if value is None:
             return "NULL"
         if isinstance(value, str):
-            return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+            return sql_string(value)
         return super()._fix_binding(value)
 
     @property
