@@ -104,6 +104,8 @@ class Database:
 
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""
+        if not catalog.may_name_a_tablet_table(self.spark, text):
+            return None
         found = statement_target(text)
         if found is None:
             return None

@@ -126,3 +126,17 @@ def test_plain_spark_table_is_not_a_tablet_table(spark, db):
     with pytest.raises(TableAlreadyExists, match="not a tablet table"):
         catalog.create_table(spark, "cat.plain", "a INT", if_not_exists=True)
     spark.sql("DROP TABLE cat.plain")
+
+
+def test_only_statements_naming_a_tablet_table_are_parsed_for_routing(spark, db):
+    catalog.create_table(spark, "cat.ledger", "id BIGINT")
+    catalog.create_table(spark, "cat.t", "id BIGINT")  # a one-letter name matches only as a word
+    may = catalog.may_name_a_tablet_table
+    assert may(spark, "INSERT INTO cat.LEDGER VALUES (1)")
+    assert may(spark, "create table cat.x (id int) using TABLETS")
+    assert not may(spark, "create or replace temporary view v as select 1 as id")
+    assert not may(spark, "insert into cat.plain values " + ", ".join(f"({i})" for i in range(1000)))
+    assert may(spark, "update `t` set id = 2")
+    catalog.drop_table(spark, "cat.ledger")
+    catalog.drop_table(spark, "cat.t")
+    assert not may(spark, "INSERT INTO cat.ledger VALUES (1)")  # gone from the registry

@@ -105,6 +105,7 @@ class _Registry:
     mtime_ns: int
     by_name: dict[str, _Entry]
     by_provider: dict[str, _Entry]
+    names: re.Pattern[str] | None = None  # see may_name_a_tablet_table
 
 
 _registries: dict[str, _Registry] = {}
@@ -310,6 +311,17 @@ def lookup(spark: SparkSession, name: str) -> str | None:
         return None
     _register(spark, [entry])  # created by another process since this session started
     return entry.path
+
+
+def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
+    """False when ``text`` cannot write a tablet table because it mentions neither the
+    ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
+    spares parsing seed batches and view DDL; a True only means "parse it")."""
+    reg = _load(registry_dir(spark))
+    if reg.names is None:  # built once per registry state: a word match of any bare table name
+        bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
+        reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)
+    return reg.names.search(text) is not None
 
 
 def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:

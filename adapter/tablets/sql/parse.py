@@ -7,6 +7,7 @@ as Spark SQL text with the aliases as written.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import sqlglot
@@ -32,14 +33,20 @@ _WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPD
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec
 
 
+@functools.lru_cache(maxsize=4)
+def _parsed(text: str) -> exp.Expr:
+    """One parse per statement text: routing, the provider check and the spec all read it."""
+    tree = sqlglot.parse_one(text, read=DIALECT)
+    if tree is None:
+        raise sqlglot.errors.ParseError("empty statement")
+    return tree
+
+
 def _parse(text: str) -> exp.Expr:
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        return _parsed(text).copy()  # a copy: building the spec may rewrite the tree
     except sqlglot.errors.SqlglotError as e:
         raise StatementParseError(f"cannot parse the statement: {str(e).splitlines()[0]}") from e
-    if tree is None:
-        raise StatementParseError("empty statement")
-    return tree
 
 
 def table_name(table: exp.Expr) -> str:
@@ -59,7 +66,7 @@ def statement_target(text: str) -> tuple[str, str] | None:
     if not _WRITE_START.match(text):
         return None
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = _parsed(text)
     except sqlglot.errors.SqlglotError:
         return None
     if isinstance(tree, exp.Merge):
@@ -82,7 +89,7 @@ def statement_target(text: str) -> tuple[str, str] | None:
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT)
+        tree = _parsed(text)
     except sqlglot.errors.SqlglotError:
         return None
     props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
