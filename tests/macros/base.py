@@ -27,6 +27,10 @@ class _Return(Exception):
         self.value = value
 
 
+def _raise(message: str) -> None:
+    raise RuntimeError(message)
+
+
 def _raise_return(value: Any) -> None:
     raise _Return(value)
 
@@ -58,12 +62,6 @@ class Relation:
         ident = (path or {}).get("identifier", self.identifier)
         return Relation(ident, self.schema, type or self.type)
 
-    def include(self, database: bool = True, schema: bool = True, **_: Any) -> Relation:
-        return Relation(self.identifier, self.schema if schema else None, self.type)
-
-    @property
-    def is_view(self) -> bool:
-        return self.type == "view"
 
 
 class MacroTestBase:
@@ -96,9 +94,7 @@ class MacroTestBase:
             "statement": self._statement,
         }
         self.context["config"].get = lambda key, default=None, **_: self.config.get(key, default)
-        self.context["exceptions"].raise_compiler_error.side_effect = lambda msg: (
-            _ for _ in ()
-        ).throw(RuntimeError(msg))
+        self.context["exceptions"].raise_compiler_error.side_effect = _raise
         for name, result in self.delegates().items():
             self.context[name] = self._recorder(name, result)
         env = get_environment()

@@ -40,8 +40,12 @@ class TestCreateTableAs(MacroTestBase):
 
     def test_contract_checks_columns_first(self):
         self.config.update(file_format="tablets", contract=type("C", (), {"enforced": True})())
-        self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1 as id")
-        assert self.called("get_assert_columns_equivalent") and self.called("get_select_subquery")
+        self.context["get_select_subquery"] = self._recorder(
+            "get_select_subquery", lambda sql: f"select * from ({sql})"
+        )
+        sql = self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1 as id")
+        assert [n for n, _ in self.calls][:2] == ["get_assert_columns_equivalent", "get_select_subquery"]
+        assert sql.endswith("as select * from (select 1 as id)"), sql
 
     def test_no_properties_no_clause(self):
         sql = self.run_macro("tablets_create_table_as_sql", Relation("m"), "select 1", {})

@@ -152,7 +152,16 @@ class TestIsIncremental(MacroTestBase):
         self.adapter.is_tablet_table.return_value = is_tablets
         assert self.run_macro("is_incremental") is expected
 
-    def test_false_when_parsing_or_full_refresh(self):
+    def test_false_when_parsing(self):
         self.config.update(materialized="merge_tablets")
+        self.adapter.get_relation.return_value = Relation("m")
+        self.adapter.is_tablet_table.return_value = True
         self.context["execute"] = False
+        assert self.run_macro("is_incremental") is False
+
+    def test_false_on_full_refresh(self):
+        self.config.update(materialized="merge_tablets")
+        self.adapter.get_relation.return_value = Relation("m")
+        self.adapter.is_tablet_table.return_value = True
+        self.context["should_full_refresh"] = lambda: True
         assert self.run_macro("is_incremental") is False

@@ -34,10 +34,21 @@ def problems(config, materialization="merge_tablets"):
 
 @pytest.mark.parametrize("module", [config_module, render_module])
 def test_docstring_examples_run(module):
-    assert doctest.testmod(module).failed == 0
+    result = doctest.testmod(module)
+    assert result.attempted and not result.failed
 
 
 # --- rendering ----------------------------------------------------------------------------------
+
+
+def header(sql):
+    """MERGE INTO / USING / ON."""
+    return sql.splitlines()[:3]
+
+
+def clauses(sql):
+    """The WHEN clauses."""
+    return sql.splitlines()[3:]
 
 
 def test_unique_key_alone_is_the_classic_upsert():
@@ -77,7 +88,7 @@ def test_stock_example_from_the_seed_renders_each_clause_in_order():
         ["item", "qty_on_hand"],
         ["item", "qty_sold"],
     )
-    assert sql.splitlines()[3:] == [
+    assert clauses(sql) == [
         "WHEN MATCHED AND (t.qty_on_hand - s.qty_sold = 0) THEN DELETE",
         "WHEN MATCHED THEN UPDATE SET `qty_on_hand` = t.qty_on_hand - s.qty_sold",
         "WHEN NOT MATCHED THEN INSERT (`item`, `qty_on_hand`) VALUES (s.item, s.qty_sold)",
@@ -94,7 +105,7 @@ def test_values_as_a_list_fill_columns_in_table_order():
         },
         ["a", "b"],
     )
-    assert sql.splitlines()[3:] == [
+    assert clauses(sql) == [
         "WHEN NOT MATCHED AND (s.b < 11) THEN INSERT (`a`, `b`) VALUES (s.a, 100 * s.b)"
     ]
 
@@ -117,7 +128,7 @@ def test_do_nothing_clause_and_string_shorthand():
         },
         ["id", "v"],
     )
-    assert sql.splitlines()[3:] == [
+    assert clauses(sql) == [
         "WHEN MATCHED THEN DO NOTHING",
         "WHEN NOT MATCHED THEN DO NOTHING",
     ]
@@ -180,7 +191,7 @@ def test_update_with_no_columns_left_is_do_nothing():
 
 def test_custom_aliases():
     sql = render({"unique_key": "id", "source_alias": "src", "target_alias": "tgt"}, ["id", "v"])
-    assert sql.splitlines()[:3] == [
+    assert header(sql) == [
         "MERGE INTO analytics.m AS tgt",
         "USING m__dbt_tmp AS src",
         "ON tgt.`id` = src.`id`",
@@ -229,7 +240,7 @@ def test_incremental_uses_dbt_aliases_and_standard_keys():
         ["id", "msg"],
         materialization=INCREMENTAL,
     )
-    assert sql.splitlines()[:3] == [
+    assert header(sql) == [
         "MERGE INTO analytics.m AS DBT_INTERNAL_DEST",
         "USING m__dbt_tmp AS DBT_INTERNAL_SOURCE",
         "ON DBT_INTERNAL_DEST.`id` = DBT_INTERNAL_SOURCE.`id` AND (DBT_INTERNAL_DEST.id != 2)",
@@ -249,7 +260,7 @@ def test_dbt_databricks_merge_keys_shape_the_upsert():
         ["id", "ts", "gone"],
         ["id", "ts"],
     )
-    assert sql.splitlines()[3:] == [
+    assert clauses(sql) == [
         "WHEN MATCHED AND (s.ts > t.ts) THEN UPDATE SET `ts` = s.`ts`",
         "WHEN NOT MATCHED BY SOURCE AND (not t.gone) THEN UPDATE SET `gone` = true",
     ]
@@ -635,8 +646,8 @@ def test_unrelated_config_keys_are_not_reported():
 # --- validation against the columns -----------------------------------------------------------
 
 
-def column_problems(config, tcols, scols=None, materialization="merge_tablets"):
-    cfg = parse_merge_config(config, "m", materialization)
+def column_problems(config, tcols, scols=None):
+    cfg = parse_merge_config(config, "m", "merge_tablets")
     with pytest.raises(MergeConfigError) as info:
         render_merge(cfg, T, S, tcols, scols if scols is not None else tcols)
     return info.value
