@@ -42,6 +42,14 @@ def _rows(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
                      pa.array(rng.integers(0, 2**20, size=n) / 64.0), s, d], schema=SCHEMA)
 
 
+def write_parts(table: pa.Table, directory: str) -> None:
+    """``table`` as at least 4 Parquet files of at most ROWS_PER_FILE rows (the target's layout)."""
+    os.makedirs(directory, exist_ok=True)
+    per_file = min(ROWS_PER_FILE, -(-table.num_rows // 4))
+    for i, start in enumerate(range(0, table.num_rows, per_file)):
+        pq.write_table(table.slice(start, per_file), os.path.join(directory, f"part-{i:05d}.parquet"))
+
+
 def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE) -> str:
     """Write the data set for `rows` (once) and return its directory."""
     out = os.path.join(cache, f"{rows}" if seed == 42 else f"{rows}-s{seed}")
@@ -50,9 +58,7 @@ def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE) -> str:
     os.makedirs(os.path.join(out, "target"), exist_ok=True)
     rng = np.random.default_rng(seed)
     target = _rows(rng, rng.permutation(rows).astype(np.int64))
-    per_file = min(ROWS_PER_FILE, -(-rows // 4))
-    for i, start in enumerate(range(0, rows, per_file)):
-        pq.write_table(target.slice(start, per_file), os.path.join(out, "target", f"part-{i:05d}.parquet"))
+    write_parts(target, os.path.join(out, "target"))
     m = max(2, rows // 100)
     updates = rng.choice(rows, m // 2, replace=False).astype(np.int64)
     upsert_ids = np.concatenate([updates, np.arange(rows, rows + m - m // 2, dtype=np.int64)])
@@ -85,10 +91,8 @@ def fingerprint(table: pa.Table) -> dict[str, object]:
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
     z ^= z >> np.uint64(31)
     h = hashlib.sha1()
-    for col in t.columns:
-        for buf in col.chunk(0).buffers():
-            if buf is not None:
-                h.update(buf)
+    for col in t.columns:  # the values, not the buffers (validity bitmaps may differ for equal data)
+        h.update(repr(col.to_pylist()).encode())
     return {"rows": t.num_rows, "sum_v": float(pc.sum(t.column("v")).as_py() or 0.0),
             "id_sum": f"{int(z.sum(dtype=np.uint64)):016x}", "digest": h.hexdigest()[:12]}
 

@@ -28,7 +28,7 @@ import systems
 HERE = os.path.dirname(os.path.abspath(__file__))
 PEERS_VENV = os.path.join(HERE, ".venv-peers")
 PEERS_PACKAGES = ["duckdb", "deltalake", "pyarrow", "numpy"]
-ALL_SYSTEMS = ["ours", "spark_floor", "spark_rewrite", "duckdb", "deltalake"]
+ALL_SYSTEMS = list(systems.SYSTEMS)
 
 
 def python_for(system: str) -> str:
@@ -150,13 +150,17 @@ def main() -> None:
     # checks: every system's final table against the reference answer (pyarrow joins in data.py)
     checks, mismatches = {}, []
     for w in workloads:
-        bad = []
+        bad, unchecked = [], []
         for name in names:
             fp = results[name].get(w, {}).get("fp")
-            if fp is not None and fp != reference[w]:
+            if fp is None:  # no final table (spark_floor), or the run failed
+                unchecked.append(name)
+            elif fp != reference[w]:
                 bad.append(name)
                 mismatches.append(f"MISMATCH {w} {name}: expected {reference[w]}, got {fp}")
-        checks[w] = "MISMATCH " + ",".join(bad) if bad else "ok"
+        checks[w] = ("MISMATCH " + ",".join(bad) if bad else "ok") + (
+            f" (unchecked: {','.join(unchecked)})" if unchecked else ""
+        )
     errors = [f"ERROR {w} {n}: {r['error']}" for n in names for w, r in results[n].items() if "error" in r]
 
     def med(name: str, w: str) -> float | None:
@@ -207,6 +211,8 @@ def main() -> None:
                     + "".join(f"- {n}\n" for n in notes) + "\n" + report + "\n"
                     + "".join(f"\n- {line}" for line in mismatches + errors) + ("\n" if mismatches + errors else ""))
         print(f"\nappended to {args.results}")
+    if mismatches or errors:
+        sys.exit(1)
 
 
 if __name__ == "__main__":
