@@ -1,9 +1,40 @@
 """Shared test set-up: make the source tree importable without an install (the README's
-`make test` installs the package editable anyway)."""
+`make test` installs the package editable anyway), and the S3-compatible server that the
+object-store tests share (one ``moto_server`` process per test session, started on first use)."""
 
 import os
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if os.path.join(ROOT, "adapter") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "adapter"))
+if os.path.join(ROOT, "tests") not in sys.path:
+    sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """A real S3-compatible server process on 127.0.0.1; its variables are set in this process
+    (as a user would export them) for the whole session."""
+    from support import s3
+
+    server = s3.start()
+    saved = {k: os.environ.get(k) for k in server.env}
+    os.environ.update(server.env)
+    yield server
+    for k, v in saved.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    server.stop()
+
+
+@pytest.fixture(params=["local", "s3"])
+def base(request, tmp_path):
+    """A location for tables, on local disk and in the bucket."""
+    if request.param == "local":
+        return str(tmp_path)
+    return request.getfixturevalue("s3_server").location()

@@ -84,7 +84,7 @@ def test_read_groups_small_tablets_and_skips_fully_deleted(spark, tmp_table_dir,
     tablets = list(t.snapshot().tablets)
     delete(t, [(tablets[0], 0)])
     monkeypatch.setattr(datasource, "PARTITION_ROWS", 2)
-    reader = datasource.TabletsReader(tmp_table_dir, None, load(spark, tmp_table_dir).schema)
+    reader = datasource.TabletsReader(TabletTable(tmp_table_dir), None, load(spark, tmp_table_dir).schema)
     parts = reader.partitions()
     assert [len(p.tablets) for p in parts] == [2, 1]  # [2,3] | [4,5]; the empty tablet is gone
     assert all(p.version == t.version for p in parts)

@@ -19,6 +19,7 @@ from tablets.storage.dv import (
     read_dv,
     write_dv,
 )
+from tablets.storage.fileio import LOCAL
 
 pytestmark = pytest.mark.unit
 
@@ -100,17 +101,17 @@ def test_truncation_and_trailing_bytes():
 
 def test_write_never_overwrites_and_read_checks(tmp_path):
     path = str(tmp_path / "a.bin")
-    info = write_dv(path, bitmap_from_positions([1, 2, 3]))
+    info = write_dv(LOCAL, path, bitmap_from_positions([1, 2, 3]))
     with open(path, "rb") as f:
         data = f.read()
     assert info == DVInfo(len(data), f"{zlib.crc32(data):08x}", 3)
     with pytest.raises(FormatError, match="already exists"):
-        write_dv(path, bitmap_from_positions([4]))
-    assert list(read_dv(path, info)) == [1, 2, 3]
+        write_dv(LOCAL, path, bitmap_from_positions([4]))
+    assert list(read_dv(LOCAL, path, info)) == [1, 2, 3]
     with pytest.raises(FormatError, match="checksum"):
-        read_dv(path, DVInfo(info.size, "00000000", 3))
+        read_dv(LOCAL, path, DVInfo(info.size, "00000000", 3))
     with pytest.raises(FormatError, match="missing"):
-        read_dv(str(tmp_path / "nope.bin"))
+        read_dv(LOCAL, str(tmp_path / "nope.bin"))
     assert not [n for n in os.listdir(tmp_path) if n.startswith(".tmp-")]
 
 

@@ -170,6 +170,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             run.snapshot,
             run.table.root,
             plan.spec.operation,
+            io=run.table.io,
             delete_from=tablets,
             read_tablets=tablets,
             reads_appends=True,
@@ -376,7 +377,7 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     dups = sum(r["duplicates"] for r in rows)
     if dups:
-        discard(run.table.root, fragments)
+        discard(handle, fragments)
         raise CardinalityViolation(
             f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than "
             "once (more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
@@ -448,6 +449,7 @@ def append(
         snap,
         table.root,
         operation,
+        io=table.io,
         delete_from=(),
         read_tablets=snap.tablets.keys() if overwrite else (),
         reads_appends=overwrite,

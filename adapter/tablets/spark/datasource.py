@@ -30,6 +30,7 @@ the interpreter Spark's workers run (``PYSPARK_PYTHON``, set by ``build_session`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -110,14 +111,14 @@ def _conform_output(data: pa.Table, out: pa.Schema) -> pa.Table:
 
 
 class TabletsReader(DataSourceReader):
-    def __init__(self, root: str, version: int | None, schema: StructType) -> None:
+    def __init__(self, table: TabletTable, version: int | None, schema: StructType) -> None:
         from pyspark.sql.pandas.types import to_arrow_schema
 
-        table = TabletTable(root)
         if not table.exists():
             raise TableNotFound(f"no tablet table at {table.root}")
         snap = table.snapshot(version)
         self.root = table.root
+        self.io = table.io  # pickles with its storage settings
         self.version = snap.version
         self.table_schema = snap.metadata.schema
         self.out_schema = to_arrow_schema(schema, timezone="UTC")
@@ -129,7 +130,7 @@ class TabletsReader(DataSourceReader):
         return state
 
     def partitions(self) -> list[InputPartition]:
-        snap = self._snapshot if getattr(self, "_snapshot", None) is not None else TabletTable(self.root).snapshot(self.version)
+        snap = self._snapshot if getattr(self, "_snapshot", None) is not None else TabletTable(self.root, io=self.io).snapshot(self.version)
         groups: list[list[tuple[AddTablet, SetDV | None]]] = []
         current: list[tuple[AddTablet, SetDV | None]] = []
         rows = 0
@@ -152,7 +153,7 @@ class TabletsReader(DataSourceReader):
         present = {n.lower(): n for n in schema.names}
         cols = [present[f.name.lower()] for f in self.out_schema if f.name.lower() in present]
         for add, dv in partition.tablets:
-            data = read_tablet(self.root, add, dv, schema, cols)
+            data = read_tablet(self.io, self.root, add, dv, schema, cols)
             yield from _conform_output(data, self.out_schema).to_batches(max_chunksize=BATCH_ROWS)
 
 
@@ -203,7 +204,7 @@ class TabletsWriter(DataSourceArrowWriter):
         if self.removes:
             metrics["rows_deleted"] = float(self.rows_deleted)
             metrics["tablets_removed"] = float(len(self.removes))
-        TabletTable(self.handle.root).finish(
+        TabletTable(self.handle.root, io=self.handle.io).finish(
             self.handle,
             fragments,
             extra_actions=[RemoveTablet(t) for t in self.removes],
@@ -231,10 +232,14 @@ def _column_mapping(incoming: StructType, table_schema: Sequence[tuple[str, str,
 
 
 class TabletsDataSource(DataSource):
-    """Options: ``path`` (the table root), ``version`` (time travel, reads only)."""
+    """Options: ``path`` (the table root: a local path or an ``s3://``, ``gs://``, ``abfss://``
+    URI), ``version`` (time travel, reads only), ``storage_options`` (JSON object of store
+    settings, e.g. ``{"AWS_ENDPOINT_URL": ...}``; the environment's are used too)."""
 
     provider: ClassVar[str] = SOURCE_NAME
-    table_root: ClassVar[str | None] = None  # set by per-table providers (tablets.spark.catalog)
+    # set by per-table providers (tablets.spark.catalog)
+    table_root: ClassVar[str | None] = None
+    storage_options: ClassVar[dict[str, str] | None] = None
 
     @classmethod
     def name(cls) -> str:
@@ -249,30 +254,43 @@ class TabletsDataSource(DataSource):
             )
         return root
 
+    def _table(self) -> TabletTable:
+        options = self.storage_options
+        text = self.options.get("storage_options")
+        if text:
+            try:
+                options = {**(options or {}), **json.loads(text)}
+            except ValueError:
+                raise TabletsError(
+                    "option storage_options is not a JSON object", help='Pass e.g. \'{"AWS_REGION": "eu-west-1"}\'.'
+                ) from None
+        return TabletTable(self._root(), options)
+
     def schema(self) -> str:
-        table = TabletTable(self._root())
+        table = self._table()
         if not table.exists():
             raise TableNotFound(f"no tablet table at {table.root}")
         return spark_ddl(table.snapshot(_version_option(self.options)).metadata.schema)
 
     def reader(self, schema: StructType) -> TabletsReader:
-        return TabletsReader(self._root(), _version_option(self.options), schema)
+        return TabletsReader(self._table(), _version_option(self.options), schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> TabletsWriter:
         if _version_option(self.options) is not None:
             raise TabletsError("cannot write to a past version", help="Drop the `version` option when writing.")
-        table = TabletTable(self._root())
+        table = self._table()
         if not table.exists():  # df.write.format("tablets").save(new_path) creates the table
-            TabletTable.create(table.root, [(f.name, f.dataType.simpleString(), True) for f in schema.fields], exist_ok=True)
+            cols = [(f.name, f.dataType.simpleString(), True) for f in schema.fields]
+            TabletTable.create(table.root, cols, exist_ok=True, storage_options=self.storage_options)
         snap = table.snapshot()
         rename = _column_mapping(schema, snap.metadata.schema, table.root)
         if overwrite:
             handle = transaction.begin(
-                snap, table.root, "INSERT OVERWRITE", delete_from=(),
+                snap, table.root, "INSERT OVERWRITE", delete_from=(), io=table.io,
                 read_tablets=snap.tablets.keys(), reads_appends=True,
             )
             return TabletsWriter(handle, rename, tuple(snap.tablets), snap.live_rows)
-        return TabletsWriter(transaction.begin(snap, table.root, "INSERT", delete_from=()), rename)
+        return TabletsWriter(transaction.begin(snap, table.root, "INSERT", delete_from=(), io=table.io), rename)
 
 
 def register(spark: object) -> None:

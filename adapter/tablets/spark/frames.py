@@ -51,6 +51,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, positions_of, read_dv
+from tablets.storage.fileio import basename, join
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import TABLET_SUFFIX
 
@@ -69,12 +70,12 @@ STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin
 
 def _dv_positions(table: TabletTable, st: TabletState) -> np.ndarray:
     assert st.dv is not None
-    bm = read_dv(os.path.join(table.root, st.dv.path), DVInfo(st.dv.size, st.dv.checksum, st.dv.cardinality))
+    bm = read_dv(table.io, join(table.root, st.dv.path), DVInfo(st.dv.size, st.dv.checksum, st.dv.cardinality))
     return positions_of(bm).astype(np.int64)
 
 
 def _file_name(st: TabletState) -> str:
-    return os.path.basename(st.add.path)
+    return basename(st.add.path)
 
 
 def _words_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:

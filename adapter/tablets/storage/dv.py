@@ -20,10 +20,7 @@ Pure Python + pyroaring + numpy: this module must not import pyspark or dbt.
 from __future__ import annotations
 
 import array
-import contextlib
-import os
 import struct
-import uuid
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -32,6 +29,7 @@ import numpy as np
 from pyroaring import BitMap64
 
 from tablets.exceptions import FormatError
+from tablets.storage.fileio import FileIO
 
 __all__ = [
     "FORMAT_VERSION",
@@ -258,50 +256,23 @@ def _check_roaring32(buf: bytes, start: int, bucket: int) -> tuple[int, int]:
 # --- files ---------------------------------------------------------------------------------
 
 
-def write_dv(path: str, bitmap: BitMap64) -> DVInfo:
-    """Write a new DV file; never overwrites (FormatError if ``path`` exists).
-
-    The bytes go to a temp file in the same directory, are fsynced, and the temp file is
-    hard-linked to ``path`` (which fails if the name exists), then unlinked."""
+def write_dv(io: FileIO, path: str, bitmap: BitMap64) -> DVInfo:
+    """Write a new DV file; never overwrites (FormatError if ``path`` exists): the file is
+    created exclusively (``FileIO.create``), whole or not at all."""
     data, cardinality = _encode(bitmap)
-    directory = os.path.dirname(path) or "."
-    tmp = os.path.join(directory, f".tmp-{uuid.uuid4().hex}")
-    try:
-        with open(tmp, "xb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        try:
-            os.link(tmp, path)
-        except FileExistsError:
-            raise FormatError(
-                f"deletion vector {path} already exists; DV files are never overwritten",
-                help="DV file names carry the writing transaction's id: a second write under the same name is a bug or a retried task of a finished transaction.",
-            ) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-    _fsync_directory(directory)
+    if not io.create(path, data):
+        raise FormatError(
+            f"deletion vector {path} already exists; DV files are never overwritten",
+            help="DV file names carry the writing transaction's id: a second write under the same name is a bug or a retried task of a finished transaction.",
+        )
     return DVInfo(len(data), f"{zlib.crc32(data):08x}", cardinality)
 
 
-def _fsync_directory(directory: str) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    except OSError:  # platforms where a directory cannot be opened (Windows)
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_dv(path: str, expected: DVInfo | None = None) -> BitMap64:
+def read_dv(io: FileIO, path: str, expected: DVInfo | None = None) -> BitMap64:
     """The bitmap of the DV file at ``path``. With ``expected`` (from the log's ``set_dv``), the
     file's size, CRC-32 and cardinality must match it. Raises FormatError naming the path."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = io.read(path)
     except FileNotFoundError:
         raise FormatError(f"deletion vector {path} is missing") from None
     if expected is not None:

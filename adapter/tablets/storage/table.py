@@ -14,8 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +28,7 @@ from tablets.exceptions import (
 )
 from tablets.storage import log, transaction
 from tablets.storage.actions import Action, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
@@ -50,10 +49,13 @@ class HistoryEntry:
 
 
 class TabletTable:
-    """A tablet table at a directory. Cheap to construct; every read resolves the log."""
+    """A tablet table at a location: a local directory or an object store URI
+    (``s3://bucket/path``, ``gs://...``, ``abfss://...``; see ``tablets.storage.fileio``).
+    Cheap to construct; every read resolves the log."""
 
-    def __init__(self, root: str) -> None:
-        self.root = os.path.abspath(root)
+    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None, *, io: FileIO | None = None) -> None:
+        self.root = normalize(root)
+        self.io = io or io_for(self.root, storage_options)
 
     def __repr__(self) -> str:
         return f"TabletTable({self.root!r})"
@@ -69,8 +71,9 @@ class TabletTable:
         properties: Mapping[str, str] | None = None,
         *,
         exist_ok: bool = False,
+        storage_options: Mapping[str, str] | None = None,
     ) -> TabletTable:
-        table = cls(root)
+        table = cls(root, storage_options)
         if table.exists():
             if exist_ok:
                 return table
@@ -85,7 +88,6 @@ class TabletTable:
         missing = [k for k in key_columns if k not in names]
         if missing:
             raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
-        os.makedirs(log.log_dir(table.root), exist_ok=True)
         meta = Metadata(
             table_id=new_id(),
             schema=cols,
@@ -94,44 +96,44 @@ class TabletTable:
             created_ms=int(time.time() * 1000),
         )
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
-        if not log.write_version(table.root, 0, [meta, info]):
+        if not log.write_version(table.io, table.root, 0, [meta, info]):
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table was created at {table.root} concurrently")
         return table
 
     @classmethod
-    def open(cls, root: str) -> TabletTable:
-        table = cls(root)
+    def open(cls, root: str, storage_options: Mapping[str, str] | None = None) -> TabletTable:
+        table = cls(root, storage_options)
         if not table.exists():
             raise TableNotFound(f"no tablet table at {table.root}")
         return table
 
     def exists(self) -> bool:
         try:
-            versions, _ = log.list_log(self.root)
+            versions, _ = log.list_log(self.io, self.root)
         except TableNotFound:
             return False
         return bool(versions)
 
     def drop(self) -> None:
-        """Delete the table directory and everything in it."""
-        shutil.rmtree(self.root, ignore_errors=True)
+        """Delete the table directory (or prefix) and everything in it."""
+        self.io.delete_tree(self.root)
 
     # --- reading --------------------------------------------------------------------------
 
     def snapshot(self, version: int | None = None) -> Snapshot:
-        return log.load_snapshot(self.root, version)
+        return log.load_snapshot(self.io, self.root, version)
 
     @property
     def version(self) -> int:
-        return log.latest_version(self.root)
+        return log.latest_version(self.io, self.root)
 
     def arrow_schema(self, snapshot: Snapshot | None = None) -> pa.Schema:
         return schema_to_arrow((snapshot or self.snapshot()).metadata.schema)
 
     def tablet_path(self, state: TabletState) -> str:
-        return os.path.join(self.root, state.add.path)
+        return join(self.root, state.add.path)
 
     def scan(
         self,
@@ -149,7 +151,7 @@ class TabletTable:
         cols = list(columns) if columns is not None else None
         for tid in ids:
             st = snap.tablets[tid]
-            yield read_tablet(self.root, st.add, st.dv, schema, cols, row_ids=row_ids)
+            yield read_tablet(self.io, self.root, st.add, st.dv, schema, cols, row_ids=row_ids)
 
     def read(self, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         snap = self.snapshot(version)
@@ -160,10 +162,10 @@ class TabletTable:
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
     def history(self) -> list[HistoryEntry]:
-        versions, _ = log.list_log(self.root)
+        versions, _ = log.list_log(self.io, self.root, complete=True)
         out = []
         for v in versions:
-            infos = [a for a in log.read_version(self.root, v) if isinstance(a, CommitInfo)]
+            infos = [a for a in log.read_version(self.io, self.root, v) if isinstance(a, CommitInfo)]
             out.append(HistoryEntry(v, infos[0] if infos else None))
         return out
 
@@ -171,12 +173,12 @@ class TabletTable:
 
     def begin_write(self, operation: str = "WRITE", **kwargs: object) -> WriteHandle:
         """A handle for a blind append (reads nothing: rebases over concurrent commits)."""
-        return transaction.begin(self.snapshot(), self.root, operation, delete_from=(), **kwargs)  # type: ignore[arg-type]
+        return transaction.begin(self.snapshot(), self.root, operation, delete_from=(), io=self.io, **kwargs)  # type: ignore[arg-type]
 
     def begin_delete(self, operation: str = "DELETE", **kwargs: object) -> WriteHandle:
         snap = self.snapshot()
         kwargs.setdefault("read_tablets", snap.tablets.keys())
-        return transaction.begin(snap, self.root, operation, **kwargs)  # type: ignore[arg-type]
+        return transaction.begin(snap, self.root, operation, io=self.io, **kwargs)  # type: ignore[arg-type]
 
     def begin_update(self, operation: str = "UPDATE", **kwargs: object) -> WriteHandle:
         kwargs.setdefault("reads_appends", True)
@@ -196,7 +198,7 @@ class TabletTable:
     def append(self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None) -> int | None:
         snap = self.snapshot()
         self._check_schema(data, snap)
-        handle = transaction.begin(snap, self.root, operation, delete_from=())
+        handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         sink = RowLevelSink(handle)
         sink.insert(data)
         m = {"rows_inserted": float(data.num_rows), **(metrics or {})}
@@ -205,7 +207,7 @@ class TabletTable:
     def overwrite(self, data: pa.Table, operation: str = "OVERWRITE") -> int | None:
         snap = self.snapshot()
         self._check_schema(data, snap)
-        handle = transaction.begin(snap, self.root, operation, read_tablets=snap.tablets.keys(), reads_appends=True)
+        handle = transaction.begin(snap, self.root, operation, read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io)
         sink = RowLevelSink(handle)
         sink.insert(data)
         removes = [RemoveTablet(t) for t in snap.tablets]
@@ -229,7 +231,7 @@ class TabletTable:
         if not new:
             return None
         meta = Metadata(snap.metadata.table_id, snap.metadata.schema + tuple(new), snap.metadata.key_columns, snap.metadata.properties, snap.metadata.created_ms)
-        handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=())
+        handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)})
 
     def set_schema(self, schema: pa.Schema | Sequence[tuple[str, str, bool]], operation: str = "SET SCHEMA") -> int | None:
@@ -240,7 +242,7 @@ class TabletTable:
             return None
         keys = tuple(k for k in snap.metadata.key_columns if k in {c[0] for c in cols})
         meta = Metadata(snap.metadata.table_id, cols, keys, snap.metadata.properties, snap.metadata.created_ms)
-        handle = transaction.begin(snap, self.root, operation, delete_from=())
+        handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta])
 
     # --- maintenance ----------------------------------------------------------------------
@@ -262,7 +264,7 @@ class TabletTable:
         if len(pick) < 2 and not any(snap.tablets[t].dv for t in pick):
             return None  # nothing worth rewriting
         rows = target_tablet_rows or DEFAULT_TARGET_TABLET_ROWS
-        handle = transaction.begin(snap, self.root, "COMPACT", delete_from=pick, read_tablets=pick, target_tablet_rows=rows)
+        handle = transaction.begin(snap, self.root, "COMPACT", delete_from=pick, read_tablets=pick, target_tablet_rows=rows, io=self.io)
         sink = RowLevelSink(handle)
         for part in self.scan(snap, tablet_ids=pick):
             sink.insert(part)
@@ -291,9 +293,9 @@ class TabletTable:
         keep: set[str] = set()
         live: set[str] = set()
         snap: Snapshot | None = None
-        versions, _ = log.list_log(self.root)
+        versions, _ = log.list_log(self.io, self.root, complete=True)
         for v in versions:
-            actions = log.read_version(self.root, v)
+            actions = log.read_version(self.io, self.root, v)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
             snap = log.apply_version(snap, v, actions)
             now_live = {st.add.path for st in snap.tablets.values()}
@@ -304,24 +306,18 @@ class TabletTable:
         keep |= live
         removed = []
         for sub in ("tablets", "dv"):
-            d = os.path.join(self.root, sub)
-            if not os.path.isdir(d):
-                continue
-            for name in os.listdir(d):
-                rel = f"{sub}/{name}"
-                path = os.path.join(d, name)
-                if rel in keep or os.path.getmtime(path) * 1000 >= cutoff_ms:
+            for f in self.io.list(join(self.root, sub)):
+                rel = f"{sub}/{f.name}"
+                if rel in keep or f.mtime_ms >= cutoff_ms:
                     continue
                 removed.append(rel)
                 if not dry_run:
-                    os.unlink(path)
-        logdir = log.log_dir(self.root)
-        for name in os.listdir(logdir):
-            path = os.path.join(logdir, name)
-            if name.startswith(".tmp-") and os.path.getmtime(path) * 1000 < cutoff_ms:
-                removed.append(f"{log.LOG_DIR}/{name}")
+                    self.io.delete(f.path)
+        for f in self.io.list(log.log_dir(self.root)):
+            if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
+                removed.append(f"{log.LOG_DIR}/{f.name}")
                 if not dry_run:
-                    os.unlink(path)
+                    self.io.delete(f.path)
         return sorted(removed)
 
 

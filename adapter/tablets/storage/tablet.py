@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import os
 import uuid
 
 import pyarrow as pa
@@ -13,6 +12,7 @@ import pyarrow.parquet as pq
 
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
 from tablets.storage.dv import DVInfo, live_mask, read_dv
+from tablets.storage.fileio import FileIO, basename, join
 
 ROW_TABLET = "_tablet_id"
 ROW_NUMBER = "_row_number"
@@ -36,7 +36,7 @@ def dv_relpath(tablet_id: str, txid: str) -> str:
 
 def tablet_id_of_path(path: str) -> str:
     """The tablet id of a tablet file path or URI (``.../tablets/<id>.parquet``)."""
-    return os.path.basename(path).removesuffix(TABLET_SUFFIX)
+    return basename(path).removesuffix(TABLET_SUFFIX)
 
 
 def _json_value(v: object) -> object:
@@ -72,20 +72,19 @@ def column_stats(data: pa.Table) -> tuple[tuple[str, ColumnStats], ...]:
 ROW_GROUP_ROWS = 1 << 17
 
 
-def write_tablet(root: str, data: pa.Table, txid: str, tablet_id: str | None = None) -> AddTablet:
+def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: str | None = None) -> AddTablet:
     """Write ``data`` as one new tablet under ``root`` and describe it."""
     tablet_id = tablet_id or new_id()
     rel = tablet_relpath(tablet_id)
-    path = os.path.join(root, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = os.path.join(os.path.dirname(path), f".tmp-{tablet_id}")
-    pq.write_table(data, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
-    os.rename(tmp, path)  # a fresh uuid name: nothing to overwrite
+    buf = pa.BufferOutputStream()
+    pq.write_table(data, buf, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    body = buf.getvalue()
+    io.write(join(root, rel), body)  # a fresh uuid name: nothing to overwrite
     return AddTablet(
         tablet_id=tablet_id,
         path=rel,
         rows=data.num_rows,
-        bytes=os.path.getsize(path),
+        bytes=body.size,
         stats=column_stats(data),
         txid=txid,
     )
@@ -107,6 +106,7 @@ def conform(data: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> p
 
 
 def read_tablet(
+    io: FileIO,
     root: str,
     add: AddTablet,
     dv: SetDV | None,
@@ -119,13 +119,22 @@ def read_tablet(
 
     ``row_ids`` adds ``_tablet_id`` and ``_row_number`` (the row's position in the file)."""
     wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-    path = os.path.join(root, add.path)
-    present = set(pq.read_schema(path).names)
-    data = conform(pq.read_table(path, columns=[c for c in wanted.names if c in present]), wanted, add.rows)
+    path = join(root, add.path)
+    try:
+        pf = pq.ParquetFile(io.open_input(path, add.bytes))
+    except FileNotFoundError:
+        from tablets.exceptions import FormatError
+
+        raise FormatError(
+            f"tablet {path} is missing (the log references it)",
+            help="Restore it from a backup, or time-travel to a version that does not reference it.",
+        ) from None
+    present = set(pf.schema_arrow.names)
+    data = conform(pf.read(columns=[c for c in wanted.names if c in present]), wanted, add.rows)
     if row_ids:
         data = data.append_column(ROW_TABLET, pa.array([add.tablet_id] * add.rows, pa.string()))
         data = data.append_column(ROW_NUMBER, pa.array(range(add.rows), pa.int64()))
     if dv is not None:
-        bm = read_dv(os.path.join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
+        bm = read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
         data = data.filter(pa.array(live_mask(bm, add.rows)))
     return data

@@ -9,9 +9,7 @@ typed ``CommitConflict`` and nothing of the statement becomes visible.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -37,6 +35,7 @@ from tablets.storage.actions import (
     SetDV,
 )
 from tablets.storage.dv import DVInfo, bitmap_from_positions, read_dv, write_dv
+from tablets.storage.fileio import LOCAL, FileIO, join
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.tablet import conform, dv_relpath, new_id, write_tablet
 from tablets.storage.types import schema_to_arrow
@@ -62,6 +61,7 @@ class WriteHandle:
     reads_appends: bool = False  # would rows appended concurrently have changed the result?
     target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
     sort_by: tuple[str, ...] = ()  # cluster new tablets by these columns
+    io: FileIO = LOCAL  # the table's store (pickles with its settings, for executors)
 
 
 @dataclass(frozen=True)
@@ -94,13 +94,15 @@ def fragment_from_json(text: str) -> Fragment:
     return TabletFragment(AddTablet(**{**add, "stats": stats}))
 
 
-def discard(root: str, fragments: Iterable[Fragment]) -> None:
+def discard(handle: WriteHandle, fragments: Iterable[Fragment]) -> None:
     """Remove the staged files of fragments that will never be committed (a refused statement),
     rather than leave them to vacuum."""
     for f in fragments:
         rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
-        with contextlib.suppress(OSError):
-            os.unlink(os.path.join(root, rel))
+        try:
+            handle.io.delete(join(handle.root, rel))
+        except OSError:
+            pass  # vacuum removes it later
 
 
 def begin(
@@ -113,6 +115,7 @@ def begin(
     reads_appends: bool = False,
     target_tablet_rows: int | None = None,
     sort_by: Sequence[str] = (),
+    io: FileIO,
 ) -> WriteHandle:
     ids = snapshot.tablets.keys() if delete_from is None else delete_from
     props = snapshot.metadata
@@ -128,6 +131,7 @@ def begin(
         reads_appends=reads_appends,
         target_tablet_rows=rows,
         sort_by=tuple(sort_by),
+        io=io,
     )
 
 
@@ -174,7 +178,7 @@ class RowLevelSink:
             data = data.sort_by([(c, "ascending") for c in self.handle.sort_by])
         n = self.handle.target_tablet_rows
         for start in range(0, data.num_rows, n):
-            add = write_tablet(self.handle.root, data.slice(start, n), self.handle.txid)
+            add = write_tablet(self.handle.io, self.handle.root, data.slice(start, n), self.handle.txid)
             self._fragments.append(TabletFragment(add))
 
     def _write_dv(self, tablet_id: str, chunks: list[np.ndarray]) -> DVFragment:
@@ -185,14 +189,13 @@ class RowLevelSink:
         if len(new) and (new.max() >= rows):
             raise FormatError(f"row number {new.max()} out of range for tablet {tablet_id} ({rows} rows)")
         if old is not None:
-            prior = read_dv(os.path.join(self.handle.root, old.path), DVInfo(old.size, old.checksum, old.cardinality))
+            prior = read_dv(self.handle.io, join(self.handle.root, old.path), DVInfo(old.size, old.checksum, old.cardinality))
             deleted = len(new - prior)
             new |= prior
         else:
             deleted = len(new)
         rel = dv_relpath(tablet_id, self.handle.txid)
-        os.makedirs(os.path.join(self.handle.root, os.path.dirname(rel)), exist_ok=True)
-        info = write_dv(os.path.join(self.handle.root, rel), new)
+        info = write_dv(self.handle.io, join(self.handle.root, rel), new)
         return DVFragment(tablet_id, SetDV(tablet_id, rel, info.cardinality, info.size, info.checksum), deleted)
 
     def finish(self) -> list[Fragment]:
@@ -259,9 +262,10 @@ def commit(
         metrics=tuple(sorted((metrics or {}).items())),
     )
     version = handle.read_version + 1
-    while not log.write_version(handle.root, version, [*actions, info]):
-        _check(handle, writes, version, log.read_version(handle.root, version))
+    io = handle.io
+    while not log.write_version(io, handle.root, version, [*actions, info]):
+        _check(handle, writes, version, log.read_version(io, handle.root, version))
         version += 1
     if version % log.CHECKPOINT_INTERVAL == 0:
-        log.write_checkpoint(handle.root, log.load_snapshot(handle.root, version))
+        log.write_checkpoint(io, handle.root, log.load_snapshot(io, handle.root, version))
     return version
