@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -34,7 +35,9 @@ from tablets.exceptions import CommitConflict, MergeSpecError, TableNotFound
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
-from tablets.storage import TabletTable
+
+if TYPE_CHECKING:
+    from tablets.storage import TabletTable
 
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
 
@@ -122,7 +125,7 @@ class Database:
         root = catalog.lookup(self.spark, name)
         if root is None:
             raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
-        return TabletTable(root)
+        return catalog.storage(self.spark).table(root)
 
     def source_frame(self, spec: MergeSpec, table: TabletTable | None = None) -> DataFrame | None:
         if spec.source is None:
@@ -206,10 +209,18 @@ def connect(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
     options: MergeOptions = MergeOptions(),
+    storage_options: Mapping[str, str] | None = None,
 ) -> Database:
-    """A Database over ``spark`` or over an embedded local Spark session (started if needed)."""
+    """A Database over ``spark`` or over an embedded local Spark session (started if needed).
+
+    ``warehouse`` is a local directory or an object store URI (``s3://bucket/wh``, ``gs://``,
+    ``abfss://``) where tablet tables are created; ``storage_options`` (e.g.
+    ``{"AWS_ENDPOINT_URL": ..., "AWS_REGION": ...}``) add to the standard environment variables
+    to reach it."""
     if spark is None:
-        spark = get_or_create_session(warehouse, master=master, conf=conf)
+        spark = get_or_create_session(warehouse, master=master, conf=conf, storage_options=storage_options)
     else:
+        if warehouse or storage_options is not None:
+            catalog.configure(spark, warehouse, storage_options)
         catalog.register_sources(spark)
     return Database(spark, options=options)

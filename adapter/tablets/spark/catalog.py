@@ -19,11 +19,15 @@ are kept in a registry in the warehouse, one file per table::
 
     <warehouse>/_tablets_registry/<provider>.json     {"name": "db.t", "path": "<root>", "provider": ...}
 
+The warehouse (``spark.tablets.warehouse``, else ``spark.sql.warehouse.dir``) and the tables
+may be local directories or object store URIs (``s3://bucket/wh``): the registry and every table
+go through ``tablets.storage.fileio`` with the session's storage options (``configure``).
+
 ``register_sources(spark)`` (run by ``build_session`` / ``get_or_create_session``) registers the
-base ``tablets`` source and every provider of the registry: it reads one small directory.
-``lookup()`` serves the engine's routing from an in-process index of that directory, reloaded
-when the directory's mtime changes (creates/drops in another process) and invalidated by this
-module's own create/drop/rename.
+base ``tablets`` source and every provider of the registry: it lists one small directory.
+``lookup()`` serves the engine's routing from an in-process index of that directory, re-read
+when its listing changes (creates/drops in another process) and invalidated by this module's
+own create/drop/rename.
 
 Spark's ``DROP TABLE`` never reaches a Python source (it would only drop the catalog entry):
 use ``drop_table`` (the SQL front door routes ``DROP TABLE`` of a tablet table here), which
@@ -32,17 +36,14 @@ drops the entry, the data and the registry file.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import re
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
@@ -50,7 +51,8 @@ from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.sqltext import quote_ident, sql_string
-from tablets.storage.log import log_dir
+from tablets.storage.fileio import FileIO, io_for, join, normalize
+from tablets.storage.log import log_dir, version_name
 from tablets.storage.table import TabletTable
 
 if TYPE_CHECKING:
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
 REGISTRY_DIR = "_tablets_registry"
 PROVIDER_PREFIX = f"{SOURCE_NAME}_"
 PATH_PROPERTY = "tablets.path"
+WAREHOUSE_CONF = "spark.tablets.warehouse"
 
 _lock = threading.RLock()
 
@@ -69,18 +72,24 @@ _lock = threading.RLock()
 
 def provider_name(root: str) -> str:
     """The per-table provider of the tablet table at ``root``."""
-    digest = hashlib.sha1(os.path.abspath(root).encode("utf-8")).hexdigest()[:12]
+    digest = hashlib.sha1(normalize(root).encode("utf-8")).hexdigest()[:12]
     return f"{PROVIDER_PREFIX}{digest}"
 
 
-def table_source(root: str) -> type[TabletsDataSource]:
-    """The data source class of one tablet table (pickled by value into Spark's workers)."""
-    root = os.path.abspath(root)
+def table_source(root: str, storage_options: Mapping[str, str] | None = None) -> type[TabletsDataSource]:
+    """The data source class of one tablet table (pickled by value into Spark's workers, with
+    the store settings its reads need)."""
+    root = normalize(root)
     provider = provider_name(root)
     return type(
         f"TabletsTable_{provider[len(PROVIDER_PREFIX):]}",
         (TabletsDataSource,),
-        {"provider": provider, "table_root": root, "__module__": __name__},
+        {
+            "provider": provider,
+            "table_root": root,
+            "storage_options": dict(storage_options or {}),
+            "__module__": __name__,
+        },
     )
 
 
@@ -102,62 +111,86 @@ class _Entry:
 @dataclass
 class _Registry:
     directory: str
-    mtime_ns: int
+    listing: tuple[tuple[str, int, float], ...]
     by_name: dict[str, _Entry]
     by_provider: dict[str, _Entry]
     names: re.Pattern[str] | None = None  # see may_name_a_tablet_table
 
 
+@dataclass(frozen=True)
+class Storage:
+    """Where a session's tablet tables live, and the store settings to reach them."""
+
+    warehouse: str
+    options: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def io(self) -> FileIO:
+        return io_for(self.warehouse, self.options)
+
+    def table(self, root: str) -> TabletTable:
+        return TabletTable(root, self.options)
+
+
 _registries: dict[str, _Registry] = {}
-_warehouses: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+_storage: weakref.WeakKeyDictionary[Any, Storage] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
-def _local_path(uri: str) -> str:
-    if uri.startswith("file:"):
-        return os.path.abspath(unquote(urlparse(uri).path))
-    return uri if "://" in uri else os.path.abspath(uri)
+def configure(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> Storage:
+    """Set where ``spark``'s tablet tables live (default: ``spark.tablets.warehouse``, else
+    ``spark.sql.warehouse.dir``) and the storage options (credentials, endpoint) to reach them."""
+    with _lock:
+        current = _storage.get(spark)
+        wh = normalize(warehouse) if warehouse else (current.warehouse if current else _conf_warehouse(spark))
+        options = dict(storage_options) if storage_options is not None else dict(current.options if current else {})
+        st = Storage(wh, options)
+        _storage[spark] = st
+        return st
+
+
+def _conf_warehouse(spark: SparkSession) -> str:
+    return normalize(spark.conf.get(WAREHOUSE_CONF, None) or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+
+
+def storage(spark: SparkSession) -> Storage:
+    with _lock:
+        st = _storage.get(spark)
+    return st if st is not None else configure(spark)
 
 
 def warehouse_dir(spark: SparkSession) -> str:
-    """The session's warehouse directory (``spark.sql.warehouse.dir``) as a local path."""
-    with _lock:
-        wh = _warehouses.get(spark)
-        if wh is None:
-            wh = _local_path(spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
-            _warehouses[spark] = wh
-        return wh
+    """The session's tablets warehouse: a local path or an object store URI."""
+    return storage(spark).warehouse
 
 
 def registry_dir(spark: SparkSession) -> str:
-    return os.path.join(warehouse_dir(spark), REGISTRY_DIR)
+    return join(warehouse_dir(spark), REGISTRY_DIR)
 
 
-def _load(directory: str) -> _Registry:
-    try:
-        mtime = os.stat(directory).st_mtime_ns
-    except FileNotFoundError:
-        return _Registry(directory, -1, {}, {})
+def _load(spark: SparkSession) -> _Registry:
+    st = storage(spark)
+    directory = join(st.warehouse, REGISTRY_DIR)
+    files = [f for f in st.io.list(directory) if f.name.endswith(".json") and not f.name.startswith(".")]
+    listing = tuple((f.name, f.size, f.mtime_ms) for f in files)
     with _lock:
         cached = _registries.get(directory)
-        if cached is not None and cached.mtime_ns == mtime:
+        if cached is not None and cached.listing == listing:
             return cached
-        by_name: dict[str, _Entry] = {}
-        by_provider: dict[str, _Entry] = {}
-        for fname in sorted(os.listdir(directory)):
-            if not fname.endswith(".json") or fname.startswith("."):
-                continue
-            try:
-                with open(os.path.join(directory, fname), encoding="utf-8") as f:
-                    obj = json.load(f)
-                entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or fname[:-5])
-            except (OSError, ValueError, KeyError, AttributeError):
-                continue  # a file being replaced, or not ours
-            by_name[entry.name] = entry
-            by_provider[entry.provider] = entry
-        reg = _Registry(directory, mtime, by_name, by_provider)
+    by_name: dict[str, _Entry] = {}
+    by_provider: dict[str, _Entry] = {}
+    for f in files:
+        try:
+            obj = json.loads(st.io.read(f.path))
+            entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5])
+        except (OSError, ValueError, KeyError, AttributeError):
+            continue  # a file being replaced, or not ours
+        by_name[entry.name] = entry
+        by_provider[entry.provider] = entry
+    reg = _Registry(directory, listing, by_name, by_provider)
+    with _lock:
         _registries[directory] = reg
-        return reg
+    return reg
 
 
 def _invalidate(directory: str) -> None:
@@ -165,21 +198,22 @@ def _invalidate(directory: str) -> None:
         _registries.pop(directory, None)
 
 
-def _write_entry(directory: str, entry: _Entry) -> None:
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".tmp-{entry.provider}-{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump({"name": entry.name, "path": entry.path, "provider": entry.provider}, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, os.path.join(directory, f"{entry.provider}.json"))
+def _write_entry(spark: SparkSession, entry: _Entry) -> None:
+    directory = registry_dir(spark)
+    data = json.dumps({"name": entry.name, "path": entry.path, "provider": entry.provider}).encode()
+    storage(spark).io.write(join(directory, f"{entry.provider}.json"), data, sync=True)
     _invalidate(directory)
 
 
-def _remove_entry(directory: str, provider: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(os.path.join(directory, f"{provider}.json"))
+def _remove_entry(spark: SparkSession, provider: str) -> None:
+    directory = registry_dir(spark)
+    storage(spark).io.delete(join(directory, f"{provider}.json"))
     _invalidate(directory)
+
+
+def _has_log(spark: SparkSession, root: str) -> bool:
+    """Cheap: one existence check of version 0."""
+    return io_for(root, storage(spark).options).exists(join(log_dir(root), version_name(0)))
 
 
 def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
@@ -187,7 +221,7 @@ def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
         done = _registered.setdefault(spark, set())
         for e in entries:
             if e.provider not in done:
-                spark.dataSource.register(table_source(e.path))
+                spark.dataSource.register(table_source(e.path, storage(spark).options))
                 done.add(e.provider)
 
 
@@ -198,7 +232,7 @@ def register_sources(spark: SparkSession) -> None:
         if SOURCE_NAME not in done:
             register_base(spark)
             done.add(SOURCE_NAME)
-    _register(spark, list(_load(registry_dir(spark)).by_provider.values()))
+    _register(spark, list(_load(spark).by_provider.values()))
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -306,8 +340,8 @@ def lookup(spark: SparkSession, name: str) -> str | None:
     if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
         return None
     db, table = qualify(spark, name)
-    entry = _load(registry_dir(spark)).by_name.get(f"{db}.{table}")
-    if entry is None or not os.path.isdir(log_dir(entry.path)):
+    entry = _load(spark).by_name.get(f"{db}.{table}")
+    if entry is None or not _has_log(spark, entry.path):
         return None
     _register(spark, [entry])  # created by another process since this session started
     return entry.path
@@ -317,7 +351,7 @@ def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
     """False when ``text`` cannot write a tablet table because it mentions neither the
     ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
     spares parsing seed batches and view DDL; a True only means "parse it")."""
-    reg = _load(registry_dir(spark))
+    reg = _load(spark)
     if reg.names is None:  # built once per registry state: a word match of any bare table name
         bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
         reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)
@@ -326,12 +360,12 @@ def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
 
 def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:
     """(qualified name, root) of the registered tablet tables, of ``database`` if given."""
-    reg = _load(registry_dir(spark))
+    reg = _load(spark)
     db = database.lower() if database else None
     out = [
         (e.name, e.path)
         for e in reg.by_name.values()
-        if (db is None or e.name.split(".", 1)[0] == db) and os.path.isdir(log_dir(e.path))
+        if (db is None or e.name.split(".", 1)[0] == db) and _has_log(spark, e.path)
     ]
     return sorted(out)
 
@@ -351,15 +385,19 @@ def _store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> 
 
 
 def default_location(spark: SparkSession, database: str, table: str) -> str:
-    """Where Spark would put a managed table: ``<database location>/<table>``."""
-    try:
-        uri = spark.catalog.getDatabase(database).locationUri
-    except Exception:  # noqa: BLE001 - fall back to the warehouse layout
-        uri = None
-    base = _local_path(uri) if uri else (
-        warehouse_dir(spark) if database == "default" else os.path.join(warehouse_dir(spark), f"{database}.db")
-    )
-    return os.path.join(base, table)
+    """Where a new tablet table goes: with a tablets warehouse of its own (an object store),
+    ``<warehouse>/[<database>.db/]<table>``; else where Spark would put a managed table,
+    ``<database location>/<table>``."""
+    wh = warehouse_dir(spark)
+    layout = wh if database == "default" else join(wh, f"{database}.db")
+    if wh == normalize(spark.conf.get("spark.sql.warehouse.dir") or wh):
+        try:
+            uri = spark.catalog.getDatabase(database).locationUri
+        except Exception:  # noqa: BLE001 - fall back to the warehouse layout
+            uri = None
+        if uri:
+            layout = normalize(uri)
+    return join(layout, table)
 
 
 def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: TabletTable) -> None:
@@ -395,20 +433,19 @@ def create_table(
     qualified = f"{db}.{table}"
     if not spark.catalog.databaseExists(db):
         raise TableNotFound(f"database {db} does not exist (creating {qualified})", help=f"Create it first: CREATE DATABASE {db}.")
-    directory = registry_dir(spark)
-    known = _load(directory).by_name.get(qualified)
+    known = _load(spark).by_name.get(qualified)
     in_catalog = _exists(spark, db, table)
     if in_catalog or known is not None:
         if if_not_exists and in_catalog:
-            if known is None or not os.path.isdir(log_dir(known.path)):
+            if known is None or not _has_log(spark, known.path):
                 raise TableAlreadyExists(f"{qualified} exists and is not a tablet table", help="Pick another name, or drop it first.")
-            return TabletTable(known.path)
+            return storage(spark).table(known.path)
         if replace or not in_catalog:  # not in the catalog: a stale registry entry
             drop_table(spark, qualified, if_exists=True, keep_data=not replace and not in_catalog)
         else:
             raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
-    root = os.path.abspath(location) if location else default_location(spark, db, table)
-    store = TabletTable(root)
+    root = normalize(location) if location else default_location(spark, db, table)
+    store = storage(spark).table(root)
     created = False
     if store.exists():
         if location is None and not replace:
@@ -430,19 +467,22 @@ def create_table(
     if not store.exists():
         if schema is None:
             raise SchemaMismatch(f"no columns given for the new table {qualified}", help="Give the columns (Spark DDL or a pyarrow schema).")
-        store = TabletTable.create(root, _store_schema(spark, schema), key_columns=key_columns, properties=properties)
+        store = TabletTable.create(
+            root, _store_schema(spark, schema), key_columns=key_columns, properties=properties,
+            storage_options=storage(spark).options,
+        )
         created = True
     provider = provider_name(root)
-    other = _load(directory).by_provider.get(provider)
+    other = _load(spark).by_provider.get(provider)
     if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
         raise TableAlreadyExists(f"the tablet table at {root} is already the catalog table {other.name}", help="Use that name, or another LOCATION.")
     entry = _Entry(qualified, root, provider)
-    _write_entry(directory, entry)  # first: a catalog entry without its provider would be unreadable
+    _write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
     try:
         _register(spark, [entry])
         _create_entry(spark, db, table, root, store)
     except Exception:
-        _remove_entry(directory, provider)
+        _remove_entry(spark, provider)
         if created:
             store.drop()
         raise
@@ -453,8 +493,7 @@ def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_
     """Drop the catalog entry, the data (unless ``keep_data``) and the registry entry."""
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
-    directory = registry_dir(spark)
-    entry = _load(directory).by_name.get(qualified)
+    entry = _load(spark).by_name.get(qualified)
     in_catalog = _exists(spark, db, table)
     if entry is None and not in_catalog:
         if if_exists:
@@ -464,22 +503,21 @@ def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_
         spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
     if entry is not None:
         if not keep_data:
-            TabletTable(entry.path).drop()
-        _remove_entry(directory, entry.provider)
+            storage(spark).table(entry.path).drop()
+        _remove_entry(spark, entry.provider)
 
 
 def rename_table(spark: SparkSession, old: str, new: str) -> None:
     """Rename the catalog entry; the data stays where it is (the entry is EXTERNAL)."""
     db, table = qualify(spark, old)
     ndb, ntable = qualify(spark, new)
-    directory = registry_dir(spark)
-    entry = _load(directory).by_name.get(f"{db}.{table}")
+    entry = _load(spark).by_name.get(f"{db}.{table}")
     if entry is None:
         raise TableNotFound(f"{db}.{table} is not a tablet table")
-    if _exists(spark, ndb, ntable) or f"{ndb}.{ntable}" in _load(directory).by_name:
+    if _exists(spark, ndb, ntable) or f"{ndb}.{ntable}" in _load(spark).by_name:
         raise TableAlreadyExists(f"table {ndb}.{ntable} already exists", help="Drop it first, or pick another name.")
     spark.sql(f"ALTER TABLE {_sql_name(db, table)} RENAME TO {_sql_name(ndb, ntable)}")
-    _write_entry(directory, _Entry(f"{ndb}.{ntable}", entry.path, entry.provider))
+    _write_entry(spark, _Entry(f"{ndb}.{ntable}", entry.path, entry.provider))
 
 
 def sync_schema(spark: SparkSession, name: str) -> None:
@@ -490,7 +528,7 @@ def sync_schema(spark: SparkSession, name: str) -> None:
     root = lookup(spark, f"{db}.{table}")
     if root is None:
         raise TableNotFound(f"{db}.{table} is not a tablet table")
-    store = TabletTable(root)
+    store = storage(spark).table(root)
     want = [(n, t.lower()) for n, t, _ in store.snapshot().metadata.schema]
     have = [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(_sql_name(db, table))]
     if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have]:

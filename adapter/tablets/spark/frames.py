@@ -31,6 +31,14 @@ just miss in the broadcast hash; a frame over tablets without any DV has no join
 The join keys use ``_metadata.file_name`` (no regex per row); ``_tablet_id`` is derived from it
 only when row ids are asked for.
 
+Where the tablets are read: Spark's native Parquet scan when its Hadoop file system knows the
+table's scheme (local paths, ``hdfs://``, ``s3a://``/``gs://``/``abfss://`` on clusters with
+those connectors; ``s3://`` is read as ``spark.tablets.hadoop.scheme.s3``, default ``s3a``);
+otherwise the tablets' own Arrow reader (``tablets.storage``, through obstore) in Python tasks,
+one task per tablet, chosen automatically with one log line per scheme and session. Both give
+the same frame (columns, file name, row index), so deletion vectors and row ids work alike.
+``spark.tablets.scan`` = ``native`` or ``arrow`` forces one of them.
+
 Tablet files are passed to Spark one by one; above
 ``spark.sql.sources.parallelPartitionDiscovery.threshold`` paths (default 32) Spark lists them
 with a Spark job (1-3 s); ``build_session`` raises the threshold (listing ~0.1 s for 100 files).
@@ -38,8 +46,11 @@ with a Spark job (1-3 s); ``build_session`` raises the threshold (listing ~0.1 s
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
+import threading
+import weakref
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -51,7 +62,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, positions_of, read_dv
-from tablets.storage.fileio import basename, join
+from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import TABLET_SUFFIX
 
@@ -66,6 +77,94 @@ _DEL_FILE = "__tablets_del_file"
 _DEL_WORD = "__tablets_del_word"
 
 STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin (for measuring)
+SCAN_CONF = "spark.tablets.scan"  # auto | native | arrow
+HADOOP_SCHEME_CONF = "spark.tablets.hadoop.scheme."  # + the URI's scheme
+_HADOOP_DEFAULTS = {"s3": "s3a", "gcs": "gs", "az": "abfss", "azure": "abfss"}
+
+logger = logging.getLogger("tablets")
+_known: weakref.WeakKeyDictionary[object, dict[str, bool]] = weakref.WeakKeyDictionary()
+_known_lock = threading.Lock()
+
+
+def hadoop_location(spark: SparkSession, location: str) -> str:
+    """``location`` as Spark's Hadoop file systems name it (``s3://`` -> ``s3a://`` by default)."""
+    if is_local(location):
+        return location
+    scheme = scheme_of(location)
+    mapped = spark.conf.get(HADOOP_SCHEME_CONF + scheme, None) or _HADOOP_DEFAULTS.get(scheme, scheme)
+    return mapped + location[len(scheme):]
+
+
+def _hadoop_knows(spark: SparkSession, tablet: str) -> bool:
+    """Whether Spark's Hadoop file system can read the tablet file ``tablet``: asked of the
+    JVM in classic Spark; on Spark Connect, by reading the file's schema. Cached per scheme."""
+    location = hadoop_location(spark, tablet)
+    scheme = scheme_of(location)
+    with _known_lock:
+        seen = _known.setdefault(spark, {})
+        if scheme in seen:
+            return seen[scheme]
+    try:
+        jvm = spark.sparkContext._jvm  # noqa: SLF001
+        assert jvm is not None
+        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
+        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
+        ok = True
+    except Exception:  # noqa: BLE001 - no such file system, or Spark Connect (no JVM here)
+        ok = False
+        if getattr(spark, "_sc", None) is None:  # Spark Connect: ask the server
+            try:
+                spark.read.parquet(location).schema  # noqa: B018
+                ok = True
+            except Exception:  # noqa: BLE001
+                ok = False
+    with _known_lock:
+        _known.setdefault(spark, {})[scheme] = ok
+    if not ok:
+        logger.warning(
+            "tablets: Spark has no Hadoop file system for %s:// here, so tablets in %s:// are read by the "
+            "tablets Arrow reader in Python tasks (install the connector, or map the scheme with %s, "
+            "for Spark's native Parquet scan)",
+            scheme, scheme_of(tablet), HADOOP_SCHEME_CONF + scheme_of(tablet),
+        )
+    return ok
+
+
+def native_scan(spark: SparkSession, table: TabletTable, probe: str) -> bool:
+    """Whether the engine reads ``table``'s tablets with Spark's native Parquet scan."""
+    mode = (spark.conf.get(SCAN_CONF, None) or "auto").lower()
+    if mode in ("native", "arrow"):
+        return mode == "native"
+    return is_local(table.root) or _hadoop_knows(spark, probe)
+
+
+def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str], struct: StructType) -> DataFrame:
+    """The native scan's frame (``cols``, file name, row index), read by Python tasks through
+    the tablets store: one task per tablet."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from tablets.storage.tablet import read_tablet
+    from tablets.storage.types import schema_to_arrow
+
+    by_name = {f.name: f for f in struct.fields}
+    out = StructType([by_name[c] for c in cols] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
+    out_arrow = to_arrow_schema(out, timezone="UTC")
+    table_schema = schema_to_arrow(snapshot.metadata.schema)
+    adds = {st.add.tablet_id: st.add for st in states}
+    io, root = table.io, table.root
+
+    def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            for tid in b.column(0).to_pylist():
+                add = adds[tid]
+                data = read_tablet(io, root, add, None, table_schema, cols)
+                data = data.append_column(_FILE, pa.array([basename(add.path)] * add.rows, pa.string()))
+                data = data.append_column(_ROW, pa.array(np.arange(add.rows, dtype=np.int64)))
+                yield from data.cast(out_arrow).to_batches(max_chunksize=1 << 16)
+
+    ids = spark.createDataFrame(pa.table({"tablet": pa.array(list(adds), pa.string())}))
+    return ids.repartition(len(adds)).mapInArrow(read, out)
+
 
 
 def _dv_positions(table: TabletTable, st: TabletState) -> np.ndarray:
@@ -194,8 +293,12 @@ def tablet_scan(
         empty = _empty(spark, struct, cols, False)
         frame = empty.select("*", F.lit("").alias(_FILE), F.lit(0).cast("long").alias(_ROW))
         return TabletScan(spark, table, frame, tuple(cols), ())
-    df = spark.read.schema(struct).parquet(*[table.tablet_path(st) for st in states])
     with_dv = tuple(st for st in states if st.dv is not None)
+    paths = [table.tablet_path(st) for st in states]
+    if not native_scan(spark, table, paths[0]):
+        frame = _arrow_frame(spark, table, snapshot, states, cols, struct)
+        return TabletScan(spark, table, frame, tuple(cols), with_dv)
+    df = spark.read.schema(struct).parquet(*[hadoop_location(spark, p) for p in paths])
     keep = [F.col(quote_ident(c)) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]

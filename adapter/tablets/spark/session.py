@@ -6,9 +6,12 @@ dbt-spark's own ``getOrCreate()`` later reuses it) and registers the tablets dat
 Where things go (nothing is created in the process's working directory):
 
 - warehouse: the ``warehouse`` argument, else ``$TABLETS_WAREHOUSE``, else
-  ``./.tablets/warehouse`` (made absolute at start);
+  ``./.tablets/warehouse`` (made absolute at start). It may be an object store URI
+  (``s3://bucket/wh``): tablet tables and their registry then live there
+  (``spark.tablets.warehouse``), while Spark's own ``spark.sql.warehouse.dir`` stays local;
 - Hive metastore (embedded Derby) and ``derby.log``: ``<warehouse>/../metastore_db`` and
-  ``<warehouse>/..``.
+  ``<warehouse>/..`` for a local warehouse; for a URI, ``./.tablets/<12 hex of the URI>/``
+  (``metastore_db``, ``derby.log`` and Spark's local ``spark-warehouse``).
 
 Embedded Derby admits one process at a time: a second process on the same warehouse waits
 for (or fails on) the metastore lock until the first one stops its session.
@@ -16,6 +19,7 @@ for (or fails on) the metastore lock until the first one stops its session.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -24,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tablets.exceptions import TabletsError
+from tablets.storage.fileio import is_local, normalize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -60,12 +65,23 @@ def java_version() -> str:
 
 
 def default_warehouse() -> str:
-    return os.path.abspath(os.environ.get("TABLETS_WAREHOUSE") or DEFAULT_WAREHOUSE)
+    return normalize(os.environ.get("TABLETS_WAREHOUSE") or DEFAULT_WAREHOUSE)
 
 
 def metastore_dir(warehouse: str) -> str:
-    """The directory that holds the Derby metastore (``metastore_db``) and ``derby.log``."""
-    return os.path.dirname(os.path.abspath(warehouse).rstrip(os.sep)) or os.sep
+    """The local directory that holds the Derby metastore (``metastore_db``) and ``derby.log``:
+    the parent of a local warehouse; for an object store warehouse, a directory of its own
+    under ``./.tablets``."""
+    if is_local(warehouse):
+        return os.path.dirname(normalize(warehouse).rstrip(os.sep)) or os.sep
+    digest = hashlib.sha1(normalize(warehouse).encode("utf-8")).hexdigest()[:12]
+    return os.path.abspath(os.path.join(".tablets", digest))
+
+
+def spark_warehouse(warehouse: str) -> str:
+    """``spark.sql.warehouse.dir`` for a tablets warehouse: itself when local, else a local
+    directory beside the metastore (Spark's Hadoop file system may not know the URI's scheme)."""
+    return normalize(warehouse) if is_local(warehouse) else os.path.join(metastore_dir(warehouse), "spark-warehouse")
 
 
 def session_conf(
@@ -76,14 +92,15 @@ def session_conf(
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The Spark configuration of an embedded session over ``warehouse`` (pure)."""
-    wh = os.path.abspath(warehouse)
-    meta = metastore_dir(wh)
+    wh = spark_warehouse(warehouse)
+    meta = metastore_dir(warehouse)
     conf = {
         "spark.master": master or "local[*]",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.warehouse.dir": wh,
+        "spark.tablets.warehouse": normalize(warehouse),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # the engine's scans name their tablet files one by one: above this many paths Spark
@@ -117,15 +134,17 @@ def build_session(
     conf: Mapping[str, str] | None = None,
     hive: bool = True,
     shuffle_partitions: int = 4,
+    storage_options: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """Start (or join, through ``getOrCreate``) a Spark session ready for tablet tables.
 
     ``remote`` connects to a Spark Connect server instead of starting a local Spark; ``conf``
-    entries override the defaults of :func:`session_conf`.
+    entries override the defaults of :func:`session_conf`; ``storage_options`` reach an object
+    store warehouse (see ``tablets.storage.fileio``).
     """
     from pyspark.sql import SparkSession
 
-    from tablets.spark.catalog import register_sources
+    from tablets.spark.catalog import configure, register_sources
 
     _prepare_env()
     builder = SparkSession.builder.appName(app_name)
@@ -135,8 +154,8 @@ def build_session(
             builder = builder.config(k, v)
     else:
         java_version()  # a clear error instead of the JVM gateway's when Java is missing
-        wh = os.path.abspath(warehouse) if warehouse else default_warehouse()
-        os.makedirs(wh, exist_ok=True)
+        wh = normalize(warehouse) if warehouse else default_warehouse()
+        os.makedirs(spark_warehouse(wh), exist_ok=True)
         for k, v in session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf).items():
             builder = builder.config(k, v)
         if hive:
@@ -144,6 +163,7 @@ def build_session(
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
+    configure(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
     register_sources(spark)
     return spark
 
@@ -155,14 +175,17 @@ def get_or_create_session(
     remote: str | None = None,
     conf: Mapping[str, str] | None = None,
     hive: bool = True,
+    storage_options: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """The active session (tablets sources registered) if there is one, else a new one."""
     from pyspark.sql import SparkSession
 
-    from tablets.spark.catalog import register_sources
+    from tablets.spark.catalog import configure, register_sources
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        if warehouse or storage_options is not None:
+            configure(active, warehouse, storage_options)
         register_sources(active)
         return active
-    return build_session(warehouse, master=master, remote=remote, conf=conf, hive=hive)
+    return build_session(warehouse, master=master, remote=remote, conf=conf, hive=hive, storage_options=storage_options)

@@ -9,6 +9,7 @@ typed ``CommitConflict`` and nothing of the statement becomes visible.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -99,10 +100,8 @@ def discard(handle: WriteHandle, fragments: Iterable[Fragment]) -> None:
     rather than leave them to vacuum."""
     for f in fragments:
         rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
-        try:
+        with contextlib.suppress(OSError):  # else vacuum removes it later
             handle.io.delete(join(handle.root, rel))
-        except OSError:
-            pass  # vacuum removes it later
 
 
 def begin(
