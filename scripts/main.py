@@ -3,6 +3,9 @@
 dbt seed -> dbt run (phase 1: creates every table) -> dbt run (phase 2: merges the changed
 inputs) -> dbt test. All four run in this one process through dbt's programmatic runner, so the
 embedded Spark session (and its JVM) starts once.
+
+``python scripts/main.py [PROJECT_DIR [PROFILES_DIR]]`` runs it on a copy of the project or with
+another profile (the tests use this for a warehouse in an object store, a cluster, Spark Connect).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ STEPS = [
 ]
 
 
-def main() -> int:
-    os.chdir(PROJECT)
+def main(argv: list[str]) -> int:
+    project = os.path.abspath(argv[0]) if argv else PROJECT
+    profiles = os.path.abspath(argv[1]) if len(argv) > 1 else project
+    os.chdir(project)
     runner = dbtRunner()
-    common = ["--project-dir", PROJECT, "--profiles-dir", PROJECT]
+    common = ["--project-dir", project, "--profiles-dir", profiles]
     for title, args in STEPS:
         print(f"\n=== dbt {title} ===", flush=True)
         res = runner.invoke([*args, *common])
@@ -43,4 +48,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -11,6 +11,9 @@ A profile::
           host: localhost          # not used by the session method (dbt-spark requires it)
           schema: analytics
           # warehouse: /data/wh    # default: <project>/target/tablets-warehouse/warehouse
+          #                        # or an object store: s3://bucket/wh, gs://..., abfss://...
+          # storage_options: {AWS_REGION: eu-west-1}   # added to the AWS_* / GOOGLE_* / AZURE_*
+          #                                            # environment variables
           # master: spark://10.0.0.5:7077   # a standalone cluster instead of local[*]
           # remote: sc://10.0.0.5:15002     # Spark Connect instead of an embedded Spark
           # shuffle_partitions: 4
@@ -69,8 +72,9 @@ def project_dir() -> str:
 def resolve_warehouse(
     warehouse: str | None, root: str | None = None, target_path: str | None = None
 ) -> str:
-    """The absolute warehouse directory (``spark.sql.warehouse.dir``; the Derby metastore and
-    ``derby.log`` go next to it). Relative paths are relative to the project directory."""
+    """The warehouse: an absolute directory (``spark.sql.warehouse.dir``; the Derby metastore
+    and ``derby.log`` go next to it) or an object store URI, kept as given. Relative paths are
+    relative to the project directory."""
     root = root or project_dir()
     chosen = warehouse or os.environ.get(WAREHOUSE_ENV)
     if chosen:
@@ -93,6 +97,7 @@ class TabletsCredentials(SparkCredentials):
     master: str | None = None
     remote: str | None = None
     shuffle_partitions: int = 4
+    storage_options: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         if self.method != SparkConnectionMethod.SESSION:
@@ -159,6 +164,7 @@ class TabletsConnectionManager(SparkConnectionManager):
             remote=creds.remote,
             conf=creds.server_side_parameters,
             shuffle_partitions=creds.shuffle_partitions,
+            storage_options=creds.storage_options,
         )
         connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
         connection.state = ConnectionState.OPEN

@@ -269,6 +269,7 @@ def get_session(
     remote: str | None,
     conf: Mapping[str, str],
     shuffle_partitions: int,
+    storage_options: Mapping[str, str] | None = None,
 ) -> SparkSession:
     """The process's Spark session: the running one (tablets sources registered, runtime
     ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``."""
@@ -276,13 +277,16 @@ def get_session(
     from pyspark.sql import SparkSession
 
     from tablets.exceptions import TabletsError
-    from tablets.spark.catalog import register_sources, warehouse_dir
+    from tablets.spark.catalog import configure, register_sources, warehouse_dir
     from tablets.spark.session import build_session
+    from tablets.storage.fileio import normalize
 
     with _lock:
         running = _session if _alive(_session) else SparkSession.getActiveSession()
         if _alive(running):
             assert running is not None
+            if storage_options is not None:
+                configure(running, storage_options=storage_options)
             register_sources(running)
             _apply_runtime_conf(running, conf)
             _session = running
@@ -304,6 +308,7 @@ def get_session(
                 remote=remote,
                 conf=conf,
                 shuffle_partitions=shuffle_partitions,
+                storage_options=storage_options,
             )
         except TabletsError as exc:  # Java missing, ...
             raise FailedToConnectError(str(exc)) from exc
@@ -316,7 +321,7 @@ def get_session(
         if not remote:
             _check_metastore(spark, warehouse)
             actual = warehouse_dir(spark)
-            if os.path.abspath(actual) != os.path.abspath(warehouse):
+            if normalize(actual) != normalize(warehouse):
                 logger.warning(
                     f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}"
                 )
@@ -331,6 +336,7 @@ def open_database(
     remote: str | None = None,
     conf: Mapping[str, str] | None = None,
     shuffle_partitions: int = 4,
+    storage_options: Mapping[str, str] | None = None,
 ) -> Database:
     import tablets
 
@@ -340,5 +346,6 @@ def open_database(
         remote=remote,
         conf=dict(conf or {}),
         shuffle_partitions=shuffle_partitions,
+        storage_options=storage_options,
     )
     return tablets.connect(spark=spark)
