@@ -30,12 +30,14 @@ import io
 import os
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+_CONFLICT_RETRIES = 6
 OBJECT_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl")
 
 # client options that obstore takes apart from the store's config (with or without a prefix)
@@ -351,11 +353,18 @@ class ObjectStoreFileIO(FileIO):
         import obstore
         from obstore.exceptions import AlreadyExistsError, PreconditionError
 
-        try:
-            obstore.put(self.store, self.key(path), bytes(data), mode="create", use_multipart=False)
-        except (AlreadyExistsError, PreconditionError):
-            return False
-        return True
+        for attempt in range(_CONFLICT_RETRIES + 1):
+            try:
+                obstore.put(self.store, self.key(path), bytes(data), mode="create", use_multipart=False)
+            except (AlreadyExistsError, PreconditionError):
+                return False
+            except Exception as e:  # noqa: BLE001 - S3's 409 while another create is in flight
+                if "ConditionalRequestConflict" not in str(e) or attempt == _CONFLICT_RETRIES:
+                    raise
+                time.sleep(0.05 * 2**attempt)  # that PUT decides: it succeeds (we lose) or fails
+            else:
+                return True
+        return False
 
     def list(self, directory: str, *, start_after: str | None = None) -> list[FileInfo]:
         import obstore
