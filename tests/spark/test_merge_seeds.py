@@ -199,7 +199,7 @@ def test_one_dv_per_touched_tablet(db):
                  "WHEN MATCHED AND s.id % 2 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET v = 1")
     m = res.metrics
     assert m.rows_deleted + m.rows_updated == len(range(0, 600, 7))
-    actions = log.read_version(table.root, m.version)
+    actions = log.read_version(table.io, table.root, m.version)
     dvs = [a.tablet_id for a in actions if isinstance(a, SetDV)]
     assert sorted(dvs) == sorted(set(dvs)) and len(dvs) == n_tablets  # every tablet is touched, once
     assert m.dvs_written == n_tablets
