@@ -32,8 +32,6 @@ from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 
 if TYPE_CHECKING:
-    import agate
-
     from tablets.db import Database
 
 logger = AdapterLogger("Tablets")
@@ -139,13 +137,13 @@ class TabletsAdapter(SparkAdapter):
     def tablet_stats(self, relation: BaseRelation) -> dict[str, Any] | None:
         """Rows, bytes, tablets, deletion vectors, deleted rows and version of a tablet table."""
         from tablets.spark import catalog
-        from tablets.storage import TabletTable
 
-        root = catalog.lookup(self._database().spark, self._name(relation))
+        spark = self._database().spark
+        root = catalog.lookup(spark, self._name(relation))
         if root is None:
             return None
         with engine_errors(f"reading the statistics of {relation}"):
-            snap = TabletTable(root).snapshot()
+            snap = catalog.storage(spark).table(root).snapshot()
         states = list(snap.tablets.values())
         return {
             "rows": snap.live_rows,
@@ -184,12 +182,11 @@ class TabletsAdapter(SparkAdapter):
         name = self._name(relation)
         with engine_errors(f"changing the columns of {relation}"):
             table = db.table_of(name)
-            if remove_columns:
-                drop = {n.lower() for n in _names(remove_columns)}
-                schema = [c for c in table.snapshot().metadata.schema if c[0].lower() not in drop]
-                table.set_schema(schema, operation="DROP COLUMNS")
-            if add_columns:
-                table.add_columns([(c.name, c.data_type) for c in add_columns])
+            drop = {n.lower() for n in _names(remove_columns or [])}
+            kept = [c for c in table.snapshot().metadata.schema if c[0].lower() not in drop]
+            have = {c[0].lower() for c in kept}
+            added = [(c.name, c.data_type, True) for c in add_columns or [] if c.name.lower() not in have]
+            table.set_schema(kept + added, operation="CHANGE COLUMNS")  # one commit for both
             catalog.sync_schema(db.spark, name)
         return ""
 
@@ -224,29 +221,15 @@ class TabletsAdapter(SparkAdapter):
 
     # --- relations and the docs catalog -----------------------------------------------------------
 
-    def _build_spark_relation_list(
-        self, row_list: agate.Table, relation_info_func: Any
-    ) -> list[BaseRelation]:
-        relations = super()._build_spark_relation_list(row_list, relation_info_func)
-        return [
-            r.incorporate(is_tablets=True)
-            if TabletsRelation.information_says_tablets(getattr(r, "information", None))
-            else r
-            for r in relations
-        ]
-
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
-        stats = None
-        if getattr(relation, "is_tablets", None) or TabletsRelation.information_says_tablets(
-            getattr(relation, "information", None)
-        ):
-            try:
-                stats = self.tablet_stats(relation)
-            except DbtRuntimeError as e:
-                logger.debug(f"tablets: no statistics for {relation}: {e}")
+        try:
+            stats = self.tablet_stats(relation)  # None for any other table
+        except DbtRuntimeError as e:
+            logger.debug(f"tablets: no statistics for {relation}: {e}")
+            stats = None
+        extra = catalog_stats(stats) if stats is not None else {}
         for column in super()._get_columns_for_catalog(relation):
-            if stats is not None:
-                column.update(catalog_stats(stats))
+            column.update(extra)
             yield column
 
     @classmethod

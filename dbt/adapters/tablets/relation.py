@@ -1,4 +1,5 @@
-"""Relations of dbt-tablets: dbt-spark's, plus whether the relation is a tablet table."""
+"""Relations of dbt-tablets: dbt-spark's (whether a table is a tablet table is the registry's
+answer, ``TabletsAdapter.is_tablet_table``)."""
 
 from __future__ import annotations
 
@@ -6,17 +7,7 @@ from dataclasses import dataclass
 
 from dbt.adapters.spark.relation import SparkRelation
 
-# the catalog provider of a tablet table is ``tablets`` or ``tablets_<12 hex>`` (one per table;
-# see tablets.spark.catalog for the Spark limitation behind it)
-PROVIDER_MARKER = "Provider: tablets"
-
 
 @dataclass(frozen=True, eq=False, repr=False)
 class TabletsRelation(SparkRelation):
-    is_tablets: bool | None = None
-
-    @classmethod
-    def information_says_tablets(cls, information: str | None) -> bool:
-        return any(
-            line.strip().startswith(PROVIDER_MARKER) for line in (information or "").splitlines()
-        )
+    pass
