@@ -15,6 +15,10 @@ Where things go (nothing is created in the process's working directory):
 
 Embedded Derby admits one process at a time: a second process on the same warehouse waits
 for (or fails on) the metastore lock until the first one stops its session.
+
+Every session (built here, or adopted by ``get_or_create_session``) gets the ``tablets`` package
+shipped to its executors (``tablets.spark.ship``): on a cluster or a Spark Connect server they
+need only the ``worker`` extra's third-party packages.
 """
 
 from __future__ import annotations
@@ -118,11 +122,37 @@ def session_conf(
     return conf
 
 
-def _prepare_env() -> None:
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    # Python workers otherwise start the first python3 on PATH, which may lack pyarrow/tablets.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def _loopback(master: str | None) -> bool:
+    """``local[*]`` or a master on this host's loopback address."""
+    if not master or master.startswith("local"):
+        return True
+    host = master.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
+    return host in ("127.0.0.1", "localhost", "[::1]")
+
+
+def _prepare_env(master: str | None = None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The process environment a PySpark driver reads, and the session conf that matches it.
+
+    PySpark's driver hands its *environment's* ``PYSPARK_PYTHON`` to every Python worker (a
+    ``spark.pyspark.python`` given to the builder does not reach them): an explicit
+    ``spark.pyspark.python`` in ``conf`` (e.g. the executors' own venv on a cluster, from dbt's
+    ``server_side_parameters``) is therefore exported; else an exported ``PYSPARK_PYTHON`` is
+    kept; else this interpreter (otherwise workers start the first python3 on PATH, which may lack
+    pyarrow). ``SPARK_LOCAL_IP`` defaults to 127.0.0.1 only where executors share this host's
+    loopback (a remote cluster's executors must reach the driver)."""
+    conf = dict(conf or {})
+    if _loopback(master):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    for key, var in (("spark.pyspark.python", "PYSPARK_PYTHON"), ("spark.pyspark.driver.python", "PYSPARK_DRIVER_PYTHON")):
+        python = conf.get(key) or os.environ.get(var) or sys.executable
+        os.environ[var] = python
+        conf[key] = python
+    return conf
 
 
 def build_session(
@@ -145,14 +175,15 @@ def build_session(
     from pyspark.sql import SparkSession
 
     from tablets.spark.catalog import configure, register_sources
+    from tablets.spark.ship import ship
 
-    _prepare_env()
     builder = SparkSession.builder.appName(app_name)
     if remote:
         builder = builder.remote(remote)
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
     else:
+        conf = _prepare_env(master, conf)
         java_version()  # a clear error instead of the JVM gateway's when Java is missing
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)
@@ -163,6 +194,7 @@ def build_session(
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
+    ship(spark)
     configure(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
     register_sources(spark)
     return spark
@@ -181,9 +213,11 @@ def get_or_create_session(
     from pyspark.sql import SparkSession
 
     from tablets.spark.catalog import configure, register_sources
+    from tablets.spark.ship import ship
 
     active = SparkSession.getActiveSession()
     if active is not None:
+        ship(active)
         if warehouse or storage_options is not None:
             configure(active, warehouse, storage_options)
         register_sources(active)
