@@ -15,6 +15,7 @@ Then the driver commits all fragments as one version.
 from __future__ import annotations
 
 import math
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -104,7 +105,7 @@ def execute(
             help="Check the column names and aliases in the ON condition, the clause conditions and the assignments.",
         ) from e
     except PySparkException as e:
-        raise ExecutionError(f"{spec.operation} INTO {spec.target} failed while running: {_first_line(e)}") from e
+        raise _failed(f"{spec.operation} INTO {spec.target}", e) from e
     except Exception as e:  # py4j errors from the JVM side
         if type(e).__module__.startswith("py4j"):
             raise ExecutionError(f"{spec.operation} INTO {spec.target} failed while running: {_first_line(e)}") from e
@@ -114,12 +115,52 @@ def execute(
 SMALL_BYTES = 64 << 20
 
 
+def _connect(frame: DataFrame | SparkSession) -> bool:
+    """A Spark Connect session or DataFrame: no JVM here, no ``.rdd``, ``_jdf`` or ``sparkContext``."""
+    return type(frame).__module__.startswith("pyspark.sql.connect")
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
+_STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.E+]+) ?([KMGTPE]?i?B)\b")
+
+
+def parse_bytes(text: str | None) -> int | None:
+    """A byte size setting as Spark reads it (``"10MB"``, ``"10485760b"``, ``"1g"``, ``"-1"``;
+    no unit is bytes), or None if it is not one."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*", text or "")
+    if m is None or m.group(2).lower() not in _UNITS:
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def _connect_size(frame: DataFrame) -> int | None:
+    """Spark's size estimate of ``frame`` over Spark Connect: the optimized plan's root statistics
+    from the server's ``EXPLAIN COST`` (``Statistics(sizeInBytes=1.5 KiB, ...)``)."""
+    explain = getattr(frame, "_explain_string", None)  # Connect's DataFrame.explain, as text
+    try:
+        text = str(explain(mode="cost")) if callable(explain) else ""
+    except Exception:  # noqa: BLE001 - no estimate
+        return None
+    plan = text.split("== Optimized Logical Plan ==", 1)[-1]
+    m = _STATS.search(plan)
+    if m is None:
+        return None
+    try:
+        return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    except (ValueError, KeyError):
+        return None
+
+
 def _size_bytes(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame`` (exact for a materialized cache); None on Spark Connect."""
+    """Spark's size estimate of ``frame`` (exact for a materialized cache), or None."""
+    if _connect(frame):
+        return _connect_size(frame)
     try:
         size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
         return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
-    except Exception:  # Spark Connect, or no estimate
+    except Exception:  # no estimate
         return None
 
 
@@ -129,14 +170,79 @@ def _small(frame: DataFrame) -> bool:
     return size is not None and size < SMALL_BYTES
 
 
-def _broadcastable(spark: SparkSession, source: DataFrame) -> bool:
-    """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``."""
-    try:  # Spark's own parse of the setting ("10MB", "-1", ...)
-        limit = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
-    except Exception:  # Spark Connect
+_WIDTHS = {"boolean": 1, "byte": 1, "tinyint": 1, "short": 2, "smallint": 2, "int": 4, "integer": 4, "date": 4,
+           "float": 4, "long": 8, "bigint": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8}
+
+
+def _row_width(source: DataFrame) -> int:
+    """Bytes per row by Spark's default sizes (strings and binaries 20, decimals 8 or 16,
+    nested types 100 per field), the basis of an estimate where Spark gives none."""
+    width = 0
+    for f in source.schema.fields:
+        name = f.dataType.simpleString().lower()
+        if name.startswith("decimal"):
+            width += 8 if getattr(f.dataType, "precision", 38) <= 18 else 16
+        elif name in _WIDTHS:
+            width += _WIDTHS[name]
+        elif name.startswith(("array", "map", "struct")):
+            width += 100
+        else:
+            width += 20
+    return max(width, 1)
+
+
+def _threshold(spark: SparkSession) -> int | None:
+    """``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: never broadcast)."""
+    if not _connect(spark):
+        try:  # Spark's own parse of the setting ("10MB", "-1", ...)
+            return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
+        except Exception:  # noqa: BLE001 - read it as text below
+            pass
+    try:
+        return parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB"))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _broadcastable(run: _Run, source: DataFrame) -> bool:
+    """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``: by
+    Spark's estimate, else (no estimate) by its row count times its row width."""
+    limit = _threshold(run.spark)
+    if limit is None or limit < 0:
         return False
     size = _size_bytes(source)
-    return limit >= 0 and size is not None and size <= limit
+    if size is None:
+        size = run.metrics.source_rows * _row_width(source)
+    return size <= limit
+
+
+def _failed(what: str, e: PySparkException) -> ExecutionError:
+    """The ExecutionError of a failed Spark job, with a Help line that fits the failure: the
+    statement or its data, or the environment (a Spark API missing on Spark Connect, a package
+    missing in the executors' Python)."""
+    text = str(e)
+    cls = e.getCondition() or ""
+    if cls in ("NOT_IMPLEMENTED", "JVM_ATTRIBUTE_NOT_SUPPORTED") or isinstance(e, NotImplementedError):
+        return ExecutionError(
+            f"{what} failed: the engine used an operation this Spark session (e.g. Spark Connect) does not offer: "
+            f"{_first_line(e)}",
+            help="This is a limitation of dbt-tablets on this kind of session, not a problem with the statement or "
+            "its data; the table is unchanged. Please report it, with the message above.",
+        )
+    missing = re.search(r"No module named '([\w.]+)'", text)
+    if missing is not None:
+        module = missing.group(1)
+        fix = (
+            "the tablets package is shipped with every session (tablets.spark.ship): check the log for a "
+            "warning that shipping failed, or install dbt-tablets there"
+            if module.split(".")[0] == "tablets"
+            else "install the `worker` extra's packages there (pip install 'dbt-tablets[worker]')"
+        )
+        return ExecutionError(
+            f"{what} failed: Spark's Python workers cannot import {module}",
+            help=f"The executors' Python (spark.pyspark.python) lacks {module}: {fix}. The table is unchanged.",
+        )
+    return ExecutionError(f"{what} failed while running: {_first_line(e)}")
 
 
 def _first_line(e: Exception) -> str:
@@ -155,7 +261,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
             persisted.append(source)
             ranges = _source_pass(run, source)
-            run.broadcast = _broadcastable(run.spark, source)
+            run.broadcast = _broadcastable(run, source)
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
@@ -399,7 +505,7 @@ def _insert_stream(run: _Run, base: DataFrame, handle) -> list:
     rows_per = handle.target_tablet_rows
     if run.options.cluster_by:
         stream = stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *run.options.cluster_by)
-    elif base.rdd.getNumPartitions() > 1 and bound < rows_per:
+    elif bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
         stream = stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
     rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
     run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
@@ -462,7 +568,7 @@ def append(
     except AnalysisException as e:
         raise MergeSpecError(f"{operation} {table.root}: {_first_line(e)}", help="Check the query and its column types.") from e
     except PySparkException as e:
-        raise ExecutionError(f"{operation} {table.root} failed while running: {_first_line(e)}") from e
+        raise _failed(f"{operation} {table.root}", e) from e
     frags = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
