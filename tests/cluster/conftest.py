@@ -1,0 +1,71 @@
+"""The opt-in cluster suite: a real standalone Spark cluster (one master, two workers of one
+core each) started from the installed PySpark on 127.0.0.1, whose executors run a Python with
+only the ``worker`` extra (no tablets: the session ships the package).
+
+Opt in with TABLETS_CLUSTER=1, in a pytest process of its own (a driver process holds one
+SparkContext; an embedded local session started first by another suite would be reused)::
+
+    TABLETS_CLUSTER=1 .venv/bin/python -m pytest tests/cluster     # or scripts/test-cluster.sh
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENABLED = os.environ.get("TABLETS_CLUSTER") == "1"
+
+
+def pytest_collection_modifyitems(items):
+    skip = pytest.mark.skip(reason="opt-in: TABLETS_CLUSTER=1 (scripts/test-cluster.sh), in its own pytest process")
+    for item in items:
+        if str(item.fspath).startswith(HERE + os.sep):
+            item.add_marker(pytest.mark.cluster)
+            if not ENABLED:
+                item.add_marker(skip)
+
+
+def pytest_terminal_summary(terminalreporter):
+    from support.timings import summary
+
+    for line in summary():
+        terminalreporter.write_line(line)
+
+
+@pytest.fixture(scope="session")
+def worker_python():
+    """The executors' interpreter: a venv with the ``worker`` extra only (cached)."""
+    from support.spark_servers import worker_python
+
+    return worker_python()
+
+
+@pytest.fixture(scope="session")
+def cluster(tmp_path_factory, worker_python):
+    from pyspark import SparkContext
+    from support.spark_servers import leftovers, start_cluster
+
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001
+        pytest.skip("a Spark session already runs in this process: run tests/cluster in a pytest process of its own")
+    cluster = start_cluster(str(tmp_path_factory.mktemp("cluster")))
+    yield cluster
+    cluster.stop()
+    assert leftovers(cluster.pids) == [], "cluster processes left running"
+
+
+@pytest.fixture(scope="module")
+def spark(cluster, worker_python, tmp_path_factory):
+    """A driver in this process on the cluster, for one test module (stopped after it, so the
+    next module's driver, e.g. a dbt subprocess, gets the workers' cores)."""
+    from support.spark_servers import executor_conf
+    from tablets.spark.session import build_session
+
+    base = tmp_path_factory.mktemp("driver")
+    session = build_session(
+        os.path.join(str(base), "warehouse"), master=cluster.master, shuffle_partitions=2,
+        conf=executor_conf(worker_python),
+    )
+    yield session
+    session.stop()
