@@ -220,6 +220,9 @@ def connect(
     if spark is None:
         spark = get_or_create_session(warehouse, master=master, conf=conf, storage_options=storage_options)
     else:
+        from tablets.spark.ship import ship
+
+        ship(spark)  # a session built elsewhere: its executors get the package too
         if warehouse or storage_options is not None:
             catalog.configure(spark, warehouse, storage_options)
         catalog.register_sources(spark)

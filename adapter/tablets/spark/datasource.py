@@ -24,8 +24,8 @@ Catalog tables (``CREATE TABLE ... USING tablets``) need a per-table provider: s
 ``tablets.spark.catalog`` for the Spark limitation and the workaround.
 
 Workers import this module by name (the data source class is pickled by reference), so
-``tablets`` must be importable by the Python workers: it is when the package is installed in
-the interpreter Spark's workers run (``PYSPARK_PYTHON``, set by ``build_session``).
+``tablets`` must be importable by the Python workers: every session ships the package to its
+executors (``tablets.spark.ship``), which need only the ``worker`` extra's packages.
 """
 
 from __future__ import annotations

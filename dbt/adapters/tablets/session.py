@@ -285,6 +285,9 @@ def get_session(
         running = _session if _alive(_session) else SparkSession.getActiveSession()
         if _alive(running):
             assert running is not None
+            from tablets.spark.ship import ship
+
+            ship(running)  # idempotent; a session started elsewhere gets the package too
             if storage_options is not None:
                 configure(running, storage_options=storage_options)
             register_sources(running)
