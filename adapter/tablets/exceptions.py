@@ -91,6 +91,16 @@ class CardinalityViolation(TabletsError):
     )
 
 
+class KeyViolation(TabletsError):
+    """The statement would leave two live rows with the same key (the table's key columns),
+    as PostgreSQL's unique_violation."""
+
+    help = (
+        "Deduplicate the rows on the key columns, or update existing keys with MERGE or "
+        "INSERT ... ON CONFLICT (key) DO UPDATE; the table is unchanged."
+    )
+
+
 class ExecutionError(TabletsError):
     """A Spark job of the statement failed; nothing was committed."""
 

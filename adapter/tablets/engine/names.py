@@ -13,3 +13,4 @@ IMAGE_PREFIX = "__tablets_n_"
 
 # kinds of rows in the streams
 K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
+K_REFUSE = "X"  # a pair that would make an insert duplicate a key: the statement fails

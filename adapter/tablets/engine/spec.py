@@ -26,10 +26,12 @@ class ActionKind(StrEnum):
     DELETE = "DELETE"
     INSERT = "INSERT"
     DO_NOTHING = "DO NOTHING"
+    # internal, never parsed: a matched pair that would make an insert duplicate a key
+    REFUSE = "REFUSE (duplicate key)"
 
 
 ALLOWED_ACTIONS: dict[Category, frozenset[ActionKind]] = {
-    Category.MATCHED: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING}),
+    Category.MATCHED: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING, ActionKind.REFUSE}),
     Category.NOT_MATCHED: frozenset({ActionKind.INSERT, ActionKind.DO_NOTHING}),
     Category.NOT_MATCHED_BY_SOURCE: frozenset(
         {ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING}
@@ -82,6 +84,7 @@ class MergeSpec:
     operation: str = "MERGE"  # MERGE | UPDATE | DELETE | INSERT (ON CONFLICT)
     null_safe: bool = False  # informational: ON uses <=>
     options: tuple[tuple[str, str], ...] = field(default=())
+    conflict_keys: tuple[str, ...] = ()  # INSERT ... ON CONFLICT (keys)
 
     def categories(self) -> set[Category]:
         return {c.category for c in self.clauses}

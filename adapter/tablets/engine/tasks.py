@@ -6,15 +6,17 @@ them and commits once (Trino's sink -> fragments -> finish).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.names import K_DELETE, K_INSERT, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
+from tablets.engine.names import K_DELETE, K_INSERT, K_REFUSE, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
-INSERT_RESULT = "fragment string, n_insert long"
+# key_violations: inserted rows whose key another inserted row or a live row already has;
+# key_example: one such key, for the error message
+INSERT_RESULT = "fragment string, n_insert long, key_violations long, key_example string"
 
 
 def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
@@ -40,30 +42,59 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     return frags, [*counts, duplicates]
 
 
-def insert_task(handle: WriteHandle, columns: list[str]):
-    """Writes the insert stream (inserted rows and new images of updated rows) as new tablets."""
+def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -> tuple[int, str | None]:
+    """Inserted rows (``rows``: K_INSERT and K_REFUSE kinds) that would duplicate a key: refused
+    pairs, and inserted rows sharing a non-NULL key (the stream is partitioned by key, so every
+    row of one key is in this task). NULL keys are distinct, as in a SQL UNIQUE constraint."""
+    if not keys or rows.num_rows == 0:
+        return 0, None
+    kinds = rows.column(KIND)
+    refused = rows.filter(pc.equal(kinds, K_REFUSE))
+    inserted = rows.filter(pc.equal(kinds, K_INSERT))
+    for k in keys:
+        inserted = inserted.filter(pc.is_valid(inserted.column(k)))
+    counts = inserted.group_by(list(keys)).aggregate([([], "count_all")])
+    dups = counts.filter(pc.greater(counts.column("count_all"), 1))
+    example = refused if refused.num_rows else dups
+    if example.num_rows == 0:
+        return 0, None
+    first = example.slice(0, 1).to_pylist()[0]
+    text = ", ".join(f"{n}={first[k]!r}" for k, n in zip(keys, names, strict=True))
+    return refused.num_rows + int(pc.sum(dups.column("count_all")).as_py() or 0), text
+
+
+def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = ()):
+    """Writes the insert stream (inserted rows and new images of updated rows) as new tablets.
+    ``keys``: the table's key columns, checked across the inserted rows (then nothing is written)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sink = RowLevelSink(handle)
-        n_insert = 0
-        for b in batches:
-            if b.num_rows == 0:
-                continue
-            n_insert += _kind_count(pa.chunked_array([b.column(KIND)]), K_INSERT)
-            sink.insert(pa.Table.from_batches([b]).select(columns))
-        frags = [fragment_to_json(f) for f in sink.finish()]
-        if frags or n_insert:
-            yield _result_batch(frags, [n_insert], ["n_insert"])
+        rows = [b for b in batches if b.num_rows]
+        table = pa.Table.from_batches(rows) if rows else None
+        if table is None:
+            return
+        kinds = table.column(KIND)
+        n_insert = _kind_count(kinds, K_INSERT)
+        bad, example = _key_violations(table, keys, keys)
+        frags: list[str] = []
+        if not bad:
+            sink = RowLevelSink(handle)
+            sink.insert(table.filter(pc.not_equal(kinds, K_REFUSE)).select(columns))
+            frags = [fragment_to_json(f) for f in sink.finish()]
+        if frags or n_insert or bad:
+            yield _result_batch(frags, [n_insert, bad], ["n_insert", "key_violations"], example)
 
     return run
 
 
-def merge_task(handle: WriteHandle, columns: list[str], images: list[str], *, inserts: bool = True):
+def merge_task(
+    handle: WriteHandle, columns: list[str], images: list[str], *, inserts: bool = True, keys: Sequence[str] = ()
+):
     """The delete stream, and with ``inserts`` the insert stream too. The rows arrive hashed by
     tablet id (the homecoming shuffle; inserted rows, which have none, by a hash of their own).
     Row ids of deletes and old images become one DV per tablet (a row id seen twice means a
     target row that more than one source row would modify: reported, nothing written);
-    inserts and new images become new tablets."""
+    inserts and new images become new tablets. ``keys`` (the key columns' image names): inserted
+    rows are checked for duplicate keys (they arrive hashed by key)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         nonempty = [b for b in batches if b.num_rows]
@@ -74,24 +105,27 @@ def merge_task(handle: WriteHandle, columns: list[str], images: list[str], *, in
         olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
         n_insert = _kind_count(kinds, K_INSERT)
-        if inserts and not counts[-1]:  # no duplicated row id: the statement may commit
+        key_names = [columns[images.index(k)] for k in keys]
+        bad, example = _key_violations(table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE]))), keys, key_names)
+        if inserts and not counts[-1] and not bad:  # no duplicated row id or key: may commit
             news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
             if news.num_rows:
                 sink = RowLevelSink(handle)
                 sink.insert(news.select(images).rename_columns(columns))
                 frags += [fragment_to_json(f) for f in sink.finish()]
-        yield _result_batch(frags, [*counts, n_insert], [*MERGE_COUNTS])
+        yield _result_batch(frags, [*counts, n_insert, bad], [*MERGE_COUNTS], example)
 
     return run
 
 
-MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert")
-MERGE_RESULT = "fragment string, " + ", ".join(f"{c} long" for c in MERGE_COUNTS)
+MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert", "key_violations")
+MERGE_RESULT = "fragment string, " + ", ".join(f"{c} long" for c in MERGE_COUNTS) + ", key_example string"
 
 
-def _result_batch(frags: list[str], counts: list[int], names: list[str]) -> pa.RecordBatch:
+def _result_batch(frags: list[str], counts: list[int], names: list[str], example: str | None = None) -> pa.RecordBatch:
     n = max(len(frags), 1)
     cols: list[pa.Array] = [pa.array(frags + [None] * (n - len(frags)), pa.string())]
     for c in counts:
         cols.append(pa.array([c] + [0] * (n - 1), pa.int64()))
-    return pa.RecordBatch.from_arrays(cols, names=["fragment", *names])
+    cols.append(pa.array([example] + [None] * (n - 1), pa.string()))
+    return pa.RecordBatch.from_arrays(cols, names=["fragment", *names, "key_example"])
