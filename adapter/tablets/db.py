@@ -30,8 +30,15 @@ from tablets.engine.executor import MergeOptions, append, execute
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
-from tablets.engine.spec import AddColumnsSpec, AppendSpec, CreateSpec, DropSpec, MergeSpec
-from tablets.exceptions import CommitConflict, MergeSpecError, TableNotFound
+from tablets.engine.spec import (
+    ActionKind,
+    AddColumnsSpec,
+    AppendSpec,
+    CreateSpec,
+    DropSpec,
+    MergeSpec,
+)
+from tablets.exceptions import CardinalityViolation, CommitConflict, MergeSpecError, TableNotFound
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
@@ -137,6 +144,8 @@ class Database:
             # INSERT INTO t <query> ON CONFLICT ...: the query's columns are the table's, by position
             names = table.snapshot().metadata.column_names
             frame = frame.toDF(*names[: len(frame.columns)])
+        if spec.conflict_keys:
+            frame = _conflict_rows(spec, frame)
         return frame
 
     def merge(self, spec: MergeSpec, *, source: DataFrame | None = None, options: MergeOptions | None = None) -> StatementResult:
@@ -179,7 +188,7 @@ class Database:
         op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
         metrics = append(
             self.spark, self.table_of(spec.target), frame, opts,
-            operation=op, overwrite=spec.overwrite, by_name=bool(spec.columns),
+            operation=op, overwrite=spec.overwrite, by_name=bool(spec.columns), name=spec.target,
         )
         return StatementResult(op, spec.target, metrics)
 
@@ -198,8 +207,37 @@ class Database:
         )
         metrics = MergeMetrics(operation="CREATE TABLE")
         if frame is not None:
-            metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT")
+            metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
         return StatementResult("CREATE TABLE", spec.target, metrics)
+
+
+def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
+    """The rows of ``INSERT ... ON CONFLICT (keys)``, as PostgreSQL takes them: with DO NOTHING,
+    a key given twice inserts its first row (in the statement's order: VALUES as written, a
+    query as Spark returns it) and skips the others; with DO UPDATE it is an error
+    (PostgreSQL: "cannot affect row a second time"). NULL keys never conflict."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    have = {c.lower(): c for c in frame.columns}
+    keys = [F.col(f"`{have.get(k.lower(), k)}`") for k in spec.conflict_keys]
+    nulls = F.lit(False)
+    for k in keys:
+        nulls = nulls | k.isNull()
+    if any(c.action is ActionKind.UPDATE for c in spec.clauses):
+        dup = frame.filter(~nulls).groupBy(*keys).count().filter("count > 1").limit(1).collect()
+        if dup:
+            shown = ", ".join(f"{k}={dup[0][i]!r}" for i, k in enumerate(spec.conflict_keys))
+            raise CardinalityViolation(
+                f"INSERT INTO {spec.target} ... ON CONFLICT DO UPDATE: the inserted rows give key ({shown}) more than "
+                "once, so the same row would be updated twice; nothing was written",
+                help="Insert each key once (deduplicate the rows), or use DO NOTHING to keep the first.",
+            )
+        return frame
+    order, rank = "__tablets_order", "__tablets_rank"
+    first = Window.partitionBy(*keys).orderBy(order)
+    ranked = frame.withColumn(order, F.monotonically_increasing_id()).withColumn(rank, F.row_number().over(first))
+    return ranked.filter(nulls | (F.col(rank) == 1)).drop(order, rank)
 
 
 def connect(

@@ -137,7 +137,9 @@ def test_degenerate_noop_runs_no_spark_job(db, stmt):
 
 
 def test_insert_on_conflict(db):
-    fresh(db, "seeds.kv", "id INT, value STRING", "(1, 'one'), (2, 'two')")
+    db.sql("DROP TABLE IF EXISTS seeds.kv")
+    db.sql("CREATE TABLE seeds.kv (id INT, value STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql("INSERT INTO seeds.kv VALUES (1, 'one'), (2, 'two')")
     res = db.sql("INSERT INTO seeds.kv VALUES (2, 'TWO'), (3, 'three') ON CONFLICT (id) DO NOTHING")
     assert (res.metrics.rows_inserted, res.metrics.rows_updated) == (1, 0)
     res = db.sql("INSERT INTO seeds.kv (id, value) VALUES (1, 'uno'), (4, 'four') ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value")

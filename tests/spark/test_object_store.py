@@ -24,7 +24,7 @@ pytestmark = pytest.mark.spark
 SCRIPT = """
 import tablets
 db = tablets.connect(warehouse={wh!r}, master="local[2]")
-db.sql("CREATE TABLE t (id BIGINT, v STRING) USING tablets")
+db.sql("CREATE TABLE t (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
 db.sql("INSERT INTO t VALUES (1, 'a'), (2, 'b'), (3, 'c')")
 for stmt in [
     "MERGE INTO t USING (SELECT 2 AS id, 'B' AS v UNION ALL SELECT 4, 'd') s ON t.id = s.id "

@@ -32,6 +32,7 @@ from tablets.engine.names import (
     IMAGE_PREFIX,
     K_DELETE,
     K_INSERT,
+    K_REFUSE,
     K_UNCHANGED,
     K_UPDATE,
     KIND,
@@ -42,9 +43,15 @@ from tablets.engine.names import (
     TID,
 )
 from tablets.engine.plan import Plan, plan_merge
-from tablets.engine.spec import ActionKind, Category, MergeSpec
+from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, MERGE_RESULT, insert_task, merge_task
-from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError, TabletsError
+from tablets.exceptions import (
+    CardinalityViolation,
+    ExecutionError,
+    KeyViolation,
+    MergeSpecError,
+    TabletsError,
+)
 from tablets.spark.frames import TabletScan, tablet_scan
 from tablets.storage import Snapshot, TabletFragment, TabletTable, discard, fragment_from_json
 from tablets.storage.actions import RemoveTablet
@@ -89,7 +96,7 @@ def execute(
     """Plan and run ``spec`` against ``table``; one commit, or none if nothing changes."""
     snapshot = snapshot or table.snapshot()
     schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
-    plan = plan_merge(spec, schema, source.columns if source is not None else None)
+    plan = plan_merge(spec, schema, source.columns if source is not None else None, snapshot.metadata.key_columns)
     metrics = MergeMetrics(operation=spec.operation)
     if plan.noop:
         metrics.noop = True
@@ -448,6 +455,8 @@ def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
             kinds.append(f"WHEN {b.index} THEN '{K_DELETE}'")
         elif a is ActionKind.INSERT:
             kinds.append(f"WHEN {b.index} THEN '{K_INSERT}'")
+        elif a is ActionKind.REFUSE:
+            kinds.append(f"WHEN {b.index} THEN '{K_REFUSE}'")
         elif a is ActionKind.UPDATE:
             if run.options.skip_unchanged:
                 same = " AND ".join(
@@ -473,14 +482,17 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
     names = [n for n, _ in run.plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
+    keys = _key_images(run.plan, images)
     if inserts:
-        spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*images).cast("string")
+        # inserted rows of one key meet in one task, which checks them for duplicates
+        spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*(keys or images)).cast("string")
         stream = base.repartition(parts, F.coalesce(F.col(TID), spread))
     else:
         olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED)).select(TID, ROW, KIND)
         stream = olds.repartition(max(1, min(n_tablets, parts)), TID)
-    rows = stream.mapInArrow(merge_task(handle, names, images, inserts=inserts), MERGE_RESULT).collect()
+    rows = stream.mapInArrow(merge_task(handle, names, images, inserts=inserts, keys=keys), MERGE_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    _check_keys(run, handle, fragments, rows)
     dups = sum(r["duplicates"] for r in rows)
     if dups:
         discard(handle, fragments)
@@ -498,18 +510,54 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
 
 def _insert_stream(run: _Run, base: DataFrame, handle) -> list:
     names = [n for n, _ in run.plan.column_types]
-    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE)).select(
+    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE)).select(
         *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)], KIND
     )
     bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
-    rows_per = handle.target_tablet_rows
-    if run.options.cluster_by:
-        stream = stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *run.options.cluster_by)
-    elif bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
-        stream = stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
-    rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
+    keys = list(run.plan.key_columns) if run.plan.actions(ActionKind.INSERT) else []
+    stream = _spread(run.spark, stream, bound, handle.target_tablet_rows, run.options.cluster_by, keys)
+    rows = stream.mapInArrow(insert_task(handle, names, keys), INSERT_RESULT).collect()
+    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    _check_keys(run, handle, fragments, rows)
     run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
-    return [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    return fragments
+
+
+def _spread(spark: SparkSession, stream: DataFrame, bound: int, rows_per: int, cluster_by: Sequence[str], keys: Sequence[str]) -> DataFrame:
+    """The insert stream's partitions: by range of ``cluster_by``; one task when it fits one
+    tablet; else, with ``keys``, hashed by key so one task sees every row of a key."""
+    if cluster_by and not keys:
+        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *cluster_by)
+    if bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
+        return stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
+    if keys:
+        parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
+        stream = stream.repartition(parts, *keys)
+        return stream.sortWithinPartitions(*cluster_by) if cluster_by else stream
+    return stream
+
+
+def _key_images(plan: Plan, images: Sequence[str]) -> list[str]:
+    """The image columns of the key columns, when the statement inserts into a keyed table."""
+    if not plan.key_columns or not plan.actions(ActionKind.INSERT):
+        return []
+    names = [n for n, _ in plan.column_types]
+    return [images[names.index(k)] for k in plan.key_columns]
+
+
+def _check_keys(run: _Run, handle, fragments: list, rows: list) -> None:
+    """Fail (writing nothing) if inserted rows would repeat a key."""
+    bad = sum(r["key_violations"] for r in rows)
+    if not bad:
+        return
+    discard(handle, fragments)
+    example = next((r["key_example"] for r in rows if r["key_example"]), None)
+    spec = run.plan.spec
+    raise KeyViolation(
+        f"{spec.operation} INTO {spec.target}: {bad} inserted row(s) would repeat a key of ({', '.join(run.plan.key_columns)})"
+        + (f", e.g. {example}" if example else "")
+        + "; nothing was written"
+    )
 
 
 def append(
@@ -521,12 +569,15 @@ def append(
     operation: str = "APPEND",
     overwrite: bool = False,
     by_name: bool = True,
+    name: str | None = None,
 ) -> MergeMetrics:
     """Write ``frame`` as new tablets in one commit: a blind append (rebases over concurrent
     commits), or an overwrite that also removes every tablet of the version it read.
 
     ``by_name``: match columns by name (missing ones are NULL); else by position, as SQL
-    ``INSERT INTO t SELECT ...`` does."""
+    ``INSERT INTO t SELECT ...`` does. On a table with key columns the rows must not repeat a
+    key among themselves or (appending) of the table's live rows: ``KeyViolation``, and then
+    the append is a MERGE that refuses every matched pair."""
     t0 = time.perf_counter()
     snap = table.snapshot()
     names = [n for n, _, _ in snap.metadata.schema]
@@ -548,8 +599,18 @@ def append(
     cols = [
         (F.col(f"`{have[n.lower()]}`") if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
     ]
+    keys = list(snap.metadata.key_columns)
+    if keys and not overwrite and snap.live_rows:
+        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        clauses = (Clause(Category.MATCHED, ActionKind.REFUSE), Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True))
+        spec = MergeSpec(name or table.root, "t", Source(query="<rows>"), "s", on, clauses, operation=operation)
+        return execute(spark, table, spec, frame.select(*cols), options, snapshot=snap)
     stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
-    if _small(stream):
+    small = _small(stream)
+    if keys:  # rows of one key meet in one task, which checks them
+        parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
+        stream = stream.coalesce(1) if small else stream.repartition(parts, *keys)
+    elif small:
         stream = stream.coalesce(1)  # one tablet, not one per input partition
     handle = begin(
         snap,
@@ -558,18 +619,26 @@ def append(
         io=table.io,
         delete_from=(),
         read_tablets=snap.tablets.keys() if overwrite else (),
-        reads_appends=overwrite,
+        reads_appends=overwrite or bool(keys),  # a concurrent append could repeat our keys
         target_tablet_rows=options.target_tablet_rows,
         sort_by=options.cluster_by,
     )
     m = MergeMetrics(operation=operation)
     try:
-        rows = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
+        rows = stream.mapInArrow(insert_task(handle, names, keys), INSERT_RESULT).collect()
     except AnalysisException as e:
-        raise MergeSpecError(f"{operation} {table.root}: {_first_line(e)}", help="Check the query and its column types.") from e
+        raise MergeSpecError(f"{operation} {name or table.root}: {_first_line(e)}", help="Check the query and its column types.") from e
     except PySparkException as e:
-        raise _failed(f"{operation} {table.root}", e) from e
+        raise _failed(f"{operation} {name or table.root}", e) from e
     frags = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    bad = sum(r["key_violations"] for r in rows)
+    if bad:
+        discard(handle, frags)
+        example = next((r["key_example"] for r in rows if r["key_example"]), None)
+        raise KeyViolation(
+            f"{operation} {name or table.root}: {bad} row(s) repeat a key of ({', '.join(keys)})"
+            + (f", e.g. {example}" if example else "") + "; nothing was written"
+        )
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
     m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))

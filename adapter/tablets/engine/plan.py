@@ -8,7 +8,7 @@ Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import sqlglot
 from sqlglot import exp
@@ -40,6 +40,7 @@ class Plan:
     target_columns: tuple[str, ...]  # target columns to read
     prune_keys: tuple[tuple[str, str], ...]  # (target column, source expression) equi-join pairs
     column_types: tuple[tuple[str, str], ...]  # target schema (name, Spark type)
+    key_columns: tuple[str, ...] = ()  # the table's key: inserted keys are checked for duplicates
 
     @property
     def noop(self) -> bool:
@@ -183,8 +184,17 @@ def plan_merge(
     spec: MergeSpec,
     target_schema: Sequence[tuple[str, str]],
     source_columns: Sequence[str] | None,
+    key_columns: Sequence[str] = (),
 ) -> Plan:
-    """Plan ``spec`` against the target's (name, type) columns and the source's column names."""
+    """Plan ``spec`` against the target's (name, type) columns and the source's column names.
+
+    With ``key_columns`` (the table's key) no statement may leave two live rows with one key:
+    key columns are never assigned a new value, an inserting MERGE matches on the whole key, and
+    inserted keys are checked for duplicates when the statement runs (see ``_keyed``)."""
+    if spec.conflict_keys:
+        _check_conflict_target(spec, key_columns)
+    if key_columns:
+        spec = _keyed(spec, target_schema, source_columns, tuple(key_columns))
     tcols = [n for n, _ in target_schema]
     types = dict(target_schema)
     lower_t = {c.lower(): c for c in tcols}
@@ -225,6 +235,8 @@ def plan_merge(
             image = _update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
         elif clause.action is ActionKind.INSERT:
             image = _insert_image(spec, scope, clause, tcols, lower_t, types, part)
+        elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
+            image = tuple((c, f"{spec.target_alias}.`{c}`" if c in key_columns else _cast("NULL", types[c])) for c in tcols)
         branches.append(Branch(i, clause, cond_sql, image))
 
     acting = [b for b in branches if b.clause.action is not ActionKind.DO_NOTHING]
@@ -247,6 +259,7 @@ def plan_merge(
         target_columns=ordered,
         prune_keys=prune,
         column_types=tuple(target_schema),
+        key_columns=tuple(key_columns),
     )
 
 
@@ -326,3 +339,151 @@ def _prune_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) ->
                 out.append((lower_t[a.name.lower()], b.sql(dialect="spark")))
                 break
     return tuple(out)
+
+
+# --- key columns -----------------------------------------------------------------------------
+
+
+def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
+    """``a AND (b AND c)`` -> [a, b, c]."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.And):
+        return [c for part in (tree.left, tree.right) for c in _conjuncts(part)]
+    return [tree]
+
+
+def _same_sql(a: str, b: str) -> bool:
+    return a.replace("`", "").lower() == b.replace("`", "").lower()
+
+
+def _key_matches(spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]) -> tuple[dict[str, str], list[exp.Expr]]:
+    """The ON condition's ``target.key = <source expression>`` conjuncts, by key column, and
+    the other conjuncts."""
+    t = spec.target_alias.lower()
+    wanted = {k.lower() for k in keys}
+    found: dict[str, str] = {}
+    rest: list[exp.Expr] = []
+    for c in _conjuncts(on):
+        hit = None
+        if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
+            for a, b in ((c.left, c.right), (c.right, c.left)):
+                if (
+                    isinstance(a, exp.Column)
+                    and a.table.lower() == t
+                    and a.name.lower() in wanted
+                    and a.name.lower() not in found
+                    and not any(col.table.lower() == t for col in b.find_all(exp.Column))
+                ):
+                    hit = (lower_t[a.name.lower()], b.sql(dialect="spark"))
+                    break
+        if hit is None:
+            rest.append(c)
+        else:
+            found[hit[0].lower()] = hit[1]
+    return found, rest
+
+
+def _check_conflict_target(spec: MergeSpec, keys: Sequence[str]) -> None:
+    """ON CONFLICT (cols) must name the table's key, as PostgreSQL wants a unique index on them."""
+    given = {c.lower() for c in spec.conflict_keys}
+    if keys and given == {k.lower() for k in keys}:
+        return
+    target = ", ".join(spec.conflict_keys)
+    if not keys:
+        raise _err(
+            spec, f"ON CONFLICT ({target})",
+            f"the table has no key columns, so no row can conflict on ({target})",
+            help=f"Declare the key when you create the table: TBLPROPERTIES ('key_columns' = '{target}') "
+            "(dbt: merge_tablets' unique_key), or use MERGE.",
+        )
+    raise _err(
+        spec, f"ON CONFLICT ({target})",
+        f"({target}) is not the table's key ({', '.join(keys)})",
+        help=f"Write ON CONFLICT ({', '.join(keys)}), or use MERGE to match on other columns.",
+    )
+
+
+def _keyed(
+    spec: MergeSpec, target_schema: Sequence[tuple[str, str]], source_columns: Sequence[str] | None, keys: tuple[str, ...]
+) -> MergeSpec:
+    """Check ``spec`` against the table's key and make inserts checkable.
+
+    - An UPDATE may assign a key column only its current value (``SET id = t.id``, or the
+      source expression ON equates it with: ``SET *`` of an upsert);
+    - a MERGE that inserts must match on every key column (``ON t.k = s.k AND ...``): else an
+      inserted row could repeat a key the table has;
+    - other ON conjuncts (dbt's incremental_predicates) are moved into the MATCHED clauses'
+      conditions, so a source row whose key the table has is always MATCHED, and a pair that
+      the original ON would have left NOT MATCHED and inserted is refused (REFUSE: the
+      statement fails with ``KeyViolation``). That needs the NOT MATCHED BY SOURCE clauses to
+      see the same rows as before, so it is refused with such clauses."""
+    tcols = [n for n, _ in target_schema]
+    lower_t = {c.lower(): c for c in tcols}
+    scope = _Scope(spec, tcols, source_columns)
+    key_list = ", ".join(keys)
+    found: dict[str, str] = {}
+    rest: list[exp.Expr] = []
+    if spec.on is not None:
+        found, rest = _key_matches(spec, scope.qualify(spec.on, Category.MATCHED, "ON condition"), lower_t, keys)
+    for i, clause in enumerate(spec.clauses):
+        if clause.action is not ActionKind.UPDATE:
+            continue
+        part = f"clause #{i + 1} ({clause.describe()})"
+        assigned = [(c.split(".")[-1].strip("`"), v) for c, v in clause.assignments]
+        if clause.star and source_columns is not None:
+            scols = {c.lower(): c for c in source_columns}
+            assigned += [(k, f"{spec.source_alias}.`{scols[k.lower()]}`") for k in keys if k.lower() in scols]
+        for col, value in assigned:
+            key = lower_t.get(col.lower())
+            if key is None or key not in keys:
+                continue
+            tree = scope.qualify(value, clause.category, part).sql(dialect="spark")
+            if _same_sql(tree, f"{spec.target_alias}.{key}") or (
+                clause.category is Category.MATCHED and _same_sql(found.get(key.lower(), ""), tree)
+            ):
+                continue
+            raise _err(
+                spec, part,
+                f"SET assigns key column {key!r} (the table's key is ({key_list})): a key never changes, so that "
+                "no statement can leave two rows with one key",
+                help="Delete the row and insert it with its new key, or leave the key out of SET "
+                "(SET * of a MERGE that matches on the key is fine).",
+            )
+    inserts = [c for c in spec.clauses if c.action is ActionKind.INSERT]
+    if not inserts or spec.source is None:
+        return spec
+    missing = [k for k in keys if k.lower() not in found]
+    if missing:
+        raise _err(
+            spec, "ON condition",
+            f"the statement inserts rows, but {spec.on!r} does not match on key column(s) {missing} "
+            f"(the table's key is ({key_list})): an inserted row could repeat a key the table has",
+            help="Match on every key column: ON " + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys) + ".",
+        )
+    if not rest:
+        return spec
+    if Category.NOT_MATCHED_BY_SOURCE in spec.categories():
+        raise _err(
+            spec, "ON condition",
+            f"on a table with a key ({key_list}), a MERGE that inserts and has WHEN NOT MATCHED BY SOURCE "
+            f"clauses must match on the key alone, not also on {' AND '.join(r.sql(dialect='spark') for r in rest)}",
+            help="Move the other conditions into the WHEN clauses' AND conditions.",
+        )
+    extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
+    on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
+    clauses: list[Clause] = []
+    for c in spec.clauses:
+        if c.category is Category.MATCHED:
+            c = replace(c, condition=f"({extra}) AND ({c.condition})" if c.condition else extra)
+        clauses.append(c)
+    # a pair the original ON leaves unmatched: refused if a NOT MATCHED clause would insert it
+    whens = []
+    for c in spec.clauses:
+        if c.category is not Category.NOT_MATCHED:
+            continue
+        cond = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
+        whens.append(f"WHEN {cond} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
+    refuse = f"NOT COALESCE({extra}, FALSE) AND (CASE {' '.join(whens)} ELSE FALSE END)"
+    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, refuse))
+    return replace(spec, on=on, clauses=tuple(clauses))

@@ -275,7 +275,10 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
         clauses = (Clause(Category.MATCHED, ActionKind.UPDATE, _sql(where) if where is not None else None, tuple(pairs)), insert)
     else:
         raise StatementParseError(f"INSERT INTO {target}: unsupported ON CONFLICT action {word!r}", help="Use DO NOTHING or DO UPDATE SET ...")
-    return MergeSpec(target, alias, Source(query=query), "excluded", on, clauses, operation="INSERT")
+    return MergeSpec(
+        target, alias, Source(query=query), "excluded", on, clauses, operation="INSERT",
+        conflict_keys=tuple(_column_name(k) for k in keys),
+    )
 
 
 def _where(tree: exp.Expr) -> str | None:

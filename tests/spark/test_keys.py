@@ -1,0 +1,190 @@
+"""Key columns mean something: on a table with a key (merge_tablets' unique_key, or
+TBLPROPERTIES ('key_columns' = ...)) no statement leaves two live rows with one key. Each
+refused statement leaves the table unchanged (contents and version)."""
+
+import pytest
+import tablets
+from tablets.exceptions import CardinalityViolation, KeyViolation, MergeSpecError
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS keys")
+    return d
+
+
+def rows(db, sql):
+    return sorted(tuple(r) for r in db.sql(sql).collect())
+
+
+def keyed(db, name="keys.t", values="(1, 10), (2, 20), (3, 30)", key="id"):
+    db.sql(f"DROP TABLE IF EXISTS {name}")
+    db.sql(f"CREATE TABLE {name} (id INT, v INT) USING tablets TBLPROPERTIES ('key_columns' = '{key}')")
+    if values:
+        db.sql(f"INSERT INTO {name} VALUES {values}")
+    return db.table_of(name)
+
+
+def refused(db, stmt, error, *words, name="keys.t"):
+    """``stmt`` raises ``error`` naming ``words``, and the table is exactly as before."""
+    table = db.table_of(name)
+    before_version, before = table.snapshot().version, rows(db, f"SELECT * FROM {name}")
+    with pytest.raises(error) as info:
+        db.sql(stmt)
+    text = str(info.value)
+    for w in words:
+        assert w in text, text
+    assert "__tablets" not in text
+    assert table.snapshot().version == before_version
+    assert rows(db, f"SELECT * FROM {name}") == before
+    return text
+
+
+# --- ON CONFLICT ---------------------------------------------------------------------------------
+
+
+def test_do_nothing_inserts_the_first_row_of_a_key(db):
+    keyed(db)
+    res = db.sql("INSERT INTO keys.t VALUES (9, 1), (9, 2), (3, 99), (8, 5), (8, 6) ON CONFLICT (id) DO NOTHING")
+    assert res.metrics.rows_inserted == 2
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 20), (3, 30), (8, 5), (9, 1)]
+
+
+def test_do_nothing_null_keys_never_conflict(db):
+    keyed(db)
+    db.sql("INSERT INTO keys.t VALUES (NULL, 1), (NULL, 2) ON CONFLICT (id) DO NOTHING")
+    assert rows(db, "SELECT v FROM keys.t WHERE id IS NULL") == [(1,), (2,)]
+
+
+def test_do_update_with_a_key_twice_is_a_cardinality_violation(db):
+    keyed(db)
+    refused(
+        db, "INSERT INTO keys.t VALUES (9, 1), (9, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+        CardinalityViolation, "id=9", "keys.t",
+    )
+
+
+def test_on_conflict_target_must_be_the_key(db):
+    keyed(db)
+    refused(db, "INSERT INTO keys.t VALUES (9, 1) ON CONFLICT (v) DO NOTHING", MergeSpecError, "ON CONFLICT (v)", "(id)")
+
+
+def test_on_conflict_on_a_table_without_key(db):
+    db.sql("DROP TABLE IF EXISTS keys.nokey")
+    db.sql("CREATE TABLE keys.nokey (id INT, v INT) USING tablets")
+    db.sql("INSERT INTO keys.nokey VALUES (1, 1)")
+    text = refused(
+        db, "INSERT INTO keys.nokey VALUES (1, 2) ON CONFLICT (id) DO NOTHING", MergeSpecError,
+        "no key columns", "key_columns", name="keys.nokey",
+    )
+    assert "TBLPROPERTIES" in text
+
+
+# --- assignments to key columns ------------------------------------------------------------------
+
+
+def test_update_of_a_key_column_is_refused(db):
+    keyed(db)
+    refused(
+        db, "MERGE INTO keys.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 2",
+        MergeSpecError, "key column 'id'", "clause #1",
+    )
+    refused(
+        db, "INSERT INTO keys.t VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET id = 99",
+        MergeSpecError, "key column 'id'",
+    )
+    refused(db, "UPDATE keys.t SET id = id + 1", MergeSpecError, "key column 'id'")
+
+
+def test_assignments_that_keep_the_key_are_fine(db):
+    keyed(db)
+    db.sql("MERGE INTO keys.t t USING (SELECT 1 AS id, 11 AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
+    db.sql("MERGE INTO keys.t t USING (SELECT 2 AS id, 22 AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.id, v = s.v")
+    db.sql("UPDATE keys.t SET id = id, v = v + 1 WHERE id = 3")
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 11), (2, 22), (3, 31)]
+
+
+# --- inserting MERGEs ------------------------------------------------------------------------------
+
+
+def test_merge_inserting_one_new_key_twice(db):
+    keyed(db)
+    refused(
+        db,
+        "MERGE INTO keys.t t USING (SELECT * FROM VALUES (7, 1), (7, 2), (1, 3) AS v(id, v)) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+        KeyViolation, "id=7", "keys.t",
+    )
+
+
+def test_merge_that_inserts_must_match_the_key(db):
+    keyed(db)
+    refused(
+        db, "MERGE INTO keys.t t USING (SELECT 1 AS id, 5 AS v) s ON t.v = s.v WHEN NOT MATCHED THEN INSERT *",
+        MergeSpecError, "ON condition", "key column(s) ['id']",
+    )
+
+
+def test_extra_on_conjuncts_cannot_insert_an_existing_key(db):
+    """dbt's incremental_predicates: a source row whose key is outside the window would be NOT
+    MATCHED and inserted a second time; it is refused instead."""
+    keyed(db)
+    stmt = (
+        "MERGE INTO keys.t t USING (SELECT * FROM VALUES (1, 5), (4, 40) AS v(id, v)) s "
+        "ON t.id = s.id AND t.v > {lo} WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    refused(db, stmt.format(lo=15), KeyViolation, "id=1")
+    res = db.sql(stmt.format(lo=5))  # key 1 (v=10) is inside the window: updated, 4 inserted
+    assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 1)
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 5), (2, 20), (3, 30), (4, 40)]
+
+
+def test_extra_conjunct_with_a_false_insert_condition_is_fine(db):
+    keyed(db)
+    db.sql(
+        "MERGE INTO keys.t t USING (SELECT 1 AS id, 5 AS v) s ON t.id = s.id AND t.v > 15 "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED AND s.v > 100 THEN INSERT *"
+    )
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 20), (3, 30)]
+
+
+# --- plain inserts ---------------------------------------------------------------------------------
+
+
+def test_insert_of_an_existing_key(db):
+    keyed(db)
+    refused(db, "INSERT INTO keys.t VALUES (4, 40), (2, 21)", KeyViolation, "id=2", "keys.t")
+
+
+def test_insert_repeating_a_key(db):
+    keyed(db)
+    refused(db, "INSERT INTO keys.t VALUES (4, 40), (4, 41)", KeyViolation, "id=4")
+    keyed(db, values=None)
+    refused(db, "INSERT INTO keys.t VALUES (4, 40), (4, 41)", KeyViolation, "id=4")
+    db.sql("INSERT INTO keys.t VALUES (4, 40), (5, 50), (NULL, 1), (NULL, 2)")
+    assert rows(db, "SELECT count(*) FROM keys.t") == [(4,)]
+
+
+def test_ctas_and_overwrite_with_repeated_keys(db):
+    db.sql("DROP TABLE IF EXISTS keys.c")
+    with pytest.raises(KeyViolation, match="id=1"):
+        db.sql(
+            "CREATE TABLE keys.c USING tablets TBLPROPERTIES ('key_columns' = 'id') "
+            "AS SELECT * FROM VALUES (1, 1), (1, 2) AS v(id, v)"
+        )
+    keyed(db)
+    refused(db, "INSERT OVERWRITE keys.t VALUES (5, 1), (5, 2)", KeyViolation, "id=5")
+    db.sql("INSERT OVERWRITE keys.t VALUES (1, 1), (2, 2)")
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 1), (2, 2)]
+
+
+def test_compound_key(db):
+    db.sql("DROP TABLE IF EXISTS keys.k2")
+    db.sql("CREATE TABLE keys.k2 (a INT, b INT, v INT) USING tablets TBLPROPERTIES ('key_columns' = 'a,b')")
+    db.sql("INSERT INTO keys.k2 VALUES (1, 1, 0), (1, 2, 0)")
+    refused(db, "INSERT INTO keys.k2 VALUES (1, 2, 5)", KeyViolation, "a=1, b=2", name="keys.k2")
+    db.sql("INSERT INTO keys.k2 VALUES (1, 2, 5) ON CONFLICT (b, a) DO UPDATE SET v = excluded.v")
+    assert rows(db, "SELECT * FROM keys.k2") == [(1, 1, 0), (1, 2, 5)]
