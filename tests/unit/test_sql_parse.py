@@ -132,7 +132,7 @@ def test_create_provider():
         ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET s.a = 1", MergeSpecError, "not of the target"),
         ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET a = 1, a = 2", MergeSpecError, "more than once"),
         ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)", MergeSpecError, "2 columns but gives 1"),
-        ("MERGE INTO t USING s ON WHEN", StatementParseError, "cannot parse"),
+        ("MERGE INTO t USING s ON WHEN", StatementParseError, "ON needs a condition"),
         ("SELECT 1", StatementParseError, "not a statement that writes"),
     ],
 )

@@ -7,6 +7,7 @@ Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -73,6 +74,10 @@ class Plan:
         return _guard(self, b)
 
 
+# Spark functions written without parentheses, which sqlglot reads as column names
+_NILADIC = {"user", "current_database", "current_schema", "current_catalog", "current_timezone", "default"}
+
+
 def _guard(plan: Plan, b: Branch) -> str:
     parts = []
     if plan.join is not None:
@@ -101,6 +106,42 @@ class _Scope:
         self.s = spec.source_alias
         self.tcols = {c.lower(): c for c in target_cols}
         self.scols = {c.lower(): c for c in (source_cols or ())}
+        # the source's columns are known (else, e.g. EXPLAIN of a no-op, Spark resolves them)
+        self.known = spec.source is None or source_cols is not None
+
+    def _side(self, alias: str) -> tuple[str, dict[str, str]] | None:
+        if alias.lower() == self.t.lower():
+            return "target", self.tcols
+        if self.spec.source is not None and alias.lower() == self.s.lower() and self.known:
+            return "source", self.scols
+        return None
+
+    def _unknown(self, part: str, what: str, candidates: Sequence[str], wrote: str) -> MergeSpecError:
+        close = difflib.get_close_matches(wrote.lower(), [c.lower() for c in candidates], n=1, cutoff=0.6)
+        spelled = {c.lower(): c for c in candidates}
+        hint = f"Did you mean {spelled[close[0]]}? " if close else ""
+        return _err(self.spec, part, what, help=f"{hint}Columns: {', '.join(candidates) or '(none)'}.")
+
+    def resolve(self, col: exp.Column, part: str) -> None:
+        """A qualified reference names an alias of the statement and one of its columns."""
+        alias, name = (col.args["db"].name, col.table) if col.args.get("db") else (col.table, col.name)
+        side = self._side(alias)
+        if side is None:
+            if alias.lower() in (self.t.lower(), self.s.lower()):
+                return  # the source's columns are not known here: Spark resolves it
+            if alias.lower() in self.tcols or alias.lower() in self.scols:
+                return  # a struct column's field: col.field
+            aliases = [self.t] + ([self.s] if self.spec.source is not None else [])
+            raise _err(
+                self.spec, part, f"{col.sql(dialect='spark')} refers to {alias!r}, which is not a table of this statement",
+                help=f"Qualify columns with {' or '.join(aliases)}.",
+            )
+        what, cols = side
+        if name.lower() not in cols:
+            raise self._unknown(
+                part, f"{col.sql(dialect='spark')}: the {what} ({alias}) has no column {name!r}",
+                list(cols.values()), name,
+            )
 
     def qualify(self, text: str, category: Category | None, part: str) -> exp.Expr:
         try:
@@ -108,10 +149,21 @@ class _Scope:
         except sqlglot.errors.ParseError as e:
             raise _err(self.spec, part, f"cannot parse expression {text!r} ({e})") from e
         for col in list(tree.find_all(exp.Column)):
+            if col.find_ancestor(exp.Select) is not None:
+                continue  # a subquery's own columns: Spark resolves them against its tables
             if col.table:
+                self.resolve(col, part)
                 continue
             name = col.name.lower()
             in_t, in_s = name in self.tcols, name in self.scols
+            if not (in_t or in_s):
+                if self.known and name not in _NILADIC:
+                    sides = "target" + (" or the source" if self.spec.source is not None else "")
+                    raise self._unknown(
+                        part, f"column {col.name!r} is not a column of the {sides}",
+                        list(self.tcols.values()) + [c for c in self.scols.values() if c.lower() not in self.tcols], col.name,
+                    )
+                continue
             if category is Category.NOT_MATCHED:
                 in_t = False  # no target row exists
             elif category is Category.NOT_MATCHED_BY_SOURCE:

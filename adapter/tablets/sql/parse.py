@@ -36,17 +36,107 @@ Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec
 @functools.lru_cache(maxsize=4)
 def _parsed(text: str) -> exp.Expr:
     """One parse per statement text: routing, the provider check and the spec all read it."""
-    tree = sqlglot.parse_one(text, read=DIALECT)
-    if tree is None:
+    trees = [t for t in sqlglot.parse(text, read=DIALECT) if t is not None]
+    if not trees:
         raise sqlglot.errors.ParseError("empty statement")
-    return tree
+    if len(trees) > 1:
+        raise sqlglot.errors.ParseError("more than one statement: run them one at a time")
+    return trees[0]
 
 
 def _parse(text: str) -> exp.Expr:
+    _check_tokens(text)
     try:
         return _parsed(text).copy()  # a copy: building the spec may rewrite the tree
     except sqlglot.errors.SqlglotError as e:
-        raise StatementParseError(f"cannot parse the statement: {str(e).splitlines()[0]}") from e
+        raise StatementParseError(f"{_head(text)}: {parse_error_text(e)}") from e
+
+
+def _head(text: str) -> str:
+    """The statement's first words, to name it in a message (``MERGE INTO db.t``)."""
+    words = text.split()
+    n = 3 if words and words[0].upper() in ("MERGE", "INSERT", "DELETE") else 2
+    return " ".join(words[:n]) or "empty statement"
+
+
+# sqlglot's "Required keyword: ... missing for <class ...X>" in the statement's own words
+_MISSING = {
+    "Whens": "MERGE needs at least one WHEN ... THEN clause",
+    "When": "a WHEN clause needs THEN and an action (UPDATE SET, DELETE, INSERT or DO NOTHING)",
+    "Where": "WHERE needs a condition",
+    "EQ": "'=' needs a value on its right",
+    "NEQ": "'<>' needs a value on its right",
+    "And": "AND needs a condition on its right",
+    "Or": "OR needs a condition on its right",
+    "Values": "VALUES needs at least one row",
+    "Tuple": "a value list is incomplete",
+}
+
+
+def parse_error_text(e: Exception) -> str:
+    """A sqlglot parse error as the user reads their statement: what is wrong, and where."""
+    errors = getattr(e, "errors", None) or [{}]
+    err = errors[0]
+    desc = str(err.get("description") or str(e).splitlines()[0])
+    m = re.match(r"Required keyword: '\w+' missing for <class '[\w.]+\.(\w+)'>", desc)
+    if m:
+        what = _MISSING.get(m.group(1), "the statement is incomplete")
+    elif desc.startswith("Expected table name"):
+        what = "a table name is missing"
+    elif desc.startswith("Expecting )"):
+        what = "a ')' is missing"
+    elif desc.startswith("Unknown option"):
+        what = f"unexpected word {desc.split()[-1]!r}"
+    elif "Unexpected token" in desc or desc.startswith("Invalid expression"):
+        what = f"unexpected {err.get('highlight')!r}" if err.get("highlight") else "unexpected text"
+    else:
+        what = desc
+    if err.get("line") is None:
+        return what
+    context = f"{err.get('start_context', '')}{err.get('highlight', '')}".strip()
+    return f"{what} (line {err['line']}, column {err['col']}, after {context[-40:]!r})"
+
+
+_END = {"WHEN", "WHERE", "THEN", "R_PAREN", "SEMICOLON", "SET", "VALUES", "ON", "FROM"}
+
+
+def _check_tokens(text: str) -> None:
+    """What sqlglot's lenient parser accepts but Spark SQL does not: a stray comma, a dangling
+    AND/OR, a missing INTO/FROM, SET after WHERE."""
+    try:
+        tokens = sqlglot.tokenize(text, read=DIALECT)
+    except sqlglot.errors.SqlglotError as e:
+        raise StatementParseError(f"{_head(text)}: {e}") from e
+    kinds = [t.token_type.name for t in tokens] + ["END"]
+    head = _head(text)
+
+    def fail(i: int, what: str) -> StatementParseError:
+        before = " ".join(t.text for t in tokens[max(0, i - 4): i + 1])
+        return StatementParseError(f"{head}: {what} (after {before!r})")
+
+    for i, tok in enumerate(tokens):
+        nxt = kinds[i + 1]
+        if tok.token_type.name == "COMMA" and (nxt in _END or nxt == "END"):
+            raise fail(i, "a ',' with nothing after it")
+        if tok.token_type.name in ("AND", "OR") and (nxt in _END or nxt == "END"):
+            raise fail(i, f"{tok.text.upper()} with no condition after it")
+        if tok.token_type.name in ("ON", "WHERE") and nxt in ("WHEN", "END", "SEMICOLON"):
+            raise fail(i, f"{tok.text.upper()} needs a condition")
+        if tok.token_type.name == "SET" and nxt in ("WHEN", "WHERE", "END", "SEMICOLON"):
+            raise fail(i, "SET assigns nothing")
+    first = kinds[0]
+    needs = {"MERGE": ("INTO",), "INSERT": ("INTO", "OVERWRITE"), "DELETE": ("FROM",)}.get(first)
+    if needs and kinds[1] not in needs:
+        raise fail(0, f"{first} must be followed by {' or '.join(needs)}")
+    if first == "UPDATE":
+        depth, seen_where = 0, False
+        for t in tokens:
+            name = t.token_type.name
+            depth += (name == "L_PAREN") - (name == "R_PAREN")
+            if depth == 0 and name == "WHERE":
+                seen_where = True
+            if depth == 0 and name == "SET" and seen_where:
+                raise StatementParseError(f"{head}: SET must come before WHERE (UPDATE t SET col = value WHERE condition)")
 
 
 def table_name(table: exp.Expr) -> str:
@@ -165,6 +255,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
         if len(items) == 1 and isinstance(items[0], exp.Star):
             clause = Clause(category, ActionKind.UPDATE, condition, star=True)
         else:
+            _check_set(items, f"MERGE INTO {target}: {part}")
             pairs = []
             for eq in items:
                 col = eq.this
@@ -180,11 +271,18 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                 raise MergeSpecError(f"MERGE INTO {target}: {part}: column(s) {sorted(dup)} assigned more than once", help="Assign each column once.")
             clause = Clause(category, ActionKind.UPDATE, condition, assignments=tuple(pairs))
     elif isinstance(then, exp.Insert):
+        values = then.args.get("expression")  # sqlglot leaves False when VALUES is missing
+        if not isinstance(then.this, exp.Star) and not isinstance(values, exp.Expr):
+            cols = f" ({_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
+            raise StatementParseError(
+                f"MERGE INTO {target}: {part}: INSERT{cols} needs VALUES (...)" if cols else f"MERGE INTO {target}: {part}: INSERT needs * or VALUES (...)",
+                help="Write THEN INSERT * or THEN INSERT (col, ...) VALUES (value, ...).",
+            )
         if isinstance(then.this, exp.Star):
             clause = Clause(category, ActionKind.INSERT, condition, star=True)
         else:
-            cols = tuple(_column_name(c) for c in then.this.expressions) if then.this is not None else ()
-            vals_node = then.args.get("expression")
+            cols = tuple(_column_name(c) for c in then.this.expressions) if isinstance(then.this, (exp.Schema, exp.Tuple)) else ()
+            vals_node = values
             vals = tuple(_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
             if cols and len(cols) != len(vals):
                 raise MergeSpecError(
@@ -234,6 +332,15 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     query_node = tree.args.get("expression")
     if query_node is None:
         raise StatementParseError(f"INSERT INTO {target}: no VALUES or query")
+    if isinstance(query_node, exp.Values):
+        widths = {len(r.expressions) if isinstance(r, exp.Tuple) else 1 for r in query_node.expressions}
+        if len(widths) > 1:
+            raise StatementParseError(f"INSERT INTO {target}: VALUES rows of different lengths {sorted(widths)}", help="Give every row the same number of values.")
+        if columns and widths != {len(columns)}:
+            raise StatementParseError(
+                f"INSERT INTO {target}: names {len(columns)} columns ({', '.join(columns)}) but VALUES gives {widths.pop()}",
+                help="Give one value per named column.",
+            )
     query = _sql(query_node) if not isinstance(query_node, exp.Values) else f"SELECT * FROM {_sql(query_node)}"
     conflict = tree.args.get("conflict")
     if conflict is None:
@@ -258,9 +365,15 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
     action = conflict.args.get("action")
     word = action.name.upper() if action is not None else ""
     clauses: tuple[Clause, ...]
+    if not word:
+        raise StatementParseError(
+            f"INSERT INTO {target}: ON CONFLICT ({', '.join(_column_name(k) for k in keys)}) needs an action",
+            help="Write DO NOTHING or DO UPDATE SET column = value[, ...].",
+        )
     if word == "DO NOTHING":
         clauses = (insert,)
     elif word == "DO UPDATE":
+        _check_set(conflict.expressions, f"INSERT INTO {target}: ON CONFLICT DO UPDATE")
         pairs = []
         for eq in conflict.expressions:
             value = eq.expression.copy()
@@ -281,6 +394,22 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
     )
 
 
+def _check_set(items: list[exp.Expr], where: str) -> None:
+    """SET assigns something, each item ``column = value``, each column once."""
+    if not items:
+        raise StatementParseError(f"{where}: SET assigns nothing", help="Write SET column = value[, ...].")
+    names = []
+    for eq in items:
+        if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column | exp.Identifier):
+            raise StatementParseError(
+                f"{where}: SET {_sql(eq)!r} is not an assignment", help="Write SET column = value[, ...]."
+            )
+        names.append(eq.this.name.lower())
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise MergeSpecError(f"{where}: column(s) {dup} assigned more than once", help="Assign each column once.")
+
+
 def _where(tree: exp.Expr) -> str | None:
     where = tree.args.get("where")
     return _sql(where.this) if where is not None else None
@@ -289,12 +418,19 @@ def _where(tree: exp.Expr) -> str | None:
 def _update(tree: exp.Update) -> MergeSpec:
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name
+    if isinstance(tree.args.get("from_"), exp.Expr) or isinstance(tree.args.get("from"), exp.Expr):
+        raise StatementParseError(f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING.")
+    _check_set(tree.expressions, f"UPDATE {target}")
     pairs = tuple((_column_name(eq.this), _sql(eq.expression)) for eq in tree.expressions)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
     return MergeSpec(target, alias, None, "", None, (clause,), operation="UPDATE")
 
 
 def _delete(tree: exp.Delete) -> MergeSpec:
+    if not isinstance(tree.this, exp.Table):
+        raise StatementParseError("DELETE: no table", help="Write DELETE FROM table [WHERE condition].")
+    if isinstance(tree.args.get("using"), exp.Expr):
+        raise StatementParseError(f"DELETE FROM {table_name(tree.this)}: DELETE ... USING is not supported", help="Write it as MERGE INTO ... USING ... WHEN MATCHED THEN DELETE.")
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, _where(tree))
