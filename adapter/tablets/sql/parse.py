@@ -111,7 +111,7 @@ def _check_tokens(text: str) -> None:
     head = _head(text)
 
     def fail(i: int, what: str) -> StatementParseError:
-        before = " ".join(t.text for t in tokens[max(0, i - 4): i + 1])
+        before = text[tokens[max(0, i - 4)].start: tokens[i].end + 1]
         return StatementParseError(f"{head}: {what} (after {before!r})")
 
     for i, tok in enumerate(tokens):
@@ -143,6 +143,8 @@ def table_name(table: exp.Expr) -> str:
     """``db.t`` as written, without quotes."""
     if isinstance(table, exp.Schema):
         table = table.this
+    if not isinstance(table, exp.Expr):  # sqlglot leaves False for a missing table
+        return ""
     parts = [table.args.get("catalog"), table.args.get("db"), table.this]
     return ".".join(p.name for p in parts if p is not None and p.name)
 
@@ -159,6 +161,8 @@ def statement_target(text: str) -> tuple[str, str] | None:
         tree = _parsed(text)
     except sqlglot.errors.SqlglotError:
         return None
+    if isinstance(tree, exp.Merge | exp.Insert | exp.Update | exp.Delete) and not isinstance(tree.this, exp.Expr):
+        return None  # sqlglot accepted a statement with no table
     if isinstance(tree, exp.Merge):
         return "MERGE", table_name(tree.this)
     if isinstance(tree, exp.Insert) and isinstance(tree.this, (exp.Table, exp.Schema)):
@@ -273,9 +277,9 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
     elif isinstance(then, exp.Insert):
         values = then.args.get("expression")  # sqlglot leaves False when VALUES is missing
         if not isinstance(then.this, exp.Star) and not isinstance(values, exp.Expr):
-            cols = f" ({_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
+            named = f" ({_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
             raise StatementParseError(
-                f"MERGE INTO {target}: {part}: INSERT{cols} needs VALUES (...)" if cols else f"MERGE INTO {target}: {part}: INSERT needs * or VALUES (...)",
+                f"MERGE INTO {target}: {part}: INSERT{named} needs VALUES (...)" if named else f"MERGE INTO {target}: {part}: INSERT needs * or VALUES (...)",
                 help="Write THEN INSERT * or THEN INSERT (col, ...) VALUES (value, ...).",
             )
         if isinstance(then.this, exp.Star):
