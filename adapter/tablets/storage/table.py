@@ -176,8 +176,10 @@ class TabletTable:
         return transaction.begin(self.snapshot(), self.root, operation, delete_from=(), io=self.io, **kwargs)  # type: ignore[arg-type]
 
     def begin_delete(self, operation: str = "DELETE", **kwargs: object) -> WriteHandle:
+        """A handle for deletes (and inserts). By default the statement depends on every row of
+        every tablet; with ``track_rows=True`` only on the rows its sinks delete or ``read``."""
         snap = self.snapshot()
-        kwargs.setdefault("read_tablets", snap.tablets.keys())
+        kwargs.setdefault("read_tablets", () if kwargs.get("track_rows") else snap.tablets.keys())
         return transaction.begin(snap, self.root, operation, io=self.io, **kwargs)  # type: ignore[arg-type]
 
     def begin_update(self, operation: str = "UPDATE", **kwargs: object) -> WriteHandle:
@@ -192,8 +194,13 @@ class TabletTable:
         extra_actions: Sequence[Action] = (),
         parameters: Mapping[str, str] | None = None,
         metrics: Mapping[str, float] | None = None,
+        may_match: transaction.MayMatch | None = None,
     ) -> int | None:
-        return transaction.commit(handle, fragments, extra_actions=extra_actions, parameters=parameters, metrics=metrics)
+        """Commit staged fragments as one version (``transaction.commit``: ``may_match`` judges
+        concurrent appends that the handle's key ranges do not rule out)."""
+        return transaction.commit(
+            handle, fragments, extra_actions=extra_actions, parameters=parameters, metrics=metrics, may_match=may_match
+        )
 
     def append(self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None) -> int | None:
         snap = self.snapshot()

@@ -5,25 +5,39 @@ A statement reads snapshot v (``begin``), stages tablets and deletion vectors un
 v+1 (``commit``). If another writer took v+1 first, the commits in between are checked: a blind
 append rebases onto them; anything that invalidates what this statement read or wrote raises a
 typed ``CommitConflict`` and nothing of the statement becomes visible.
+
+Row-level validation (``WriteHandle.track_rows``): the sinks also report, per tablet, the rows
+the statement's result depends on (``ReadFragment``: rows it deleted or updated, and rows it
+matched and left alone). A concurrent commit that deleted none of them does not conflict: the
+statement's deletion vectors are rebased onto the winner's at commit time (a new DV file, the
+union). Concurrent appends conflict only if their rows could have been matched: tablets whose
+key stats lie outside the statement's source key ranges (``append_ranges``) cannot; the others
+are judged by the caller's ``may_match`` (the engine joins them with the statement's source).
+The rules, and why the result always equals a serial order, are in docs/CONCURRENCY.md.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import BitMap64
 
 from tablets.exceptions import (
+    CommitConflict,
     ConcurrentAppend,
     ConcurrentDeleteDelete,
     ConcurrentDeleteRead,
     FormatError,
     MetadataChanged,
+    TableNotFound,
 )
 from tablets.storage import log
 from tablets.storage.actions import (
@@ -44,6 +58,9 @@ from tablets.storage.types import schema_to_arrow
 DEFAULT_TARGET_TABLET_ROWS = 1_000_000
 
 
+KeyRange = tuple[str, Any, Any]  # (column, min, max) of the source's join keys; min None: all NULL
+
+
 @dataclass(frozen=True)
 class WriteHandle:
     """What a statement's tasks need to stage files, and what ``commit`` needs to validate.
@@ -58,8 +75,14 @@ class WriteHandle:
     schema: tuple[tuple[str, str, bool], ...]
     # tablet id -> (rows, current DV or None), for every tablet the statement may delete from
     tablets: Mapping[str, tuple[int, SetDV | None]] = field(default_factory=dict)
-    read_tablets: frozenset[str] = frozenset()  # tablets whose rows the statement's result depends on
+    read_tablets: frozenset[str] = frozenset()  # tablets whose every row the statement's result depends on
     reads_appends: bool = False  # would rows appended concurrently have changed the result?
+    # The sinks report, per tablet, the rows the result depends on (ReadFragment), so deletes of
+    # other rows of its tablets do not conflict and its deletion vectors are rebased instead.
+    track_rows: bool = False
+    # With ``reads_appends``: an appended tablet whose stats put a key column outside its range
+    # cannot match (None: any appended tablet may)
+    append_ranges: tuple[KeyRange, ...] | None = None
     target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
     sort_by: tuple[str, ...] = ()  # cluster new tablets by these columns
     io: FileIO = LOCAL  # the table's store (pickles with its settings, for executors)
@@ -77,11 +100,28 @@ class TabletFragment:
     add: AddTablet
 
 
-Fragment = DVFragment | TabletFragment
+@dataclass(frozen=True)
+class ReadFragment:
+    """Rows of one tablet of the read version that the statement's result depends on: the rows
+    it deletes or updates, and the rows it matched and left alone. Several fragments of one
+    tablet add up. Never written to the log: only the committing statement checks them."""
+
+    tablet_id: str
+    rows: str  # base64 of the portable Roaring bitmap (BitMap64.serialize())
+
+    @classmethod
+    def of(cls, tablet_id: str, rows: BitMap64) -> ReadFragment:
+        return cls(tablet_id, base64.b64encode(rows.serialize()).decode("ascii"))
+
+    def bitmap(self) -> BitMap64:
+        return BitMap64.deserialize(base64.b64decode(self.rows))
+
+
+Fragment = DVFragment | TabletFragment | ReadFragment
 
 
 def fragment_to_json(f: Fragment) -> str:
-    kind = "dv" if isinstance(f, DVFragment) else "tablet"
+    kind = "dv" if isinstance(f, DVFragment) else "read" if isinstance(f, ReadFragment) else "tablet"
     return json.dumps({kind: asdict(f)}, separators=(",", ":"))
 
 
@@ -90,6 +130,8 @@ def fragment_from_json(text: str) -> Fragment:
     if "dv" in obj:
         body = obj["dv"]
         return DVFragment(body["tablet_id"], SetDV(**body["dv"]), body["deleted"])
+    if "read" in obj:
+        return ReadFragment(**obj["read"])
     add = obj["tablet"]["add"]
     stats = tuple((n, ColumnStats(**s)) for n, s in add["stats"])
     return TabletFragment(AddTablet(**{**add, "stats": stats}))
@@ -99,6 +141,8 @@ def discard(handle: WriteHandle, fragments: Iterable[Fragment]) -> None:
     """Remove the staged files of fragments that will never be committed (a refused statement),
     rather than leave them to vacuum."""
     for f in fragments:
+        if isinstance(f, ReadFragment):
+            continue
         rel = f.add.path if isinstance(f, TabletFragment) else f.dv.path
         with contextlib.suppress(OSError):  # else vacuum removes it later
             handle.io.delete(join(handle.root, rel))
@@ -112,6 +156,8 @@ def begin(
     delete_from: Iterable[str] | None = None,
     read_tablets: Iterable[str] = (),
     reads_appends: bool = False,
+    track_rows: bool = False,
+    append_ranges: Sequence[KeyRange] | None = None,
     target_tablet_rows: int | None = None,
     sort_by: Sequence[str] = (),
     io: FileIO,
@@ -128,6 +174,8 @@ def begin(
         tablets={t: (snapshot.tablets[t].add.rows, snapshot.tablets[t].dv) for t in ids},
         read_tablets=frozenset(read_tablets),
         reads_appends=reads_appends,
+        track_rows=track_rows,
+        append_ranges=None if append_ranges is None else tuple(append_ranges),
         target_tablet_rows=rows,
         sort_by=tuple(sort_by),
         io=io,
@@ -137,27 +185,26 @@ def begin(
 class RowLevelSink:
     """Stages one task's deletes and inserts. Every delete of a tablet must reach one sink
     (the engine routes row ids home by tablet id); the sink writes that tablet's new deletion
-    vector once: the old DV OR this statement's deletes."""
+    vector once: the old DV OR this statement's deletes. With ``handle.track_rows`` it also
+    reports the rows the statement depends on (its deletes and the rows given to ``read``)."""
 
     def __init__(self, handle: WriteHandle) -> None:
         self.handle = handle
         self._schema = schema_to_arrow(handle.schema)
         self._deletes: dict[str, list[np.ndarray]] = {}
+        self._reads: dict[str, list[np.ndarray]] = {}
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._fragments: list[Fragment] = []
 
     def delete(self, tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
         """Mark rows deleted; ``tablet_ids[i]`` owns ``row_numbers[i]``."""
-        ids = np.asarray(tablet_ids, dtype=object)
-        rows = np.asarray(row_numbers, dtype=np.int64)
-        if len(ids) == 0:
-            return
-        order = np.argsort(ids, kind="stable")
-        ids, rows = ids[order], rows[order]
-        bounds = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-        for chunk_ids, chunk_rows in zip(np.split(ids, bounds), np.split(rows, bounds), strict=True):
-            self._deletes.setdefault(str(chunk_ids[0]), []).append(chunk_rows)
+        _group(self._deletes, tablet_ids, row_numbers)
+
+    def read(self, tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
+        """Record rows the statement's result depends on without changing them (rows it matched
+        and left alone); a concurrent delete of one of them is a conflict."""
+        _group(self._reads, tablet_ids, row_numbers)
 
     def insert(self, data: pa.Table | pa.RecordBatch) -> None:
         table = data if isinstance(data, pa.Table) else pa.Table.from_batches([data])
@@ -201,33 +248,180 @@ class RowLevelSink:
         self._flush()
         for tablet_id, chunks in self._deletes.items():
             self._fragments.append(self._write_dv(tablet_id, chunks))
-        self._deletes = {}
+        if self.handle.track_rows:
+            for tablet_id in {*self._deletes, *self._reads}:
+                chunks = self._deletes.get(tablet_id, []) + self._reads.get(tablet_id, [])
+                self._fragments.append(ReadFragment.of(tablet_id, bitmap_from_positions(np.concatenate(chunks))))
+        self._deletes, self._reads = {}, {}
         out, self._fragments = self._fragments, []
         return out
 
 
-def _check(handle: WriteHandle, writes: set[str], version: int, actions: tuple[Action, ...]) -> None:
-    """Raise if committed ``actions`` (version ``version``) invalidate this statement."""
-    for a in actions:
-        if isinstance(a, Metadata):
-            raise MetadataChanged(f"version {version} changed the table's schema or properties while {handle.operation} ran", version)
-        if isinstance(a, (RemoveTablet, SetDV)):
+def _group(into: dict[str, list[np.ndarray]], tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
+    """Append ``row_numbers`` to ``into``, per tablet (``tablet_ids[i]`` owns ``row_numbers[i]``)."""
+    ids = np.asarray(tablet_ids, dtype=object)
+    rows = np.asarray(row_numbers, dtype=np.int64)
+    if len(ids) == 0:
+        return
+    order = np.argsort(ids, kind="stable")
+    ids, rows = ids[order], rows[order]
+    bounds = np.flatnonzero(ids[1:] != ids[:-1]) + 1
+    for chunk_ids, chunk_rows in zip(np.split(ids, bounds), np.split(rows, bounds), strict=True):
+        into.setdefault(str(chunk_ids[0]), []).append(chunk_rows)
+
+
+def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
+    """(stat, value) in a form ``<`` compares soundly, or None if they do not compare."""
+    if stat is None or value is None:
+        return None
+    if hasattr(value, "isoformat") and isinstance(stat, str):
+        value = value.isoformat()
+    if isinstance(stat, bool) or isinstance(value, bool):
+        return None
+    if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
+        return stat, value
+    if type(stat) is type(value):
+        return stat, value
+    return None
+
+
+def outside(add: AddTablet, ranges: Sequence[KeyRange]) -> bool:
+    """Whether the tablet's stats show that none of its rows has every key column within
+    ``ranges`` (the source's min/max of the values ``=``-joined with it), so that no row of it
+    can pair with a source row. Used to prune tablets and to rule out concurrent appends."""
+    for col, lo, hi in ranges:
+        if lo is None:  # every source key is NULL: `=` matches nothing
+            return True
+        st = add.column_stats(col)
+        if st is None:
+            continue
+        if st.min is None and st.max is None and st.null_count == add.rows:
+            return True  # every key of the tablet is NULL
+        below, above = _comparable(st.max, lo), _comparable(st.min, hi)
+        if (below is not None and below[0] < below[1]) or (above is not None and above[0] > above[1]):
+            return True
+    return False
+
+
+MayMatch = Callable[[list[AddTablet]], bool]
+
+
+class _Validation:
+    """The commits that landed between the statement's read version and its commit, read in
+    order (``observe``), then judged as a whole (``resolve``): the statement's result must be
+    what it would have been had it read the newest of them. Rebases the statement's deletion
+    vectors onto theirs."""
+
+    def __init__(
+        self,
+        handle: WriteHandle,
+        writes: set[str],
+        dvs: dict[str, SetDV],
+        depends: dict[str, BitMap64],
+        may_match: MayMatch | None,
+    ) -> None:
+        self.handle = handle
+        self.writes = writes  # tablets this statement removes or sets a DV on
+        self.staged = dict(dvs)  # tablet -> the DV its tasks staged
+        self.dvs = dvs  # tablet -> the DV it commits (the staged one, or a rebased one)
+        self.depends = depends  # tablet -> rows its result depends on (with track_rows)
+        self.may_match = may_match
+        self.changed: dict[str, tuple[int, SetDV]] = {}  # tablet -> (version, newest DV of others)
+        self.judged_dv: dict[str, str] = {}  # tablet -> path of the DV last judged
+        self.appended: dict[str, tuple[int, AddTablet]] = {}  # live tablets appended since
+        self.judged: set[str] = set()  # appended tablets already judged
+        self.written: list[str] = []  # DV files rebased here
+        self._bitmaps: dict[str, BitMap64] = {}
+
+    def actions(self, actions: list[Action]) -> list[Action]:
+        return [self.dvs.get(a.tablet_id, a) if isinstance(a, SetDV) else a for a in actions]
+
+    def catch_up(self, version: int) -> int:
+        """Read and judge the versions from ``version`` on; the next version to try."""
+        while True:
+            try:
+                actions = log.read_version(self.handle.io, self.handle.root, version)
+            except TableNotFound:
+                break
+            self.observe(version, actions)
+            version += 1
+        self.resolve()
+        return version
+
+    def observe(self, version: int, actions: tuple[Action, ...]) -> None:
+        h, op = self.handle, self.handle.operation
+        for a in actions:
+            if isinstance(a, Metadata):
+                raise MetadataChanged(f"version {version} changed the table's schema or properties while {op} ran", version)
+            if isinstance(a, AddTablet):
+                if h.reads_appends and not (h.append_ranges is not None and outside(a, h.append_ranges)):
+                    self.appended[a.tablet_id] = (version, a)
+                continue
+            if not isinstance(a, (RemoveTablet, SetDV)):
+                continue
+            t = a.tablet_id
+            if t in self.appended:
+                if isinstance(a, RemoveTablet):  # its rows left the table (or came back appended)
+                    del self.appended[t]
+                continue  # deletes from an appended tablet: all of its rows are judged anyway
             what = "removed" if isinstance(a, RemoveTablet) else "deleted rows from"
-            if a.tablet_id in writes:
+            rebases = isinstance(a, SetDV) and h.track_rows and t in self.dvs
+            if t in self.writes and not rebases:
                 raise ConcurrentDeleteDelete(
-                    f"version {version} {what} tablet {a.tablet_id}, which this {handle.operation} also deletes from",
+                    f"version {version} {what} tablet {t}, which this {op} also deletes from", version
+                )
+            if t in h.read_tablets or (isinstance(a, RemoveTablet) and len(self.depends.get(t, ()))):
+                raise ConcurrentDeleteRead(f"version {version} {what} tablet {t}, which this {op} read", version)
+            if isinstance(a, SetDV) and h.track_rows and (t in self.depends or t in self.dvs):
+                self.changed[t] = (version, a)
+
+    def resolve(self) -> None:
+        h, op = self.handle, self.handle.operation
+        for t, (version, dv) in self.changed.items():
+            if self.judged_dv.get(t) == dv.path:
+                continue
+            self.judged_dv[t] = dv.path
+            read = h.tablets[t][1]
+            before = self._bitmap(read) if read is not None else BitMap64()
+            now = self._bitmap(dv)
+            gone = now - before  # rows deleted by others since this statement's snapshot
+            staged = self._bitmap(self.staged[t]) if t in self.staged else None
+            if staged is not None and len(gone & (staged - before)):
+                raise ConcurrentDeleteDelete(
+                    f"version {version} deleted {len(gone & (staged - before))} row(s) of tablet {t} that this {op} "
+                    "also deletes or updates",
                     version,
                 )
-            if a.tablet_id in handle.read_tablets:
+            hit = gone & self.depends.get(t, BitMap64())
+            if len(hit):
                 raise ConcurrentDeleteRead(
-                    f"version {version} {what} tablet {a.tablet_id}, which this {handle.operation} read",
-                    version,
+                    f"version {version} deleted {len(hit)} row(s) of tablet {t} that this {op} matched", version
                 )
-        if isinstance(a, AddTablet) and handle.reads_appends:
-            raise ConcurrentAppend(
-                f"version {version} added rows that this {handle.operation} should have read",
-                version,
-            )
+            if staged is not None:  # rebase: a new DV with the winner's deletes and ours
+                rel = dv_relpath(t, new_id())
+                info = write_dv(h.io, join(h.root, rel), now | staged)
+                self.written.append(rel)
+                self.dvs[t] = SetDV(t, rel, info.cardinality, info.size, info.checksum)
+        fresh = [(v, a) for t, (v, a) in self.appended.items() if t not in self.judged]
+        if not fresh:
+            return
+        self.judged.update(a.tablet_id for _, a in fresh)
+        if self.may_match is None or self.may_match([a for _, a in fresh]):
+            versions = sorted({v for v, _ in fresh})
+            which = "version " + ", ".join(map(str, versions))
+            why = "should have read" if self.may_match is None else "would have matched or changed"
+            raise ConcurrentAppend(f"{which} added rows that this {op} {why}", versions[0])
+
+    def _bitmap(self, dv: SetDV) -> BitMap64:
+        if dv.path not in self._bitmaps:
+            h = self.handle
+            self._bitmaps[dv.path] = read_dv(h.io, join(h.root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
+        return self._bitmaps[dv.path]
+
+    def superseded(self) -> list[str]:
+        """DV files written for this statement that its commit does not reference."""
+        final = {d.path for d in self.dvs.values()}
+        return [p for p in [*(d.path for d in self.staged.values()), *self.written] if p not in final]
 
 
 def commit(
@@ -237,34 +431,61 @@ def commit(
     extra_actions: Sequence[Action] = (),
     parameters: Mapping[str, str] | None = None,
     metrics: Mapping[str, float] | None = None,
+    may_match: MayMatch | None = None,
 ) -> int | None:
-    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes."""
+    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes.
+
+    ``may_match(tablets)`` says whether rows of tablets appended concurrently (that
+    ``handle.append_ranges`` do not rule out) could have been matched or changed by this
+    statement; without it any such append conflicts. On a conflict the statement's staged files
+    are deleted and the typed ``CommitConflict`` raised."""
+    fragments = list(fragments)
     actions: list[Action] = list(extra_actions)
     writes: set[str] = {a.tablet_id for a in extra_actions if isinstance(a, (RemoveTablet, SetDV))}
+    dvs: dict[str, SetDV] = {}
+    depends: dict[str, BitMap64] = {}
     for f in fragments:
         if isinstance(f, DVFragment):
             if f.tablet_id in writes:
                 raise FormatError(f"two deletion vectors for tablet {f.tablet_id} in one commit")
             writes.add(f.tablet_id)
             if f.deleted:
+                dvs[f.tablet_id] = f.dv
                 actions.append(f.dv)
+        elif isinstance(f, ReadFragment):
+            depends[f.tablet_id] = depends.get(f.tablet_id, BitMap64()) | f.bitmap()
         else:
             actions.append(f.add)
     if not actions:
         return None  # no-op commits are not written
-    info = CommitInfo(
-        operation=handle.operation,
-        txid=handle.txid,
-        timestamp_ms=int(time.time() * 1000),
-        read_version=handle.read_version,
-        parameters=tuple(sorted((parameters or {}).items())),
-        metrics=tuple(sorted((metrics or {}).items())),
-    )
+    check = _Validation(handle, writes, dvs, depends, may_match)
     version = handle.read_version + 1
     io = handle.io
-    while not log.write_version(io, handle.root, version, [*actions, info]):
-        _check(handle, writes, version, log.read_version(io, handle.root, version))
-        version += 1
+    try:
+        while True:
+            stats = dict(metrics or {})
+            if check.written:
+                stats["dvs_rebased"] = float(sum(1 for t, d in check.dvs.items() if d != check.staged[t]))
+            info = CommitInfo(
+                operation=handle.operation,
+                txid=handle.txid,
+                timestamp_ms=int(time.time() * 1000),
+                read_version=handle.read_version,
+                parameters=tuple(sorted((parameters or {}).items())),
+                metrics=tuple(sorted(stats.items())),
+            )
+            if log.write_version(io, handle.root, version, [*check.actions(actions), info]):
+                break
+            version = check.catch_up(version)
+    except CommitConflict:
+        discard(handle, fragments)  # never referenced: nothing of the statement stays
+        for rel in check.written:
+            with contextlib.suppress(OSError):
+                io.delete(join(handle.root, rel))
+        raise
+    for rel in check.superseded():
+        with contextlib.suppress(OSError):  # else vacuum removes it later
+            io.delete(join(handle.root, rel))
     if version % log.CHECKPOINT_INTERVAL == 0:
         log.write_checkpoint(io, handle.root, log.load_snapshot(io, handle.root, version))
     return version
