@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -42,10 +42,12 @@ from tablets.exceptions import CardinalityViolation, CommitConflict, MergeSpecEr
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
+from tablets.sqltext import quote_ident
 
 if TYPE_CHECKING:
     from tablets.storage import TabletTable
 
+_S = TypeVar("_S")
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
 
 
@@ -89,7 +91,7 @@ class Database:
         if routed is None:
             return self._spark_sql(text)
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
-        spec = parse_statement(text)
+        spec = _path_alias(parse_statement(text))
         if isinstance(spec, CreateSpec):
             return self._create(spec, opts)
         if isinstance(spec, DropSpec):
@@ -105,7 +107,7 @@ class Database:
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:
-            return self.spark.sql(text)
+            return self.spark.sql(catalog.path_views(self.spark, text))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:
@@ -124,15 +126,16 @@ class Database:
             from tablets.sql import create_provider
 
             return "" if (create_provider(text) or "").lower() == "tablets" else None
+        if catalog.path_of(name) is not None:  # tablets.`/path`: Spark cannot run it, so say why here
+            return catalog.require(self.spark, name)
         return catalog.lookup(self.spark, name)
 
     # --- statements -----------------------------------------------------------------------
 
     def table_of(self, name: str) -> TabletTable:
-        root = catalog.lookup(self.spark, name)
-        if root is None:
-            raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
-        return catalog.storage(self.spark).table(root)
+        """The tablet table ``name`` (``db.t``, or ``tablets.`/path` ``): ``TableNotFound`` says
+        what is there instead."""
+        return catalog.storage(self.spark).table(catalog.require(self.spark, name))
 
     def source_frame(self, spec: MergeSpec, table: TabletTable | None = None) -> DataFrame | None:
         if spec.source is None:
@@ -169,7 +172,7 @@ class Database:
             return StatementResult(spec.operation, spec.target, metrics)
 
     def explain(self, text: str) -> str:
-        spec = parse_statement(text)
+        spec = _path_alias(parse_statement(text))
         if not isinstance(spec, MergeSpec):
             return f"{type(spec).__name__}: {spec}"
         table = self.table_of(spec.target)
@@ -240,6 +243,27 @@ def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
     return ranked.filter(nulls | (F.col(rank) == 1)).drop(order, rank)
 
 
+def _path_alias(spec: _S) -> _S:
+    """A target named by its path (``UPDATE tablets.`/data/stock` ...``) and given no alias is
+    called by the path's last part (``stock``), or ``target``, not by the path itself (which
+    is no SQL identifier). INSERT ... ON CONFLICT also names it so in ON and DO UPDATE."""
+    if not isinstance(spec, MergeSpec) or catalog.path_of(spec.target) is None:
+        return spec
+    written = spec.target.split(".", 1)[1]
+    if spec.target_alias != written and not spec.conflict_keys:
+        return spec  # the statement's own alias
+    last = written.rstrip("/").rsplit("/", 1)[-1]
+    alias = last if re.fullmatch(r"[A-Za-z_]\w*", last) else "target"
+    if not spec.conflict_keys:
+        return replace(spec, target_alias=alias)
+    old = f"{quote_ident(spec.target_alias)}."
+    clauses = tuple(
+        replace(c, assignments=tuple((n, v.replace(old, f"{alias}.")) for n, v in c.assignments)) for c in spec.clauses
+    )
+    on = " AND ".join(f"{alias}.{quote_ident(k)} = excluded.{quote_ident(k)}" for k in spec.conflict_keys)
+    return replace(spec, target_alias=alias, on=on, clauses=clauses)
+
+
 def connect(
     warehouse: str | None = None,
     *,
@@ -248,15 +272,26 @@ def connect(
     conf: Mapping[str, str] | None = None,
     options: MergeOptions = MergeOptions(),
     storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
+    retries: int = RETRIES,
+    retry_backoff: float = BACKOFF,
+    retry_max_backoff: float = MAX_BACKOFF,
 ) -> Database:
     """A Database over ``spark`` or over an embedded local Spark session (started if needed).
 
     ``warehouse`` is a local directory or an object store URI (``s3://bucket/wh``, ``gs://``,
     ``abfss://``) where tablet tables are created; ``storage_options`` (e.g.
     ``{"AWS_ENDPOINT_URL": ..., "AWS_REGION": ...}``) add to the standard environment variables
-    to reach it."""
+    to reach it. The new session holds the warehouse's embedded metastore (one process at a
+    time), or uses the metastore server at ``metastore_uri`` (``thrift://127.0.0.1:9083``,
+    started by ``python -m tablets.spark.metastore --warehouse ...``) so that several processes
+    can use the warehouse at once. A statement that loses a commit race to a conflicting one is
+    run again up to ``retries`` times, after a random wait of up to ``retry_backoff`` seconds,
+    doubling per retry up to ``retry_max_backoff``."""
     if spark is None:
-        spark = get_or_create_session(warehouse, master=master, conf=conf, storage_options=storage_options)
+        spark = get_or_create_session(
+            warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
+        )
     else:
         from tablets.spark.ship import ship
 

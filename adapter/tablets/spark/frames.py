@@ -39,6 +39,14 @@ one task per tablet, chosen automatically with one log line per scheme and sessi
 the same frame (columns, file name, row index), so deletion vectors and row ids work alike.
 ``spark.tablets.scan`` = ``native`` or ``arrow`` forces one of them.
 
+Verification (docs/FORMAT.md, "Verification"): the Arrow reader verifies each tablet as
+``tablets.storage`` does (size, footer tablet id, row count, page CRCs). The native scan checks
+every tablet's size against the log on the driver before planning (``check_sizes``: a stat per
+tablet on local disk; not a per-row ``_metadata.file_size`` test, which costs a map lookup per
+row), and has parquet-mr verify page CRCs (``parquet.page.verify-checksum.enabled``, passed as a
+scan option, which Spark copies into the reader's Hadoop configuration). It cannot see the
+footer's tablet id: a file swapped for another tablet of exactly the same size passes there.
+
 Tablet files are passed to Spark one by one; above
 ``spark.sql.sources.parallelPartitionDiscovery.threshold`` paths (default 32) Spark lists them
 with a Spark job (1-3 s); ``build_session`` raises the threshold (listing ~0.1 s for 100 files).
@@ -64,7 +72,7 @@ from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
-from tablets.storage.tablet import TABLET_SUFFIX
+from tablets.storage.tablet import TABLET_SUFFIX, check_sizes
 
 if TYPE_CHECKING:
     from tablets.storage.snapshot import Snapshot, TabletState
@@ -80,6 +88,8 @@ STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin
 SCAN_CONF = "spark.tablets.scan"  # auto | native | arrow
 HADOOP_SCHEME_CONF = "spark.tablets.hadoop.scheme."  # + the URI's scheme
 _HADOOP_DEFAULTS = {"s3": "s3a", "gcs": "gs", "az": "abfss", "azure": "abfss"}
+# parquet-mr's page CRC check (off by default); the native scan's options reach its Hadoop conf
+VERIFY_OPTIONS = {"parquet.page.verify-checksum.enabled": "true"}
 
 logger = logging.getLogger("tablets")
 _known: weakref.WeakKeyDictionary[object, dict[str, bool]] = weakref.WeakKeyDictionary()
@@ -298,7 +308,8 @@ def tablet_scan(
     if not native_scan(spark, table, paths[0]):
         frame = _arrow_frame(spark, table, snapshot, states, cols, struct)
         return TabletScan(spark, table, frame, tuple(cols), with_dv)
-    df = spark.read.schema(struct).parquet(*[hadoop_location(spark, p) for p in paths])
+    check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
+    df = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
     keep = [F.col(quote_ident(c)) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]

@@ -104,6 +104,15 @@ def basename(location: str) -> str:
     return location.rstrip("/").rsplit("/", 1)[-1]
 
 
+class SizeMismatch(OSError):
+    """A file's size is not the one its reader was told (``open_input(path, size)``): it was
+    replaced, truncated or appended to."""
+
+    def __init__(self, path: str, expected: int, actual: int) -> None:
+        super().__init__(f"{path}: {actual} bytes, expected {expected}")
+        self.path, self.expected, self.actual = path, expected, actual
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str  # the full location
@@ -122,7 +131,13 @@ class FileIO:
         raise NotImplementedError
 
     def open_input(self, path: str, size: int | None = None) -> Any:
-        """Something pyarrow opens for random access: the path itself, or a file object."""
+        """An open file pyarrow reads with random access (close it after use). With ``size``,
+        a file of any other size raises ``SizeMismatch`` (on open, or on an object store's
+        first read: the size comes with the first ranged GET, no extra request)."""
+        raise NotImplementedError
+
+    def size(self, path: str) -> int:
+        """The file's size in bytes; ``FileNotFoundError`` if it does not exist."""
         raise NotImplementedError
 
     def write(self, path: str, data: bytes | Any, *, sync: bool = False) -> None:
@@ -159,7 +174,17 @@ class LocalFileIO(FileIO):
             return f.read()
 
     def open_input(self, path: str, size: int | None = None) -> Any:
-        return path
+        import pyarrow as pa
+
+        f = pa.OSFile(path, "r")
+        if size is not None and f.size() != size:  # the size of what was opened: no race
+            actual = f.size()
+            f.close()
+            raise SizeMismatch(path, size, actual)
+        return f
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
 
     def _temp(self, path: str, data: bytes | Any, sync: bool) -> str:
         directory = os.path.dirname(path)
@@ -244,10 +269,12 @@ def _local() -> LocalFileIO:
 
 
 class _RangeReader(io.RawIOBase):
-    """A read-only, seekable file over ranged GETs (pyarrow coalesces its reads)."""
+    """A read-only, seekable file over ranged GETs (pyarrow coalesces its reads). With
+    ``check``, the first GET's object size must be ``size`` (else ``SizeMismatch``)."""
 
-    def __init__(self, store: Any, key: str, size: int) -> None:
+    def __init__(self, store: Any, key: str, size: int, check: str | None = None) -> None:
         self._store, self._key, self._size, self._pos = store, key, size, 0
+        self._check = check  # the path to name in a SizeMismatch; None once checked
 
     def readable(self) -> bool:
         return True
@@ -272,9 +299,32 @@ class _RangeReader(io.RawIOBase):
         end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
         if end <= self._pos:
             return b""
-        data = bytes(obstore.get_range(self._store, self._key, start=self._pos, end=end))
+        if self._check is not None:
+            data = self._first_read(end)
+        else:
+            data = bytes(obstore.get_range(self._store, self._key, start=self._pos, end=end))
         self._pos += len(data)
         return data
+
+    def _first_read(self, end: int) -> bytes:
+        """A ranged GET that also checks the object's size (it comes in the response)."""
+        import obstore
+
+        path, self._check = self._check, None
+        assert path is not None
+        try:
+            got = obstore.get(self._store, self._key, options={"range": (self._pos, end)})
+            actual = int(got.meta["size"])
+        except FileNotFoundError:
+            raise
+        except Exception:  # noqa: BLE001 - e.g. a range past the end of a shorter object
+            actual = int(obstore.head(self._store, self._key)["size"])
+            if actual == self._size:
+                raise
+            raise SizeMismatch(path, self._size, actual) from None
+        if actual != self._size:
+            raise SizeMismatch(path, self._size, actual)
+        return bytes(got.bytes())
 
     def readinto(self, b: Any) -> int:
         data = self.read(len(b))
@@ -337,12 +387,16 @@ class ObjectStoreFileIO(FileIO):
         return bytes(obstore.get(self.store, self.key(path)).bytes())
 
     def open_input(self, path: str, size: int | None = None) -> Any:
-        import obstore
         import pyarrow as pa
 
         if size is None:
-            size = int(obstore.head(self.store, self.key(path))["size"])
-        return pa.PythonFile(_RangeReader(self.store, self.key(path), size), mode="r")
+            return pa.PythonFile(_RangeReader(self.store, self.key(path), self.size(path)), mode="r")
+        return pa.PythonFile(_RangeReader(self.store, self.key(path), size, check=path), mode="r")
+
+    def size(self, path: str) -> int:
+        import obstore
+
+        return int(obstore.head(self.store, self.key(path))["size"])
 
     def write(self, path: str, data: bytes | Any, *, sync: bool = False) -> None:
         import obstore

@@ -1,18 +1,27 @@
-"""Tablets: immutable Parquet files. Row number = row position in the file."""
+"""Tablets: immutable Parquet files. Row number = row position in the file.
+
+Every tablet is verified when it is read (docs/FORMAT.md, "Verification"): its size against the
+log's ``add_tablet.bytes``, the tablet id in its footer (key ``tablets.tablet_id``) against the
+log's, its row count, and the CRC-32 of every page read. Any mismatch is a ``FormatError`` that
+names the file; tablets written before page CRCs and the footer id are checked for what they have.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import decimal
 import uuid
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from tablets.exceptions import FormatError
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
 from tablets.storage.dv import DVInfo, live_mask, read_dv
-from tablets.storage.fileio import FileIO, basename, join
+from tablets.storage.fileio import FileIO, SizeMismatch, basename, join
 
 ROW_TABLET = "_tablet_id"
 ROW_NUMBER = "_row_number"
@@ -20,6 +29,11 @@ TABLET_DIR = "tablets"
 TABLET_SUFFIX = ".parquet"  # a tablet file is <tablet id>.parquet
 DV_DIR = "dv"
 STATS_MAX_STRING = 64
+FOOTER_TABLET_ID = b"tablets.tablet_id"  # footer key-value metadata: the tablet's own id
+DAMAGED_HELP = (
+    "Restore the file from a copy (byte for byte: the log records its size and tablet id), or "
+    "time-travel to a version from before this tablet was added (see the table's history)."
+)
 
 
 def new_id() -> str:
@@ -77,7 +91,9 @@ def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: st
     tablet_id = tablet_id or new_id()
     rel = tablet_relpath(tablet_id)
     buf = pa.BufferOutputStream()
-    pq.write_table(data, buf, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    with pq.ParquetWriter(buf, data.schema, compression="zstd", write_page_checksum=True) as w:
+        w.write_table(data, row_group_size=ROW_GROUP_ROWS)
+        w.add_key_value_metadata({FOOTER_TABLET_ID: tablet_id.encode()})
     body = buf.getvalue()
     io.write(join(root, rel), body)  # a fresh uuid name: nothing to overwrite
     return AddTablet(
@@ -105,6 +121,37 @@ def conform(data: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> p
     return pa.Table.from_arrays(cols, schema=schema)
 
 
+def damaged(path: str, what: str) -> FormatError:
+    """The error for a tablet file that is not the one the log describes."""
+    return FormatError(f"tablet {path} is damaged: {what}", help=DAMAGED_HELP)
+
+
+def missing(path: str) -> FormatError:
+    return FormatError(f"tablet {path} is missing (the log references it)", help=DAMAGED_HELP)
+
+
+def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) -> pa.Table:
+    """The columns of one tablet file (those it has), after checking it is the log's tablet."""
+    try:
+        with io.open_input(path, add.bytes) as f:
+            pf = pq.ParquetFile(f, page_checksum_verification=True)
+            found = (pf.metadata.metadata or {}).get(FOOTER_TABLET_ID)
+            if found is not None and found.decode(errors="replace") != add.tablet_id:
+                raise damaged(path, f"it holds tablet {found.decode(errors='replace')}, not {add.tablet_id} (a swapped file)")
+            if pf.metadata.num_rows != add.rows:
+                raise damaged(path, f"{pf.metadata.num_rows} rows, the log says {add.rows}")
+            present = set(pf.schema_arrow.names)
+            return pf.read(columns=[c for c in columns if c in present])
+    except FileNotFoundError:
+        raise missing(path) from None
+    except SizeMismatch as e:
+        raise damaged(path, f"{e.actual} bytes, the log says {add.bytes} (replaced, truncated or appended to)") from None
+    except (PermissionError, pa.ArrowMemoryError):
+        raise  # not the file's fault
+    except (OSError, pa.ArrowException) as e:  # a page CRC, the footer, or bytes that do not decode
+        raise damaged(path, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from None
+
+
 def read_tablet(
     io: FileIO,
     root: str,
@@ -115,22 +162,13 @@ def read_tablet(
     *,
     row_ids: bool = False,
 ) -> pa.Table:
-    """The live rows of one tablet (deletion vector applied), conformed to ``schema``.
+    """The live rows of one tablet (deletion vector applied), conformed to ``schema``; the file
+    is verified first (size, footer id, row count, page CRCs): ``FormatError`` if it is not the
+    tablet the log describes.
 
     ``row_ids`` adds ``_tablet_id`` and ``_row_number`` (the row's position in the file)."""
     wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-    path = join(root, add.path)
-    try:
-        pf = pq.ParquetFile(io.open_input(path, add.bytes))
-    except FileNotFoundError:
-        from tablets.exceptions import FormatError
-
-        raise FormatError(
-            f"tablet {path} is missing (the log references it)",
-            help="Restore it from a backup, or time-travel to a version that does not reference it.",
-        ) from None
-    present = set(pf.schema_arrow.names)
-    data = conform(pf.read(columns=[c for c in wanted.names if c in present]), wanted, add.rows)
+    data = conform(_read_verified(io, join(root, add.path), add, wanted.names), wanted, add.rows)
     if row_ids:
         data = data.append_column(ROW_TABLET, pa.array([add.tablet_id] * add.rows, pa.string()))
         data = data.append_column(ROW_NUMBER, pa.array(range(add.rows), pa.int64()))
@@ -138,3 +176,26 @@ def read_tablet(
         bm = read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
         data = data.filter(pa.array(live_mask(bm, add.rows)))
     return data
+
+
+# Above this many tablets, one listing of tablets/ is cheaper than a HEAD per file.
+_LIST_ABOVE = 16
+
+
+def check_sizes(io: FileIO, root: str, adds: Sequence[AddTablet]) -> None:
+    """Check that every tablet file exists with the log's size, without opening any (for
+    readers that do not go through ``read_tablet``, e.g. Spark's native Parquet scan): one stat
+    per tablet on local disk, one HEAD per tablet or one listing of ``tablets/`` elsewhere."""
+    if io.local or len(adds) <= _LIST_ABOVE:
+        sizes: dict[str, int] = {}
+        for add in adds:
+            with contextlib.suppress(FileNotFoundError):
+                sizes[add.path] = io.size(join(root, add.path))
+    else:
+        sizes = {f"{TABLET_DIR}/{f.name}": f.size for f in io.list(join(root, TABLET_DIR))}
+    for add in adds:
+        path = join(root, add.path)
+        if add.path not in sizes:
+            raise missing(path)
+        if sizes[add.path] != add.bytes:
+            raise damaged(path, f"{sizes[add.path]} bytes, the log says {add.bytes} (replaced, truncated or appended to)")
