@@ -115,7 +115,7 @@ def execute(
         raise _failed(f"{spec.operation} INTO {spec.target}", e) from e
     except Exception as e:  # py4j errors from the JVM side
         if type(e).__module__.startswith("py4j"):
-            raise ExecutionError(f"{spec.operation} INTO {spec.target} failed while running: {_first_line(e)}") from e
+            raise _failed(f"{spec.operation} INTO {spec.target}", e) from e
         raise
 
 
@@ -223,12 +223,31 @@ def _broadcastable(run: _Run, source: DataFrame) -> bool:
     return size <= limit
 
 
-def _failed(what: str, e: PySparkException) -> ExecutionError:
-    """The ExecutionError of a failed Spark job, with a Help line that fits the failure: the
-    statement or its data, or the environment (a Spark API missing on Spark Connect, a package
-    missing in the executors' Python)."""
+def _failed(what: str, e: Exception) -> TabletsError:
+    """The error of a failed Spark job (a PySparkException, or py4j's for a job the JVM aborted),
+    with a Help line that fits the failure: a tablets error raised in a Python worker (a damaged
+    tablet's FormatError) comes back as itself, message and help intact; a tablet that Spark's
+    Parquet reader found damaged is a FormatError naming it; else the environment (a Spark API
+    missing on Spark Connect, a package missing in the executors' Python) or the statement."""
+    from tablets import exceptions
+    from tablets.storage.tablet import damaged
+
     text = str(e)
-    cls = e.getCondition() or ""
+    # a worker's traceback ends with "tablets.exceptions.<Class>: <message>\nHelp: <help>"
+    own = list(re.finditer(r"^tablets\.exceptions\.(\w+): (.*)\n(?:Help: (.*))?", text + "\n", re.MULTILINE))
+    kind = getattr(exceptions, own[-1].group(1), None) if own else None
+    if own and isinstance(kind, type) and issubclass(kind, TabletsError):
+        return kind(own[-1].group(2), help=own[-1].group(3))
+    # the native scan's: "[FAILED_READ_FILE...] Encountered error while reading file <uri>. ..."
+    read = re.search(r"Encountered error while reading file (\S+?)\.?\s", text)
+    if read is not None:
+        causes = re.findall(r"Caused by: [\w.$]+: (.+)", text)
+        why = causes[-1].strip() if causes else "unreadable"
+        path = re.sub(r"^file:(//)?", "", read.group(1))
+        if re.search(r"/tablets/[0-9a-f]{32}\.parquet$", path):
+            return damaged(path, why)
+        return ExecutionError(f"{what} failed reading {path}: {why}")
+    cls = (getattr(e, "getCondition", None) or (lambda: None))() or ""
     if cls in ("NOT_IMPLEMENTED", "JVM_ATTRIBUTE_NOT_SUPPORTED") or isinstance(e, NotImplementedError):
         return ExecutionError(
             f"{what} failed: the engine used an operation this Spark session (e.g. Spark Connect) does not offer: "
@@ -249,7 +268,9 @@ def _failed(what: str, e: PySparkException) -> ExecutionError:
             f"{what} failed: Spark's Python workers cannot import {module}",
             help=f"The executors' Python (spark.pyspark.python) lacks {module}: {fix}. The table is unchanged.",
         )
-    return ExecutionError(f"{what} failed while running: {_first_line(e)}")
+    # py4j's first line is "An error occurred while calling o123.x": the JVM's message follows
+    lines = [ln.lstrip(": ") for ln in text.splitlines() if ln.strip() and not ln.startswith("An error occurred while calling")]
+    return ExecutionError(f"{what} failed while running: {lines[0][:500] if lines else type(e).__name__}")
 
 
 def _first_line(e: Exception) -> str:
