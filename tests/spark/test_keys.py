@@ -188,3 +188,27 @@ def test_compound_key(db):
     refused(db, "INSERT INTO keys.k2 VALUES (1, 2, 5)", KeyViolation, "a=1, b=2", name="keys.k2")
     db.sql("INSERT INTO keys.k2 VALUES (1, 2, 5) ON CONFLICT (b, a) DO UPDATE SET v = excluded.v")
     assert rows(db, "SELECT * FROM keys.k2") == [(1, 1, 0), (1, 2, 5)]
+
+
+def test_extra_target_conjuncts_with_by_source_clauses(db):
+    """dbt's incremental_predicates with a BY SOURCE delete: rows outside the window are left
+    alone, rows inside it and missing from the source are deleted."""
+    db.sql("DROP TABLE IF EXISTS keys.w")
+    db.sql("CREATE TABLE keys.w (id INT, day INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql("INSERT INTO keys.w VALUES (1, 5, 'old'), (2, 10, 'x'), (3, 11, 'y')")
+    stmt = (
+        "MERGE INTO keys.w t USING (SELECT * FROM VALUES {rows} AS v(id, day, v)) s ON t.id = s.id AND t.day >= 10 "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.day >= 10 THEN DELETE"
+    )
+    db.sql(stmt.format(rows="(3, 11, 'Y'), (4, 12, 'z')"))
+    assert rows(db, "SELECT * FROM keys.w") == [(1, 5, "old"), (3, 11, "Y"), (4, 12, "z")]
+    refused(db, stmt.format(rows="(1, 6, 'dup')"), KeyViolation, "id=1", name="keys.w")
+    # key 1 is in the source but outside the window, and not inserted: row 1 is still NOT
+    # MATCHED BY SOURCE, and a clause for such rows acts on it
+    other = (
+        stmt.replace("THEN INSERT *", "AND s.v <> 'skip' THEN INSERT *")
+        .replace("AND t.day >= 10 THEN DELETE", "AND t.day < 10 THEN UPDATE SET v = 'gone'")
+    )
+    db.sql(other.format(rows="(1, 6, 'skip'), (4, 12, 'z')"))
+    assert rows(db, "SELECT * FROM keys.w") == [(1, 5, "gone"), (3, 11, "Y"), (4, 12, "z")]

@@ -515,12 +515,14 @@ def _keyed(
         )
     if not rest:
         return spec
-    if Category.NOT_MATCHED_BY_SOURCE in spec.categories():
+    by_source = Category.NOT_MATCHED_BY_SOURCE in spec.categories()
+    if by_source and any(c.table.lower() != spec.target_alias.lower() for r in rest for c in r.find_all(exp.Column)):
         raise _err(
             spec, "ON condition",
             f"on a table with a key ({key_list}), a MERGE that inserts and has WHEN NOT MATCHED BY SOURCE "
-            f"clauses must match on the key alone, not also on {' AND '.join(r.sql(dialect='spark') for r in rest)}",
-            help="Move the other conditions into the WHEN clauses' AND conditions.",
+            f"clauses must match on the key and target columns only, not also on "
+            f"{' AND '.join(r.sql(dialect='spark') for r in rest)}",
+            help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
         )
     extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
     on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
@@ -536,6 +538,13 @@ def _keyed(
             continue
         cond = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
         whens.append(f"WHEN {cond} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
-    refuse = f"NOT COALESCE({extra}, FALSE) AND (CASE {' '.join(whens)} ELSE FALSE END)"
-    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, refuse))
+    outside = f"NOT COALESCE({extra}, FALSE)"
+    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)"))
+    # a target row whose key matches but whose own columns fail the other conjuncts was NOT
+    # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
+    for c in spec.clauses:
+        if c.category is Category.NOT_MATCHED_BY_SOURCE:
+            cond = scope.qualify(c.condition, Category.NOT_MATCHED_BY_SOURCE, "NOT MATCHED BY SOURCE clause").sql(dialect="spark") if c.condition else None
+            sets = tuple((col, scope.qualify(v, Category.NOT_MATCHED_BY_SOURCE, "NOT MATCHED BY SOURCE clause").sql(dialect="spark")) for col, v in c.assignments)
+            clauses.append(replace(c, category=Category.MATCHED, condition=f"{outside} AND ({cond})" if cond else outside, assignments=sets))
     return replace(spec, on=on, clauses=tuple(clauses))
