@@ -38,7 +38,7 @@ from tablets.engine.spec import (
     DropSpec,
     MergeSpec,
 )
-from tablets.exceptions import CardinalityViolation, CommitConflict, MergeSpecError, TableNotFound
+from tablets.exceptions import CardinalityViolation, CommitConflict, MergeSpecError
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
@@ -273,9 +273,6 @@ def connect(
     options: MergeOptions = MergeOptions(),
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
-    retries: int = RETRIES,
-    retry_backoff: float = BACKOFF,
-    retry_max_backoff: float = MAX_BACKOFF,
 ) -> Database:
     """A Database over ``spark`` or over an embedded local Spark session (started if needed).
 
@@ -285,9 +282,7 @@ def connect(
     to reach it. The new session holds the warehouse's embedded metastore (one process at a
     time), or uses the metastore server at ``metastore_uri`` (``thrift://127.0.0.1:9083``,
     started by ``python -m tablets.spark.metastore --warehouse ...``) so that several processes
-    can use the warehouse at once. A statement that loses a commit race to a conflicting one is
-    run again up to ``retries`` times, after a random wait of up to ``retry_backoff`` seconds,
-    doubling per retry up to ``retry_max_backoff``."""
+    can use the warehouse at once."""
     if spark is None:
         spark = get_or_create_session(
             warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri

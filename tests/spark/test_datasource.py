@@ -43,8 +43,8 @@ def load(spark, root, **options):
 def test_session_conf_is_pure_and_keeps_things_out_of_cwd(tmp_path):
     conf = session_conf(str(tmp_path / "wh"), extra={"spark.sql.shuffle.partitions": "7"})
     assert conf["spark.sql.warehouse.dir"] == str(tmp_path / "wh")
-    assert f"databaseName={tmp_path}/metastore_db" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
-    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}"
+    assert f"databaseName={tmp_path}/wh/_metastore/metastore_db" in conf["spark.hadoop.javax.jdo.option.ConnectionURL"]
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}/wh/_metastore"
     assert conf["spark.sql.shuffle.partitions"] == "7"
     assert conf["spark.master"] == "local[*]" and conf["spark.ui.enabled"] == "false"
     assert "17" in java_version() or "version" in java_version()

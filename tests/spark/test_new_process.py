@@ -2,8 +2,9 @@
 metastore) sees it in the catalog and reads it through plain SQL.
 
 Embedded Derby admits one process per metastore, and stopping a SparkSession does not release
-it (Derby stays booted in the JVM), so this scenario uses its own warehouse and runs both
-halves in subprocesses; the shared test session is never involved.
+it (Derby stays booted in the JVM; the process holds the warehouse's metastore lock until it
+ends), so this scenario uses its own warehouse and runs both halves in subprocesses; the shared
+test session is never involved.
 """
 
 import os
@@ -63,7 +64,9 @@ def test_table_survives_the_process(tmp_path):
     assert "ROWS [(1, 'a'), (3, 'c')]" in out
     assert "COUNT 2" in out and "LOOKUP True" in out
     assert os.listdir(cwd) == []  # no metastore_db, derby.log or spark-warehouse in the cwd
-    assert sorted(os.listdir(tmp_path / "project")) == ["derby.log", "metastore_db", "warehouse"]
+    assert os.listdir(tmp_path / "project") == ["warehouse"]  # the metastore is inside it
+    meta = tmp_path / "project" / "warehouse" / "_metastore"
+    assert sorted(os.listdir(meta)) == ["derby.log", "metastore.lock", "metastore_db"]
 
 
 LOST_REGISTRY = """
@@ -72,7 +75,7 @@ import shutil
 import tablets
 from tablets.spark import catalog
 from tablets.spark.session import build_session
-# as if the warehouse had been deleted, the metastore beside it kept
+# as if the registry had been deleted, the metastore kept
 shutil.rmtree(os.path.join({wh!r}, catalog.REGISTRY_DIR))
 spark = build_session({wh!r}, master="local[1]", shuffle_partitions=1)
 db = tablets.connect(spark=spark)
@@ -89,4 +92,4 @@ def test_a_lost_registry_is_a_clear_error(tmp_path):
     run(WRITER.format(wh=wh), tmp_path)
     out = run(LOST_REGISTRY.format(wh=wh), tmp_path)
     assert "ERROR TableNotFound a catalog table is a tablet table (provider tablets_" in out, out
-    assert "delete the warehouse together with the metastore_db" in out
+    assert "delete the warehouse (its embedded metastore is inside it, in _metastore/)" in out

@@ -64,14 +64,14 @@ def test_warehouse_in_a_bucket(s3_server, tmp_path):
         assert any(k.startswith(f"wh/{table}/tablets/") for k in keys)
     assert any(k.startswith("wh/t/dv/") for k in keys)
     assert any(k.startswith("wh/_tablets_registry/") for k in keys)
-    # on local disk: Derby's metastore, derby.log and Spark's empty local warehouse, nothing else
+    # on local disk: Derby's metastore, derby.log, its lock and Spark's empty local warehouse, nothing else
     local = [
         os.path.relpath(os.path.join(d, f), cwd)
         for d, _, files in os.walk(cwd)
         for f in files
         if "metastore_db" not in d.split(os.sep)
     ]
-    assert [p for p in local if not p.endswith("derby.log")] == [], local
+    assert [p for p in local if not p.endswith(("derby.log", "metastore.lock"))] == [], local
 
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])

@@ -237,3 +237,37 @@ def start_connect(base: str, python: str, timeout: float = 240) -> ConnectServer
 def leftovers(pids: list[int]) -> list[int]:
     """The process groups among ``pids`` (each a group leader's pid) that still have a process."""
     return [pid for pid in pids if _group_alive(pid)]
+
+
+@dataclass
+class MetastoreServer:
+    uri: str  # thrift://127.0.0.1:<port>
+    process: subprocess.Popen
+    log: str
+
+    def stop(self) -> None:
+        _stop(self.process)
+
+
+def start_metastore(warehouse: str, base: str, timeout: float = 240) -> MetastoreServer:
+    """``python -m tablets.spark.metastore`` for ``warehouse`` on 127.0.0.1 (a free port the
+    server picks itself), leading its own process group (its JVM included); its log under
+    ``base``."""
+    os.makedirs(base, exist_ok=True)
+    log = os.path.join(base, "metastore.log")
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tablets.spark.metastore", "--warehouse", warehouse, "--host", "127.0.0.1", "--port", "0"],
+            env=_env(PYTHONPATH=os.path.join(ROOT, "adapter")), stdout=out, stderr=subprocess.STDOUT, cwd=base,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + timeout
+    while True:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("tablets metastore: serving "):
+                    return MetastoreServer(line.split()[3], proc, log)
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc)
+            raise RuntimeError(f"the metastore server did not start (log: {log})")
+        time.sleep(0.5)

@@ -32,12 +32,20 @@ own create/drop/rename.
 Spark's ``DROP TABLE`` never reaches a Python source (it would only drop the catalog entry):
 use ``drop_table`` (the SQL front door routes ``DROP TABLE`` of a tablet table here), which
 drops the entry, the data and the registry file.
+
+Tables by path, as Delta's ``delta.`/path` ``: ``tablets.`/data/t` `` or ``tablets.`s3://b/t` ``
+names the tablet table at that location, with no catalog entry (``path_of``, ``require``).
+The front door routes MERGE/UPDATE/DELETE/INSERT/CREATE on it to the engine; Spark refuses a
+Python source in a direct query on files (UNSUPPORTED_DATASOURCE_FOR_DIRECT_QUERY, PySpark
+4.3), so ``path_views`` rewrites such names in a query to temporary views read through the
+table's own provider.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import threading
 import weakref
@@ -305,12 +313,21 @@ def missing_provider(spark: SparkSession, error: BaseException) -> TabletsError 
     m = _MISSING_PROVIDER.search(str(error))
     if m is None:
         return None
+    entry = _load(spark).by_provider.get(m.group(1))
+    if entry is not None:  # created by another process just now (a shared metastore)
+        _register(spark, [entry])
+        return TabletsError(
+            f"the tablet table {entry.name} was created by another process while this statement was planned",
+            help="Run the statement again: its provider is registered now.",
+        )
     return TableNotFound(
         f"a catalog table is a tablet table (provider {m.group(1)}), but the warehouse registry "
-        f"{registry_dir(spark)} has no such table: its warehouse directory was deleted or moved while "
-        "the metastore beside it was kept",
-        help="Point the session at the warehouse that holds the table, or start afresh: delete the "
-        "warehouse together with the metastore_db and derby.log next to it.",
+        f"{registry_dir(spark)} has no such table: the table belongs to another warehouse whose "
+        "metastore this session uses (a shared metastore server, or a metastore copied from the "
+        "old layout, where warehouses under one parent directory shared one), or the registry was "
+        "deleted",
+        help="Point the session at the warehouse that holds the table; to start afresh, delete "
+        "the warehouse (its embedded metastore is inside it, in _metastore/).",
     )
 
 
@@ -327,12 +344,105 @@ def _quiet_hive_alter(spark: SparkSession) -> None:
         pass
 
 
+# --- tables by path ------------------------------------------------------------------------------
+
+_PATH_NAME = re.compile(r"^\s*tablets\s*\.\s*(?:`(?P<quoted>(?:[^`]|``)*)`|(?P<bare>\S.*?))\s*$", re.IGNORECASE)
+_PATHLIKE = re.compile(r"^(?:/|[A-Za-z][A-Za-z0-9+.-]*:)")
+_PATH_REF = re.compile(r"(?<![\w$`])tablets\s*\.\s*`", re.IGNORECASE)
+PATH_VIEW_PREFIX = "tablets_path_"
+
+
+def path_of(name: str) -> str | None:
+    """The location named by ``tablets.`<path>` `` (or ``tablets.<path>`` as the SQL parser
+    gives it back), normalized; None for any other name. Only absolute paths and URIs count, so
+    a database called ``tablets`` keeps its tables."""
+    m = _PATH_NAME.match(name)
+    if m is None:
+        return None
+    raw = m.group("quoted").replace("``", "`") if m.group("quoted") is not None else m.group("bare")
+    return normalize(raw) if raw and _PATHLIKE.match(raw) else None
+
+
+def describe_path(spark: SparkSession, path: str) -> str:
+    """What is at ``path``, for an error saying why it is not a tablet table."""
+    io = io_for(path, storage(spark).options)
+    if io.local and os.path.isfile(path):
+        return f"{path} is a file, not a table directory"
+    if io.list(join(path, "_delta_log")):
+        return f"{path} is a Delta table (it has _delta_log/)"
+    if io.list(join(path, "metadata")):
+        return f"{path} looks like an Iceberg table (it has metadata/)"
+    if io.list(log_dir(path)):
+        return f"{path} has a tablets log (_log/) without its first version"
+    files = io.list(path)
+    if any(f.name.endswith(".parquet") for f in files):
+        return f"{path} is a directory of Parquet files, not a tablet table (no _log/)"
+    if files or (io.local and os.path.isdir(path) and os.listdir(path)):
+        return f"{path} is a directory, but not a tablet table (no _log/{version_name(0)})"
+    return f"nothing is at {path}"
+
+
+def require(spark: SparkSession, name: str) -> str:
+    """The root of the tablet table ``name`` (a catalog name or ``tablets.`<path>` ``), else a
+    ``TableNotFound`` that says what is there instead and what to do."""
+    root = lookup(spark, name)
+    if root is not None:
+        return root
+    path = path_of(name)
+    if path is None:
+        raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
+    raise TableNotFound(
+        f"tablets.`{path}` is not a tablet table: {describe_path(spark, path)}",
+        help=f"Name the directory of a tablet table (the one holding _log/), or create one there: "
+        f"CREATE TABLE tablets.`{path}` (id BIGINT, ...) USING tablets. To read other formats, use "
+        "their own reader (spark.read.parquet(...), delta.`...`).",
+    )
+
+
+def path_views(spark: SparkSession, text: str) -> str:
+    """``text`` with every ``tablets.`<path>` `` table of a query replaced by a temporary view of
+    that tablet table (made now, so it reads the newest version); ``text`` itself when it names
+    none. Spark refuses Python sources in its own ``provider.`path` `` syntax."""
+    if not _PATH_REF.search(text):
+        return text
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return text  # Spark's own parser reports it
+    if tree is None:
+        return text
+    changed = False
+    for node in list(tree.find_all(exp.Table)):
+        if node.args.get("catalog") is not None or node.args.get("db") is None:
+            continue
+        path = path_of(f"tablets.`{node.name}`") if node.args["db"].name.lower() == SOURCE_NAME else None
+        if path is None:
+            continue
+        root = require(spark, f"tablets.`{path}`")
+        provider = provider_name(root)
+        view = PATH_VIEW_PREFIX + provider[len(PROVIDER_PREFIX):]
+        _register(spark, [_Entry(f"tablets.`{root}`", root, provider)])
+        spark.read.format(provider).load().createOrReplaceTempView(view)
+        replacement = exp.to_table(view)
+        if node.alias:
+            replacement.set("alias", node.args.get("alias"))
+        node.replace(replacement)
+        changed = True
+    return tree.sql(dialect="spark") if changed else text
+
+
 # --- public API ---------------------------------------------------------------------------------
 
 
 def lookup(spark: SparkSession, name: str) -> str | None:
     """The root of the tablet table named ``name`` in the catalog, else None. Cheap: a stat of
     the registry directory and a dict lookup (plus the current database for unqualified names)."""
+    path = path_of(name)
+    if path is not None:
+        return path if _has_log(spark, path) else None
     try:
         parts = split_name(name)
     except TabletsError:
@@ -352,6 +462,9 @@ def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
     ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
     spares parsing seed batches and view DDL; a True only means "parse it")."""
     reg = _load(spark)
+    # tables created by another process since this session started (a shared metastore): their
+    # providers must be known before Spark resolves a plain SELECT of them
+    _register(spark, list(reg.by_provider.values()))
     if reg.names is None:  # built once per registry state: a word match of any bare table name
         bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
         reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)
@@ -428,7 +541,11 @@ def create_table(
 
     ``replace`` drops an existing table of that name (data included) first. An existing tablet
     table at an explicit ``location`` is adopted (like ``CREATE TABLE ... LOCATION`` of an
-    existing Delta table); ``schema`` may then be None."""
+    existing Delta table); ``schema`` may then be None. ``tablets.`<path>` `` creates the table
+    at that path only, with no catalog entry."""
+    path = path_of(name)
+    if path is not None:
+        return _create_at_path(spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists)
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
     if not spark.catalog.databaseExists(db):
@@ -489,8 +606,43 @@ def create_table(
     return store
 
 
+def _create_at_path(
+    spark: SparkSession,
+    path: str,
+    schema: pa.Schema | StructType | str | None,
+    key_columns: Sequence[str],
+    properties: Mapping[str, str] | None,
+    *,
+    replace: bool,
+    if_not_exists: bool,
+) -> TabletTable:
+    store = storage(spark).table(path)
+    if store.exists():
+        if if_not_exists:
+            return store
+        if not replace:
+            raise TableAlreadyExists(f"a tablet table exists at {path}", help="Use CREATE OR REPLACE TABLE, or another path.")
+        store.drop()
+    elif describe_path(spark, path) != f"nothing is at {path}":
+        raise TableAlreadyExists(
+            f"cannot create a tablet table at {path}: {describe_path(spark, path)}",
+            help="Choose an empty or new directory.",
+        )
+    if schema is None:
+        raise SchemaMismatch(f"no columns given for the new table at {path}", help="Give the columns (Spark DDL or a pyarrow schema).")
+    return TabletTable.create(
+        path, _store_schema(spark, schema), key_columns=key_columns, properties=properties,
+        storage_options=storage(spark).options,
+    )
+
+
 def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_data: bool = False) -> None:
     """Drop the catalog entry, the data (unless ``keep_data``) and the registry entry."""
+    if path_of(name) is not None:
+        raise TabletsError(
+            f"DROP TABLE {name}: a table named by its path has no catalog entry to drop",
+            help="Delete its directory to remove it, or drop the catalog table that points at it.",
+        )
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
     entry = _load(spark).by_name.get(qualified)
@@ -523,7 +675,10 @@ def rename_table(spark: SparkSession, old: str, new: str) -> None:
 def sync_schema(spark: SparkSession, name: str) -> None:
     """Make the catalog entry's columns the store's columns (after ``add_columns`` or
     ``set_schema``): ``ALTER TABLE ... ADD COLUMNS`` when columns were only added, else the
-    entry is recreated (it is EXTERNAL: the data is not touched)."""
+    entry is recreated (it is EXTERNAL: the data is not touched). Nothing for a table named by
+    its path (it has no entry)."""
+    if path_of(name) is not None:
+        return
     db, table = qualify(spark, name)
     root = lookup(spark, f"{db}.{table}")
     if root is None:

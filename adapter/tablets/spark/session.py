@@ -9,12 +9,14 @@ Where things go (nothing is created in the process's working directory):
   ``./.tablets/warehouse`` (made absolute at start). It may be an object store URI
   (``s3://bucket/wh``): tablet tables and their registry then live there
   (``spark.tablets.warehouse``), while Spark's own ``spark.sql.warehouse.dir`` stays local;
-- Hive metastore (embedded Derby) and ``derby.log``: ``<warehouse>/../metastore_db`` and
-  ``<warehouse>/..`` for a local warehouse; for a URI, ``./.tablets/<12 hex of the URI>/``
-  (``metastore_db``, ``derby.log`` and Spark's local ``spark-warehouse``).
+- Hive metastore (embedded Derby) and ``derby.log``: inside a local warehouse,
+  ``<warehouse>/_metastore/``; for a URI, ``./.tablets/<12 hex of the URI>/`` (with Spark's
+  local ``spark-warehouse``). See ``tablets.spark.metastore``.
 
-Embedded Derby admits one process at a time: a second process on the same warehouse waits
-for (or fails on) the metastore lock until the first one stops its session.
+Embedded Derby admits one process at a time: the session holds a lock on the warehouse's
+metastore for the process's life, and a second process gets ``MetastoreInUse`` (naming the
+first) before its JVM starts. Several processes share a warehouse through a metastore server
+(``metastore_uri="thrift://host:port"``, served by ``python -m tablets.spark.metastore``).
 
 Every session (built here, or adopted by ``get_or_create_session``) gets the ``tablets`` package
 shipped to its executors (``tablets.spark.ship``): on a cluster or a Spark Connect server they
@@ -23,7 +25,6 @@ need only the ``worker`` extra's third-party packages.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -32,6 +33,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tablets.exceptions import TabletsError
+from tablets.spark import metastore
+from tablets.spark.metastore import metastore_dir
 from tablets.storage.fileio import is_local, normalize
 
 if TYPE_CHECKING:
@@ -72,16 +75,6 @@ def default_warehouse() -> str:
     return normalize(os.environ.get("TABLETS_WAREHOUSE") or DEFAULT_WAREHOUSE)
 
 
-def metastore_dir(warehouse: str) -> str:
-    """The local directory that holds the Derby metastore (``metastore_db``) and ``derby.log``:
-    the parent of a local warehouse; for an object store warehouse, a directory of its own
-    under ``./.tablets``."""
-    if is_local(warehouse):
-        return os.path.dirname(normalize(warehouse).rstrip(os.sep)) or os.sep
-    digest = hashlib.sha1(normalize(warehouse).encode("utf-8")).hexdigest()[:12]
-    return os.path.abspath(os.path.join(".tablets", digest))
-
-
 def spark_warehouse(warehouse: str) -> str:
     """``spark.sql.warehouse.dir`` for a tablets warehouse: itself when local, else a local
     directory beside the metastore (Spark's Hadoop file system may not know the URI's scheme)."""
@@ -94,8 +87,10 @@ def session_conf(
     master: str | None = None,
     shuffle_partitions: int = 4,
     extra: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
 ) -> dict[str, str]:
-    """The Spark configuration of an embedded session over ``warehouse`` (pure)."""
+    """The Spark configuration of an embedded session over ``warehouse`` (pure): its metastore
+    is the warehouse's embedded Derby, or the server at ``metastore_uri``."""
     wh = spark_warehouse(warehouse)
     meta = metastore_dir(warehouse)
     conf = {
@@ -110,14 +105,15 @@ def session_conf(
         # the engine's scans name their tablet files one by one: above this many paths Spark
         # lists them with a Spark job (1-3 s on 2 cores) instead of on the driver (~0.1 s)
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-        "spark.hadoop.javax.jdo.option.ConnectionURL": (
-            f"jdbc:derby:;databaseName={os.path.join(meta, 'metastore_db')};create=true"
-        ),
-        # derby.log goes to derby.system.home (default: the working directory)
-        "spark.driver.extraJavaOptions": f"-Dderby.system.home={meta}",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+    if metastore_uri:
+        conf[metastore.URIS_CONF] = metastore_uri
+    else:
+        conf[metastore.JDO_URL_CONF] = metastore.derby_url(meta)
+        # derby.log goes to derby.system.home (default: the working directory)
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={meta}"
     conf.update(extra or {})
     return conf
 
@@ -165,12 +161,16 @@ def build_session(
     hive: bool = True,
     shuffle_partitions: int = 4,
     storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
 ) -> SparkSession:
     """Start (or join, through ``getOrCreate``) a Spark session ready for tablet tables.
 
     ``remote`` connects to a Spark Connect server instead of starting a local Spark; ``conf``
     entries override the defaults of :func:`session_conf`; ``storage_options`` reach an object
-    store warehouse (see ``tablets.storage.fileio``).
+    store warehouse (see ``tablets.storage.fileio``). ``metastore_uri`` (``thrift://host:port``)
+    uses a metastore server, so that several processes can share the warehouse; without it the
+    session holds the warehouse's embedded metastore, or raises ``MetastoreInUse`` at once if
+    another process does.
     """
     from pyspark.sql import SparkSession
 
@@ -187,10 +187,12 @@ def build_session(
         java_version()  # a clear error instead of the JVM gateway's when Java is missing
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)
-        for k, v in session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf).items():
-            builder = builder.config(k, v)
+        full = session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri)
         if hive:
+            _metastore_ready(wh, full, user_conf=conf)
             builder = builder.enableHiveSupport()
+        for k, v in full.items():
+            builder = builder.config(k, v)
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
@@ -198,6 +200,29 @@ def build_session(
     configure(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
     register_sources(spark)
     return spark
+
+
+def _metastore_ready(warehouse: str, conf: Mapping[str, str], *, user_conf: Mapping[str, str]) -> None:
+    """Before the JVM starts: a metastore server must answer; an embedded metastore is claimed
+    for this process (``MetastoreInUse`` names the process holding it). Nothing to do when a
+    running SparkContext will be joined (its metastore was settled when it started), or when
+    the user's conf names a metastore database of their own."""
+    from pyspark import SparkContext
+
+    if SparkContext._active_spark_context is not None:
+        return
+    uris = [u.strip() for u in (conf.get(metastore.URIS_CONF) or "").split(",") if u.strip()]
+    if uris:
+        errors: list[TabletsError] = []
+        for uri in uris:
+            try:
+                metastore.reachable(uri)
+                return
+            except TabletsError as e:
+                errors.append(e)
+        raise errors[0]
+    if metastore.JDO_URL_CONF not in user_conf:
+        metastore.claim(warehouse)
 
 
 def get_or_create_session(
@@ -208,6 +233,7 @@ def get_or_create_session(
     conf: Mapping[str, str] | None = None,
     hive: bool = True,
     storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
 ) -> SparkSession:
     """The active session (tablets sources registered) if there is one, else a new one."""
     from pyspark.sql import SparkSession
@@ -222,4 +248,7 @@ def get_or_create_session(
             configure(active, warehouse, storage_options)
         register_sources(active)
         return active
-    return build_session(warehouse, master=master, remote=remote, conf=conf, hive=hive, storage_options=storage_options)
+    return build_session(
+        warehouse, master=master, remote=remote, conf=conf, hive=hive, storage_options=storage_options,
+        metastore_uri=metastore_uri,
+    )

@@ -16,6 +16,8 @@ A profile::
           #                                            # environment variables
           # master: spark://10.0.0.5:7077   # a standalone cluster instead of local[*]
           # remote: sc://10.0.0.5:15002     # Spark Connect instead of an embedded Spark
+          # metastore_uri: thrift://127.0.0.1:9083   # a shared metastore server, so that several
+          #                                          # processes can use the warehouse at once
           # shuffle_partitions: 4
           # server_side_parameters: {"spark.driver.memory": "4g"}
 
@@ -72,9 +74,9 @@ def project_dir() -> str:
 def resolve_warehouse(
     warehouse: str | None, root: str | None = None, target_path: str | None = None
 ) -> str:
-    """The warehouse: an absolute directory (``spark.sql.warehouse.dir``; the Derby metastore
-    and ``derby.log`` go next to it) or an object store URI, kept as given. Relative paths are
-    relative to the project directory."""
+    """The warehouse: an absolute directory (``spark.sql.warehouse.dir``; the embedded Derby
+    metastore and ``derby.log`` go inside it, in ``_metastore/``) or an object store URI, kept
+    as given. Relative paths are relative to the project directory."""
     root = root or project_dir()
     chosen = warehouse or os.environ.get(WAREHOUSE_ENV)
     if chosen:
@@ -98,6 +100,7 @@ class TabletsCredentials(SparkCredentials):
     remote: str | None = None
     shuffle_partitions: int = 4
     storage_options: dict[str, str] | None = None
+    metastore_uri: str | None = None
 
     def __post_init__(self) -> None:
         if self.method != SparkConnectionMethod.SESSION:
@@ -115,6 +118,14 @@ class TabletsCredentials(SparkCredentials):
             raise DbtRuntimeError(
                 f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}"
             )
+        if self.metastore_uri is not None:
+            from tablets.exceptions import TabletsError
+            from tablets.spark.metastore import check_uri
+
+            try:
+                check_uri(self.metastore_uri)
+            except TabletsError as e:
+                raise DbtRuntimeError(f"`metastore_uri`: {e}") from None
         super().__post_init__()
 
     @property
@@ -126,7 +137,15 @@ class TabletsCredentials(SparkCredentials):
         return self.warehouse or self.host or "localhost"
 
     def _connection_keys(self) -> tuple[str, ...]:
-        return ("method", "master", "remote", "warehouse", "schema", "shuffle_partitions")
+        return (
+            "method",
+            "master",
+            "remote",
+            "warehouse",
+            "metastore_uri",
+            "schema",
+            "shuffle_partitions",
+        )
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
         """The settings ``dbt debug`` prints (and Jinja's ``target`` holds), with the warehouse
@@ -165,6 +184,7 @@ class TabletsConnectionManager(SparkConnectionManager):
             conf=creds.server_side_parameters,
             shuffle_partitions=creds.shuffle_partitions,
             storage_options=creds.storage_options,
+            metastore_uri=creds.metastore_uri,
         )
         connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
         connection.state = ConnectionState.OPEN

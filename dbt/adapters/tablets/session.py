@@ -11,13 +11,13 @@ sent through the engine's SQL front door (``tablets.Database.sql``).
 The Spark session is started here, before dbt-spark could call ``getOrCreate()``, so that our
 configuration (warehouse, Derby metastore location, Python workers, the ``tablets`` sources)
 is in place; the same session serves every connection of the process. Starting it turns the
-usual failures into one clear error: Java missing, the Derby metastore held by another
-process, an unreachable ``master`` or ``remote``.
+usual failures into one clear error: Java missing, the warehouse's metastore held by another
+process (named: pid, command, since when; found before any JVM starts), an unreachable
+``master``, ``remote`` or ``metastore_uri``.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import threading
 from collections.abc import Mapping
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablets.db import Database, StatementResult
+    from tablets.spark.metastore import MetastoreInUse
 
 logger = AdapterLogger("Tablets")
 
@@ -191,58 +192,50 @@ def _derby_message(exc: BaseException) -> bool:
     return False
 
 
-def _derby_locked(metastore: str) -> FailedToConnectError:
+def _derby_locked(warehouse: str) -> FailedToConnectError:
+    """Spark's own Derby error, for a metastore tablets did not place (a ConnectionURL in
+    ``server_side_parameters``): the holder is unknown. Never Derby's "delete this directory"."""
     return FailedToConnectError(
-        f"The Derby metastore at {metastore} is in use by another process (another dbt command, "
-        "a notebook or a test run on the same warehouse). Embedded Derby admits one process at "
-        "a time.\nHelp: wait for that process to finish, or give this profile its own "
-        "`warehouse` (the metastore lives next to it)."
+        f"The Derby metastore of warehouse {warehouse} is in use by another process (another dbt "
+        "command, a notebook or a test run on the same metastore). Embedded Derby admits one "
+        f"process at a time.\nHelp: {_several_processes(warehouse)}"
     )
 
 
-def derby_in_use(metastore_db: str) -> bool:
-    """Whether another process has booted the Derby database ``metastore_db``, found without
-    starting a JVM (and without Spark's screens of stack traces): Derby holds an exclusive lock
-    on ``dbex.lck`` while it runs, a POSIX record lock that ``fcntl.lockf`` sees.
+def _several_processes(warehouse: str) -> str:
+    from tablets.spark.metastore import DEFAULT_PORT, serve_command
 
-    Only safe while this process runs no JVM: POSIX locks belong to the process, and closing
-    the probe would drop a lock our own Derby held."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX: Spark's own error will tell
-        return False
-    path = os.path.join(metastore_db, "dbex.lck")
-    if not os.path.exists(path):
-        return False
-    try:
-        with open(path, "rb+") as f:
-            try:
-                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                return True
-            fcntl.lockf(f, fcntl.LOCK_UN)
-    except OSError:
-        return False
-    return False
+    return (
+        "wait for that process to finish, or give this profile its own `warehouse`; to run "
+        "several dbt commands on this warehouse at once, serve its metastore "
+        f"(`{serve_command(warehouse)}`) and set `metastore_uri: thrift://127.0.0.1:{DEFAULT_PORT}` "
+        "in the profile."
+    )
 
 
-def _jvm_running() -> bool:
-    try:
-        from pyspark import SparkContext
-    except ImportError:  # pragma: no cover - a dependency
-        return False
-    return getattr(SparkContext, "_gateway", None) is not None
+def metastore_in_use(exc: MetastoreInUse) -> FailedToConnectError:
+    """The engine's ``MetastoreInUse`` in dbt's words (profile keys, not Python arguments)."""
+    holder = exc.holder
+    if holder.serves:
+        return FailedToConnectError(
+            f"The metastore of warehouse {exc.warehouse} is served by a metastore server, "
+            f"{holder.describe()}, at {holder.serves}.\nHelp: set `metastore_uri: {holder.serves}` "
+            "in the profile."
+        )
+    return FailedToConnectError(
+        f"The metastore of warehouse {exc.warehouse} ({exc.metastore}) is in use by another "
+        f"process: {holder.describe()}. Embedded Derby admits one process at a time.\n"
+        f"Help: {_several_processes(exc.warehouse)}"
+    )
 
 
 def _check_metastore(spark: SparkSession, warehouse: str) -> None:
-    """Touch the metastore now, so a locked Derby database is one clear error at connect time."""
-    from tablets.spark.session import metastore_dir
-
+    """Touch the metastore now, so a locked or unreachable one is one clear error at connect time."""
     try:
         spark.sql("SHOW DATABASES").collect()
     except Exception as exc:  # noqa: BLE001 - py4j and Spark errors alike
         if _derby_message(exc):
-            raise _derby_locked(os.path.join(metastore_dir(warehouse), "metastore_db")) from exc
+            raise _derby_locked(warehouse) from exc
         raise FailedToConnectError(
             f"Spark started, but its catalog does not answer: {_first_line(exc)}"
         ) from exc
@@ -270,6 +263,7 @@ def get_session(
     conf: Mapping[str, str],
     shuffle_partitions: int,
     storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
 ) -> SparkSession:
     """The process's Spark session: the running one (tablets sources registered, runtime
     ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``."""
@@ -278,6 +272,7 @@ def get_session(
 
     from tablets.exceptions import TabletsError
     from tablets.spark.catalog import configure, register_sources, warehouse_dir
+    from tablets.spark.metastore import MetastoreInUse
     from tablets.spark.session import build_session
     from tablets.storage.fileio import normalize
 
@@ -298,12 +293,6 @@ def get_session(
             why = probe(url) if url else None
             if url and why:
                 raise _unreachable(kind, url, why)
-        if not remote and not _jvm_running():
-            from tablets.spark.session import metastore_dir
-
-            metastore_db = os.path.join(metastore_dir(warehouse), "metastore_db")
-            if derby_in_use(metastore_db):
-                raise _derby_locked(metastore_db)
         try:
             spark = build_session(
                 warehouse,
@@ -312,14 +301,15 @@ def get_session(
                 conf=conf,
                 shuffle_partitions=shuffle_partitions,
                 storage_options=storage_options,
+                metastore_uri=metastore_uri,
             )
-        except TabletsError as exc:  # Java missing, ...
-            raise FailedToConnectError(str(exc)) from exc
+        except MetastoreInUse as exc:  # before any JVM started
+            raise metastore_in_use(exc) from None
+        except TabletsError as exc:  # Java missing, an unreachable metastore server, ...
+            raise FailedToConnectError(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - the JVM gateway's errors
             if _derby_message(exc):
-                from tablets.spark.session import metastore_dir
-
-                raise _derby_locked(os.path.join(metastore_dir(warehouse), "metastore_db")) from exc
+                raise _derby_locked(warehouse) from None
             raise FailedToConnectError(f"Spark did not start: {_first_line(exc)}") from exc
         if not remote:
             _check_metastore(spark, warehouse)
@@ -340,6 +330,7 @@ def open_database(
     conf: Mapping[str, str] | None = None,
     shuffle_partitions: int = 4,
     storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
 ) -> Database:
     import tablets
 
@@ -350,5 +341,6 @@ def open_database(
         conf=dict(conf or {}),
         shuffle_partitions=shuffle_partitions,
         storage_options=storage_options,
+        metastore_uri=metastore_uri,
     )
     return tablets.connect(spark=spark)
