@@ -11,7 +11,10 @@ Reads: the snapshot is resolved once, when Spark plans the read (``reader()``), 
 partition carries the tablets (with their deletion vectors) of that one version, so a query
 never mixes versions and tasks never replay the log. A partition is one tablet or a group of
 small tablets of about ``PARTITION_ROWS`` live rows; ``read()`` yields Arrow record batches of
-the live rows (deletion vectors applied). PySpark 4.3 gives a Python source no column pruning,
+the live rows (deletion vectors applied), each tablet verified first (``read_tablet``: size,
+footer tablet id, row count, page CRCs). A damaged tablet fails the query with PySpark's
+``PythonException``, whose text ends in ``tablets.exceptions.FormatError: tablet <path> is
+damaged: ...`` and its Help line. PySpark 4.3 gives a Python source no column pruning,
 so every column of the requested schema is read.
 
 Writes follow the row-level write API (Trino's begin -> sinks -> fragments -> finish):
@@ -45,7 +48,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from tablets.exceptions import SchemaMismatch, TableNotFound, TabletsError
+from tablets.exceptions import FormatError, SchemaMismatch, TableNotFound, TabletsError
 from tablets.sqltext import quote_ident
 from tablets.storage import transaction
 from tablets.storage.actions import AddTablet, RemoveTablet, SetDV
@@ -153,7 +156,11 @@ class TabletsReader(DataSourceReader):
         present = {n.lower(): n for n in schema.names}
         cols = [present[f.name.lower()] for f in self.out_schema if f.name.lower() in present]
         for add, dv in partition.tablets:
-            data = read_tablet(self.io, self.root, add, dv, schema, cols)
+            try:
+                data = read_tablet(self.io, self.root, add, dv, schema, cols)  # verifies the file
+            except FormatError as e:
+                # PySpark shows the worker's traceback: keep it to this frame and the message
+                raise e.with_traceback(None)  # noqa: B904 - the same error, shorter
             yield from _conform_output(data, self.out_schema).to_batches(max_chunksize=BATCH_ROWS)
 
 
