@@ -59,7 +59,7 @@ from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.sqltext import quote_ident, sql_string
-from tablets.storage.fileio import FileIO, io_for, join, normalize
+from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
 from tablets.storage.log import log_dir, version_name
 from tablets.storage.table import TabletTable
 
@@ -229,7 +229,9 @@ def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
         done = _registered.setdefault(spark, set())
         for e in entries:
             if e.provider not in done:
-                spark.dataSource.register(table_source(e.path, storage(spark).options))
+                # the environment's store settings too: Spark's Python workers may lack them
+                options = {**environment_options(e.path), **storage(spark).options}
+                spark.dataSource.register(table_source(e.path, options))
                 done.add(e.provider)
 
 
