@@ -18,6 +18,8 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import random
 import re
 import time
 from collections.abc import Mapping
@@ -68,13 +70,42 @@ class StatementResult:
         return self.metrics.message()
 
 
-class Database:
-    """A Spark session that knows tablet tables. ``db.spark`` is the SparkSession."""
+# A statement that lost a commit race runs again against the new version, up to RETRIES times,
+# after a random wait of up to BACKOFF * 2^(attempt-1) seconds, at most MAX_BACKOFF ("full
+# jitter": writers that collided spread out instead of colliding again in step)
+RETRIES = 5
+BACKOFF = 0.1
+MAX_BACKOFF = 5.0
 
-    def __init__(self, spark: SparkSession, *, options: MergeOptions = MergeOptions(), retries: int = 2) -> None:
+logger = logging.getLogger("tablets")
+
+
+class Database:
+    """A Spark session that knows tablet tables. ``db.spark`` is the SparkSession.
+
+    ``retries``, ``retry_backoff`` and ``retry_max_backoff`` (seconds): how a MERGE, UPDATE,
+    DELETE or INSERT ... ON CONFLICT that lost a commit race to a conflicting statement is run
+    again (see ``RETRIES``); after the last retry its ``CommitConflict`` is raised."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        *,
+        options: MergeOptions = MergeOptions(),
+        retries: int = RETRIES,
+        retry_backoff: float = BACKOFF,
+        retry_max_backoff: float = MAX_BACKOFF,
+    ) -> None:
+        if retries < 0 or retry_backoff < 0 or retry_max_backoff < retry_backoff:
+            raise ValueError(
+                f"retries ({retries}) and retry_backoff ({retry_backoff}) must be >= 0 and retry_max_backoff "
+                f"({retry_max_backoff}) at least retry_backoff"
+            )
         self.spark = spark
         self.options = options
         self.retries = retries
+        self.retry_backoff = retry_backoff
+        self.retry_max_backoff = retry_max_backoff
 
     # --- routing --------------------------------------------------------------------------
 
@@ -157,18 +188,29 @@ class Database:
         table = self.table_of(spec.target)
         if noop_reason(spec) is not None:  # degenerate: no scan, no job
             return StatementResult(spec.operation, spec.target, MergeMetrics(operation=spec.operation, noop=True))
-        attempt = 0
+        start, waited, attempt = time.perf_counter(), 0.0, 0
         while True:
-            start = time.perf_counter()
+            # the snapshot before the source is planned: a source that reads the target then reads
+            # this version or a newer one, whose commits the conflict check sees
+            snapshot = table.snapshot()
             frame = source if source is not None else self.source_frame(spec, table)
             try:
-                metrics = execute(self.spark, table, spec, frame, opts)
-            except CommitConflict:
+                metrics = execute(self.spark, table, spec, frame, opts, snapshot=snapshot)
+            except CommitConflict as e:
                 attempt += 1
                 if attempt > self.retries:
                     raise
+                delay = random.uniform(0, min(self.retry_max_backoff, self.retry_backoff * 2 ** (attempt - 1)))
+                logger.info(
+                    "tablets: %s INTO %s lost a commit race (%s: %s); retry %d of %d in %.2f s",
+                    spec.operation, spec.target, type(e).__name__, e.detail, attempt, self.retries, delay,
+                )
+                time.sleep(delay)
+                waited += delay
                 continue
             metrics.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 1)
+            if attempt:
+                metrics.timings_ms["retry_wait"] = round(waited * 1000, 1)
             return StatementResult(spec.operation, spec.target, metrics)
 
     def explain(self, text: str) -> str:
@@ -273,6 +315,9 @@ def connect(
     options: MergeOptions = MergeOptions(),
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
+    retries: int = RETRIES,
+    retry_backoff: float = BACKOFF,
+    retry_max_backoff: float = MAX_BACKOFF,
 ) -> Database:
     """A Database over ``spark`` or over an embedded local Spark session (started if needed).
 
@@ -282,7 +327,9 @@ def connect(
     to reach it. The new session holds the warehouse's embedded metastore (one process at a
     time), or uses the metastore server at ``metastore_uri`` (``thrift://127.0.0.1:9083``,
     started by ``python -m tablets.spark.metastore --warehouse ...``) so that several processes
-    can use the warehouse at once."""
+    can use the warehouse at once. A statement that loses a commit race to a conflicting one is
+    run again up to ``retries`` times, after a random wait of up to ``retry_backoff`` seconds,
+    doubling per retry up to ``retry_max_backoff``."""
     if spark is None:
         spark = get_or_create_session(
             warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
@@ -294,4 +341,6 @@ def connect(
         if warehouse or storage_options is not None:
             catalog.configure(spark, warehouse, storage_options)
         catalog.register_sources(spark)
-    return Database(spark, options=options)
+    return Database(
+        spark, options=options, retries=retries, retry_backoff=retry_backoff, retry_max_backoff=retry_max_backoff
+    )

@@ -19,7 +19,6 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
@@ -44,7 +43,7 @@ from tablets.engine.names import (
 )
 from tablets.engine.plan import Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
-from tablets.engine.tasks import INSERT_RESULT, MERGE_RESULT, insert_task, merge_task
+from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
     CardinalityViolation,
     ExecutionError,
@@ -53,10 +52,22 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark.frames import TabletScan, tablet_scan
-from tablets.storage import Snapshot, TabletFragment, TabletTable, discard, fragment_from_json
-from tablets.storage.actions import RemoveTablet
+from tablets.storage import (
+    DVFragment,
+    Snapshot,
+    TabletFragment,
+    TabletState,
+    TabletTable,
+    discard,
+    fragment_from_json,
+)
+from tablets.storage.actions import AddTablet, RemoveTablet
+from tablets.storage.fileio import normalize
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
-from tablets.storage.transaction import begin
+from tablets.storage.transaction import begin, outside
+
+# a matched pair that no clause acts on (kind K_MATCHED): the statement's result depends on it
+_MATCHED = "__tablets_matched"
 
 
 @dataclass(frozen=True)
@@ -283,6 +294,9 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     cats = {b.clause.category for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING}
     tablets = list(run.snapshot.tablets)
     persisted = run.persisted
+    ranges = None
+    # a source that reads the target depends on all of it: the conservative conflict rules
+    self_read = source is not None and _reads_target(run, source)
     try:
         if source is not None:
             # the row id lets an anti join find the source rows without a pair (see _base)
@@ -297,7 +311,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 tablets = _prune(run, tablets, ranges)
         m.tablets_scanned = len(tablets)
         base = _base(run, source, tablets)
-        if plan.has_deletes and plan.has_inserts and run.options.cluster_by:
+        together = not run.options.cluster_by
+        if plan.has_inserts and not together:
             base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
             persisted.append(base)
         handle = begin(
@@ -306,26 +321,29 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             plan.spec.operation,
             io=run.table.io,
             delete_from=tablets,
-            read_tablets=tablets,
+            read_tablets=run.snapshot.tablets.keys() if self_read else (),
             reads_appends=True,
+            # row-level conflicts (docs/CONCURRENCY.md): the tasks report the target rows the
+            # result depends on; appended tablets outside the source's key ranges cannot match
+            track_rows=not self_read,
+            append_ranges=ranges if Category.NOT_MATCHED_BY_SOURCE not in cats and not self_read else None,
             target_tablet_rows=run.options.target_tablet_rows,
             sort_by=run.options.cluster_by,
         )
         fragments = []
-        # the insert stream rides along with the delete stream, unless cluster_by wants it
-        # range-partitioned by its own columns
-        together = not run.options.cluster_by
-        if plan.has_deletes:
-            fragments += _delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
-            t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
-        if plan.has_inserts and not (together and plan.has_deletes):
+        # the row ids of every target row the statement matched or acts on go home to their
+        # tablet's task (its DV, and the rows the result depends on); the insert stream rides
+        # along, unless cluster_by wants it range-partitioned by its own columns
+        fragments += _delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
+        t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
+        if plan.has_inserts and not together:
             fragments += _insert_stream(run, base, handle)
             t0 = run.phase("insert_stream", t0)
         for f in fragments:
             if isinstance(f, TabletFragment):
                 m.tablets_added += 1
                 m.bytes_written += f.add.bytes
-            elif f.deleted:
+            elif isinstance(f, DVFragment) and f.deleted:
                 m.dvs_written += 1
                 m.bytes_written += f.dv.size
         m.version = run.table.finish(
@@ -333,6 +351,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             fragments,
             parameters={"statement": plan.spec.operation, **dict(run.options.parameters)},
             metrics=m.to_commit(),
+            may_match=None if self_read else (lambda adds: _appends_match(run, source, adds)),
         )
         run.phase("commit", t0)
         return m
@@ -355,77 +374,83 @@ def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object
     return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(keys)]
 
 
-def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
-    if stat is None or value is None:
-        return None
-    if hasattr(value, "isoformat") and isinstance(stat, str):
-        value = value.isoformat()
-    if isinstance(stat, bool) or isinstance(value, bool):
-        return None
-    if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
-        return stat, value
-    if type(stat) is type(value):
-        return stat, value
-    return None
-
-
 def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:
     """Keep tablets whose key range can overlap the source's (no BY SOURCE clause here)."""
-    keep = []
-    for tid in tablets:
-        add = run.snapshot.tablets[tid].add
-        overlaps = True
-        for col, lo, hi in ranges:
-            if lo is None:  # every source key is NULL: `=` matches nothing
-                overlaps = False
-                break
-            st = add.column_stats(col)
-            if st is None:
-                continue
-            if st.min is None and st.max is None and st.null_count == add.rows:
-                overlaps = False
-                break
-            a, b = _comparable(st.max, lo) or (None, None), _comparable(st.min, hi) or (None, None)
-            if (a[0] is not None and a[0] < a[1]) or (b[0] is not None and b[0] > b[1]):
-                overlaps = False
-                break
-        if overlaps:
-            keep.append(tid)
+    keep = [tid for tid in tablets if not outside(run.snapshot.tablets[tid].add, ranges)]
     run.metrics.tablets_pruned = len(tablets) - len(keep)
     return keep
 
 
+_RELATION = re.compile(r"RelationV2\[[^\]]*\] (\S+)")
+
+
+def _reads_target(run: _Run, source: DataFrame) -> bool:
+    """Whether the source may read the target table (dbt's ``where ts > (select max(ts) from
+    {{ this }})``): its rows then depend on every row of the target. Told from the relations of
+    the source's analyzed plan; a relation read by path, or a plan that cannot be had, counts."""
+    from tablets.spark import catalog
+
+    try:
+        if _connect(source):
+            explain = getattr(source, "_explain_string", None)  # Connect's DataFrame.explain, as text
+            if not callable(explain):
+                return True
+            text = str(explain(extended=True))
+        else:
+            text = str(source._jdf.queryExecution().analyzed().toString())  # noqa: SLF001
+        for name in set(_RELATION.findall(text)):
+            root = catalog.lookup(run.spark, name)
+            if root is not None and normalize(root) == normalize(run.table.root):
+                return True
+            if root is None and (name == "tablets" or name.startswith(catalog.PROVIDER_PREFIX)):
+                return True  # a tablet table read by path: maybe the target
+    except Exception:  # noqa: BLE001 - cannot tell
+        return True
+    return False
+
+
+def _appends_match(run: _Run, source: DataFrame | None, adds: list[AddTablet]) -> bool:
+    """Whether the statement would have matched or acted on a row of ``adds`` (tablets that
+    concurrent commits appended; asked at commit time): its own join and classification over
+    just those tablets, deletion vectors ignored. A failure counts as a match: a conflict,
+    never a wrong result."""
+    snap = replace(run.snapshot, tablets={a.tablet_id: TabletState(a) for a in adds})
+    probe = replace(run, snapshot=snap, metrics=MergeMetrics(operation=run.metrics.operation))
+    try:
+        rows = _base(probe, source, [a.tablet_id for a in adds]).filter(F.col(TID).isNotNull()).limit(1).collect()
+    except Exception:  # noqa: BLE001 - cannot tell
+        return True
+    return bool(rows)
+
+
 def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
-    scan = tablet_scan(
-        run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=plan.needs_row_ids
-    )
+    # row ids always: every statement reports the target rows its result depends on
+    scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
     return replace(scan, frame=frame)
 
 
 def _live(run: _Run, scan: TabletScan, df: DataFrame, *, deletes: bool = True) -> DataFrame:
     """Drop the deleted target rows of ``df`` and name its row ids."""
-    df = scan.live(df, row_ids=run.plan.needs_row_ids, project=False, deletes=deletes)
-    if run.plan.needs_row_ids:
-        df = df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
-    return df
+    df = scan.live(df, row_ids=True, project=False, deletes=deletes)
+    return df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
 
 
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
-    """The classified row pairs that some clause acts on: row ids, new images and kind."""
+    """The classified row pairs that some clause acts on, and the matched pairs that none acts
+    on (kind K_MATCHED: the result depends on them too): row ids, new images and kind."""
     plan = run.plan
     scan = _target(run, tablets)
     target = scan.frame
-    acting = [b.index for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING]
     if source is None:
-        return _classify(run, _live(run, scan, target)).filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE)
+        return _classify(run, _live(run, scan, target)).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
     src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
     on = F.expr(plan.on or "TRUE")
     if not run.broadcast:
         # deleted target rows go before the join: a source row paired only with them is NOT MATCHED
         joined = src.join(_live(run, scan, target), on, plan.join)
-        return _classify(run, joined).filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE)
+        return _classify(run, joined).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
     # The source is small: stream the target once through a broadcast of it, and apply deletion
     # vectors and name row ids only on the pairs. The preserved side of an outer join cannot be
     # the broadcast one, so source rows without a pair (NOT MATCHED) are found by an anti join of
@@ -434,9 +459,9 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
     joined = target.join(F.broadcast(src), on, "left" if by_source else "inner")
     pairs = _classify(run, _live(run, scan, joined), sid=True)
     if plan.join in ("inner", "right"):
-        return pairs.filter(F.col(CLAUSE).isin(acting)).drop(CLAUSE, SID)
-    if by_source:  # keep what acts, and the pairs whose source row ids the anti join needs
-        pairs = pairs.filter(F.col(CLAUSE).isin(acting) | F.col(SID).isNotNull())
+        return pairs.filter(F.col(KIND).isNotNull()).drop(CLAUSE, SID)
+    if by_source:  # what acts, and the pairs (kind K_MATCHED at least), whose source row ids the anti join needs
+        pairs = pairs.filter(F.col(KIND).isNotNull())
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
     run.persisted.append(pairs)
     pairs.count()  # fill the cache now: both branches below read it, and would each compute it
@@ -445,9 +470,9 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
     alone = src.join(paired, SID, "left_anti").alias(plan.spec.source_alias).join(no_target, F.lit(False), "left")
     alone = _live(run, scan, alone, deletes=False)  # no target rows here
     return (
-        pairs.filter(F.col(CLAUSE).isin(acting))
+        pairs.filter(F.col(KIND).isNotNull())
         .drop(SID)
-        .unionByName(_classify(run, alone).filter(F.col(CLAUSE).isin(acting)))
+        .unionByName(_classify(run, alone).filter(F.col(KIND).isNotNull()))
         .drop(CLAUSE)
     )
 
@@ -458,9 +483,9 @@ def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
     plan = run.plan
     classified = joined.withColumn(CLAUSE, F.expr(plan.case_sql))
     images = [b for b in plan.branches if b.image]
-    cols: list[Column] = []
-    if plan.needs_row_ids:
-        cols += [F.col(TID), F.col(ROW)]
+    cols: list[Column] = [F.col(TID), F.col(ROW)]
+    if plan.join is not None:  # a pair no clause acts on is still a match
+        cols.append(F.expr(f"{S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL").alias(_MATCHED))
     if sid:
         cols.append(F.col(f"{plan.spec.source_alias}.{SID}"))
     types = dict(plan.column_types)
@@ -490,7 +515,8 @@ def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
     old = [F.col(f"{plan.spec.target_alias}.`{n}`") for n in names] if compare else []
     projected = classified.select(*cols, F.col(CLAUSE), *old)
     # the kind needs both the new image and the old row: a second projection over the first
-    kind_expr = F.expr(f"CASE {CLAUSE} {' '.join(kinds)} END").alias(KIND)
+    matched = f"ELSE CASE WHEN {_MATCHED} THEN '{K_MATCHED}' END" if plan.join is not None else ""
+    kind_expr = F.expr(f"CASE {CLAUSE} {' '.join(kinds)} {matched} END").alias(KIND)
     keep = [c for c in projected.columns if c in (TID, ROW, SID, CLAUSE) or c.startswith(IMAGE_PREFIX)]
     return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
 
@@ -509,7 +535,7 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
         spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*(keys or images)).cast("string")
         stream = base.repartition(parts, F.coalesce(F.col(TID), spread))
     else:
-        olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED)).select(TID, ROW, KIND)
+        olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
         stream = olds.repartition(max(1, min(n_tablets, parts)), TID)
     rows = stream.mapInArrow(merge_task(handle, names, images, inserts=inserts, keys=keys), MERGE_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]

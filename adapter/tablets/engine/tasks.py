@@ -14,6 +14,10 @@ import pyarrow.compute as pc
 from tablets.engine.names import K_DELETE, K_INSERT, K_REFUSE, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
+# a target row paired with a source row that no clause acts on (DO NOTHING, a false condition):
+# it changes nothing, but the statement's result depends on it (row-level conflict checks)
+K_MATCHED = "M"
+
 # key_violations: inserted rows whose key another inserted row or a live row already has;
 # key_example: one such key, for the error message
 INSERT_RESULT = "fragment string, n_insert long, key_violations long, key_example string"
@@ -24,19 +28,24 @@ def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
 
 
 def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]]:
-    """One new DV per tablet of the row ids in ``table``; returns (fragments, [deletes, updates,
-    unchanged, duplicates]). Duplicated row ids write nothing."""
+    """One new DV per tablet of the deleted and updated row ids in ``table`` (and, with
+    ``handle.track_rows``, the rows of every kind the result depends on); returns (fragments,
+    [deletes, updates, unchanged, duplicates]). A row id that more than one pair acts on is a
+    duplicate, and then nothing is written."""
     kinds = table.column(KIND)
-    dup = table.group_by([TID, ROW]).aggregate([([], "count_all")])
+    acted = table.filter(pc.not_equal(kinds, K_MATCHED))
+    dup = acted.group_by([TID, ROW]).aggregate([([], "count_all")])
     duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
     frags: list[str] = []
     if not duplicates:
-        real = table.filter(pc.not_equal(kinds, K_UNCHANGED))
+        real = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE])))
+        kept = table.filter(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED])))
         sink = RowLevelSink(handle)
         sink.delete(
             real.column(TID).to_numpy(zero_copy_only=False),
             real.column(ROW).to_numpy(zero_copy_only=False),
         )
+        sink.read(kept.column(TID).to_numpy(zero_copy_only=False), kept.column(ROW).to_numpy(zero_copy_only=False))
         frags = [fragment_to_json(f) for f in sink.finish()]
     counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
     return frags, [*counts, duplicates]
@@ -102,7 +111,7 @@ def merge_task(
             return
         table = pa.Table.from_batches(nonempty)
         kinds = table.column(KIND)
-        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])))
+        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
         n_insert = _kind_count(kinds, K_INSERT)
         key_names = [columns[images.index(k)] for k in keys]

@@ -381,7 +381,7 @@ class _Validation:
             if self.judged_dv.get(t) == dv.path:
                 continue
             self.judged_dv[t] = dv.path
-            read = h.tablets[t][1]
+            read = h.tablets[t][1] if t in h.tablets else None  # (not known: every row counts as gone)
             before = self._bitmap(read) if read is not None else BitMap64()
             now = self._bitmap(dv)
             gone = now - before  # rows deleted by others since this statement's snapshot

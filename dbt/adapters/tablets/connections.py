@@ -20,6 +20,8 @@ A profile::
           #                                          # processes can use the warehouse at once
           # shuffle_partitions: 4
           # server_side_parameters: {"spark.driver.memory": "4g"}
+          # retries: 5             # re-runs of a MERGE that lost a commit race to a conflicting one
+          # retry_backoff: 0.1     # seconds; random waits, doubling per re-run (at most 5 s)
 
 The engine runs in the dbt process next to the Spark driver (it plans MERGEs as DataFrames),
 so ``session`` is the only method; ``master`` and ``remote`` reach a cluster from there.
@@ -101,6 +103,8 @@ class TabletsCredentials(SparkCredentials):
     shuffle_partitions: int = 4
     storage_options: dict[str, str] | None = None
     metastore_uri: str | None = None
+    retries: int | None = None  # re-runs of a statement that lost a commit race (default 5)
+    retry_backoff: float | None = None  # seconds, the first re-run's longest wait (default 0.1)
 
     def __post_init__(self) -> None:
         if self.method != SparkConnectionMethod.SESSION:
@@ -117,6 +121,10 @@ class TabletsCredentials(SparkCredentials):
         if self.shuffle_partitions < 1:
             raise DbtRuntimeError(
                 f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}"
+            )
+        if (self.retries or 0) < 0 or (self.retry_backoff or 0) < 0:
+            raise DbtRuntimeError(
+                f"`retries` ({self.retries}) and `retry_backoff` ({self.retry_backoff}) must be 0 or more"
             )
         if self.metastore_uri is not None:
             from tablets.exceptions import TabletsError
@@ -185,6 +193,8 @@ class TabletsConnectionManager(SparkConnectionManager):
             shuffle_partitions=creds.shuffle_partitions,
             storage_options=creds.storage_options,
             metastore_uri=creds.metastore_uri,
+            retries=creds.retries,
+            retry_backoff=creds.retry_backoff,
         )
         connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
         connection.state = ConnectionState.OPEN

@@ -331,6 +331,8 @@ def open_database(
     shuffle_partitions: int = 4,
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
+    retries: int | None = None,
+    retry_backoff: float | None = None,
 ) -> Database:
     import tablets
 
@@ -343,4 +345,5 @@ def open_database(
         storage_options=storage_options,
         metastore_uri=metastore_uri,
     )
-    return tablets.connect(spark=spark)
+    given = {"retries": retries, "retry_backoff": retry_backoff}  # None: the engine's default
+    return tablets.connect(spark=spark, **{k: v for k, v in given.items() if v is not None})
