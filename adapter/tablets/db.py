@@ -26,9 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets.engine.executor import MergeOptions, append, execute
+from tablets.engine.executor import MergeOptions, append, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
@@ -40,7 +41,13 @@ from tablets.engine.spec import (
     DropSpec,
     MergeSpec,
 )
-from tablets.exceptions import CardinalityViolation, CommitConflict, MergeSpecError
+from tablets.exceptions import (
+    CardinalityViolation,
+    CommitConflict,
+    MergeSpecError,
+    TableNotFound,
+    TabletsError,
+)
 from tablets.spark import catalog
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
@@ -120,6 +127,7 @@ class Database:
             return self._spark_sql(text)
         routed = self._tablet_target(text)
         if routed is None:
+            self._refuse_unroutable(text)
             return self._spark_sql(text)
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         spec = _path_alias(parse_statement(text))
@@ -144,6 +152,44 @@ class Database:
             if clear is None:
                 raise
             raise clear from e
+
+    def _refuse_unroutable(self, text: str) -> None:
+        """A MERGE, UPDATE, DELETE or INSERT ... ON CONFLICT that is not for a tablet table: a
+        clear error where Spark's would be a stack trace (a view, a plain file-format table, no
+        such table) or where it would blame a rewrite (a statement about a tablet table that
+        does not parse). Tables of a catalog that can run it (Delta, Iceberg) pass through."""
+        m = _ROW_WRITE.match(text)
+        if m is None:
+            return
+        found = statement_target(text)
+        name = (found[1] if found else m.group("name")).replace("`", "")
+        if found is None:
+            if catalog.lookup(self.spark, name) is not None:
+                parse_statement(text)  # raises the parse error in the statement's words
+            return
+        kind = found[0]
+        if kind not in ("MERGE", "UPDATE", "DELETE", "INSERT") or (kind == "INSERT" and not _ON_CONFLICT.search(text)):
+            return
+        what = "INSERT ... ON CONFLICT" if kind == "INSERT" else kind
+        try:
+            info = self.spark.catalog.getTable(name)
+        except Exception:  # noqa: BLE001 - Spark's "not found"
+            raise TableNotFound(
+                f"{what} {name}: there is no table or view named {name}",
+                help="Check the name (SHOW TABLES IN <database>), or create it with CREATE TABLE ... USING tablets.",
+            ) from None
+        if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):
+            raise TabletsError(
+                f"{what} {name}: {name} is a view; {what} writes tables",
+                help="Write to the tablet table the view reads from.",
+            )
+        provider = _provider(self.spark, name)
+        if provider in _FILE_FORMATS:
+            raise TabletsError(
+                f"{what} {name}: {name} is a {provider} table, not a tablet table, and Spark cannot run {what} on it",
+                help=f"Copy it into a tablet table (CREATE TABLE <new> USING tablets AS SELECT * FROM {name}; in dbt: "
+                "materialized='merge_tablets') and write to that.",
+            )
 
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""
@@ -171,9 +217,18 @@ class Database:
     def source_frame(self, spec: MergeSpec, table: TabletTable | None = None) -> DataFrame | None:
         if spec.source is None:
             return None
-        if spec.source.table is not None:
-            return self.spark.table(spec.source.table)
-        frame = self.spark.sql(spec.source.query or "")
+        try:
+            if spec.source.table is not None and catalog.path_of(spec.source.table) is None:
+                return self.spark.table(spec.source.table)
+            path = catalog.path_of(spec.source.table) if spec.source.table is not None else None
+            query = spec.source.query if path is None else "SELECT * FROM tablets.`" + path.replace("`", "``") + "`"
+            frame = self.spark.sql(catalog.path_views(self.spark, query or ""))  # tablets.`/path` sources
+        except PySparkException as e:
+            part = "the inserted rows" if spec.operation == "INSERT" else f"USING {spec.source.sql()[:200]}"
+            raise MergeSpecError(
+                f"{spec.operation} INTO {spec.target}: {part}: Spark cannot read the source: {spark_message(e)}",
+                help="Fix the source query or table name.",
+            ) from None
         if spec.operation == "INSERT" and table is not None and any(c.star for c in spec.clauses):
             # INSERT INTO t <query> ON CONFLICT ...: the query's columns are the table's, by position
             names = table.snapshot().metadata.column_names
@@ -254,6 +309,23 @@ class Database:
         if frame is not None:
             metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
         return StatementResult("CREATE TABLE", spec.target, metrics)
+
+
+_ROW_WRITE = re.compile(
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
+    re.IGNORECASE | re.DOTALL,
+)
+_ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
+# providers Spark writes as plain files: no MERGE, UPDATE or DELETE
+_FILE_FORMATS = {"parquet", "orc", "csv", "json", "text", "avro", "hive", "textfile", "sequencefile", "rcfile"}
+
+
+def _provider(spark: SparkSession, name: str) -> str:
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    except Exception:  # noqa: BLE001 - no provider to tell
+        return ""
+    return next((str(r[1]).lower() for r in rows if str(r[0]).strip().lower() == "provider"), "")
 
 
 def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:

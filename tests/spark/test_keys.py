@@ -212,3 +212,10 @@ def test_extra_target_conjuncts_with_by_source_clauses(db):
     )
     db.sql(other.format(rows="(1, 6, 'skip'), (4, 12, 'z')"))
     assert rows(db, "SELECT * FROM keys.w") == [(1, 5, "gone"), (3, 11, "Y"), (4, 12, "z")]
+
+
+def test_do_update_where_reads_the_existing_row_bare(db):
+    keyed(db)
+    res = db.sql("INSERT INTO keys.t VALUES (1, 5), (2, 25), (4, 40) ON CONFLICT (id) DO UPDATE SET v = excluded.v WHERE v < excluded.v")
+    assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 1)
+    assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 25), (3, 30), (4, 40)]

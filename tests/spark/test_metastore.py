@@ -422,6 +422,10 @@ def test_statements_on_a_table_named_by_path(db, base):
     joined = db.sql(f"SELECT a.id, b.v FROM {t} a JOIN tablets.`{p}` AS b ON a.id = b.id WHERE a.id < 3")
     assert rows(joined) == [(1, "a!"), (2, "BB")]
     assert db.spark.sql("SHOW TABLES").filter("tableName LIKE 'tablets_path_%'").count() >= 1  # temp views
+    # a table named by path as a MERGE source
+    db.sql(f"CREATE TABLE tablets.`{p}_copy` (id BIGINT, v STRING) USING tablets")
+    res = db.sql(f"MERGE INTO tablets.`{p}_copy` t USING {t} s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert res.metrics.rows_inserted == 3
 
 
 def test_a_path_that_is_not_a_tablet_table_is_a_clear_error(db, tmp_path, spark):

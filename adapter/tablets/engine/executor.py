@@ -119,7 +119,7 @@ def execute(
         raise
     except AnalysisException as e:
         raise MergeSpecError(
-            f"{spec.operation} INTO {spec.target}: Spark cannot resolve the statement: {_first_line(e)}",
+            f"{spec.operation} INTO {spec.target}: Spark cannot resolve the statement: {spark_message(e)}",
             help="Check the column names and aliases in the ON condition, the clause conditions and the assignments.",
         ) from e
     except PySparkException as e:
@@ -282,6 +282,18 @@ def _failed(what: str, e: Exception) -> TabletsError:
     # py4j's first line is "An error occurred while calling o123.x": the JVM's message follows
     lines = [ln.lstrip(": ") for ln in text.splitlines() if ln.strip() and not ln.startswith("An error occurred while calling")]
     return ExecutionError(f"{what} failed while running: {lines[0][:500] if lines else type(e).__name__}")
+
+
+_SUGGESTIONS = re.compile(r"\s*Did you mean one of the following\?\s*\[[^\]]*\]\.?")
+_INTERNAL = re.compile(r"`?(?:\w+\.)?`?__tablets_\w+`?")
+
+
+def spark_message(e: Exception) -> str:
+    """The first line of a Spark error, without the engine's internal column names (Spark's
+    suggestions list them) and without the SQLSTATE tail."""
+    text = _SUGGESTIONS.sub("", _first_line(e))
+    text = re.sub(r"\s*SQLSTATE: \w+\.?$", "", text)
+    return _INTERNAL.sub("(an internal column)", text)
 
 
 def _first_line(e: Exception) -> str:

@@ -536,15 +536,16 @@ def _keyed(
     for c in spec.clauses:
         if c.category is not Category.NOT_MATCHED:
             continue
-        cond = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
-        whens.append(f"WHEN {cond} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
+        when = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
+        whens.append(f"WHEN {when} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
     outside = f"NOT COALESCE({extra}, FALSE)"
     clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)"))
     # a target row whose key matches but whose own columns fail the other conjuncts was NOT
     # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
     for c in spec.clauses:
         if c.category is Category.NOT_MATCHED_BY_SOURCE:
-            cond = scope.qualify(c.condition, Category.NOT_MATCHED_BY_SOURCE, "NOT MATCHED BY SOURCE clause").sql(dialect="spark") if c.condition else None
-            sets = tuple((col, scope.qualify(v, Category.NOT_MATCHED_BY_SOURCE, "NOT MATCHED BY SOURCE clause").sql(dialect="spark")) for col, v in c.assignments)
-            clauses.append(replace(c, category=Category.MATCHED, condition=f"{outside} AND ({cond})" if cond else outside, assignments=sets))
+            part = "NOT MATCHED BY SOURCE clause"
+            by_src = f"{outside} AND ({scope.qualify(c.condition, c.category, part).sql(dialect='spark')})" if c.condition else outside
+            sets = tuple((col, scope.qualify(v, c.category, part).sql(dialect="spark")) for col, v in c.assignments)
+            clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets))
     return replace(spec, on=on, clauses=tuple(clauses))

@@ -378,18 +378,23 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
         clauses = (insert,)
     elif word == "DO UPDATE":
         _check_set(conflict.expressions, f"INSERT INTO {target}: ON CONFLICT DO UPDATE")
-        pairs = []
-        for eq in conflict.expressions:
-            value = eq.expression.copy()
-            for col in value.find_all(exp.Column):
+        def existing_row(e: exp.Expr) -> str:
+            """PostgreSQL's scoping: ``excluded.c`` is the incoming row, a bare ``c`` the existing one."""
+            e = e.copy()
+            for col in e.find_all(exp.Column):
                 t = col.table.lower()
                 if t == "excluded":
                     col.set("table", exp.to_identifier("excluded"))
                 elif not t or t == alias.lower():
                     col.set("table", exp.to_identifier(alias))
-            pairs.append((_column_name(eq.this), _sql(value)))
+            return _sql(e)
+
+        pairs = [(_column_name(eq.this), existing_row(eq.expression)) for eq in conflict.expressions]
         where = conflict.args.get("where")
-        clauses = (Clause(Category.MATCHED, ActionKind.UPDATE, _sql(where) if where is not None else None, tuple(pairs)), insert)
+        if isinstance(where, exp.Where):
+            where = where.this
+        condition = existing_row(where) if isinstance(where, exp.Expr) else None
+        clauses = (Clause(Category.MATCHED, ActionKind.UPDATE, condition, tuple(pairs)), insert)
     else:
         raise StatementParseError(f"INSERT INTO {target}: unsupported ON CONFLICT action {word!r}", help="Use DO NOTHING or DO UPDATE SET ...")
     return MergeSpec(
