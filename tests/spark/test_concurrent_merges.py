@@ -288,7 +288,7 @@ def _upsert(*keys: int, add: int = 1) -> str:
     )
 
 
-def _table(db) -> dict[int, int]:
+def _contents(db) -> dict[int, int]:
     rows = db.sql("SELECT id, v FROM cm.t").collect()
     assert len(rows) == len({r.id for r in rows}), "a key twice"
     return {r.id: r.v for r in rows}
@@ -304,7 +304,7 @@ def test_rule_merges_updating_one_row_conflict(db):
     db.sql(_upsert(5))
     with pytest.raises(ConcurrentDeleteDelete, match="also deletes or updates"):
         _stale(db, _upsert(5), old)
-    assert _table(db) == {**_base_rows(), 5: 1}
+    assert _contents(db) == {**_base_rows(), 5: 1}
 
 
 def test_rule_merges_updating_other_rows_of_one_tablet_both_commit(db):
@@ -313,7 +313,7 @@ def test_rule_merges_updating_other_rows_of_one_tablet_both_commit(db):
     db.sql(_upsert(5))
     m = _stale(db, _upsert(7, 12), old)  # 12: a new key, inside the range of the other's
     assert m.version == old.version + 2 and (m.rows_updated, m.rows_inserted) == (1, 1)
-    assert _table(db) == {**_base_rows(), 5: 1, 7: 1, 12: 1}
+    assert _contents(db) == {**_base_rows(), 5: 1, 7: 1, 12: 1}
     (first,) = [st for st in t.snapshot().tablets.values() if st.add.rows == 10]
     assert first.dv.cardinality == 2  # the rebased DV: both statements' old images
     assert t.history()[-1].commit.metrics_dict()["dvs_rebased"] == 1
@@ -340,7 +340,7 @@ def test_rule_delete_of_a_row_the_merge_matched_conflicts(db, statement):
     db.sql("DELETE FROM cm.t WHERE id = 5")
     with pytest.raises(ConcurrentDeleteRead, match="matched"):
         _stale(db, statement, old)
-    assert _table(db) == {i: 0 for i in range(10) if i != 5}
+    assert _contents(db) == {i: 0 for i in range(10) if i != 5}
 
 
 def test_rule_merge_ignores_deletes_of_rows_it_did_not_match(db):
@@ -348,7 +348,7 @@ def test_rule_merge_ignores_deletes_of_rows_it_did_not_match(db):
     old = t.snapshot()
     db.sql("DELETE FROM cm.t WHERE id = 8")
     assert _stale(db, _upsert(5), old).version == old.version + 2
-    assert _table(db) == {i: int(i == 5) for i in range(10) if i != 8}
+    assert _contents(db) == {i: int(i == 5) for i in range(10) if i != 8}
 
 
 def test_rule_merge_ignores_appends_outside_its_key_range(db):
@@ -356,7 +356,7 @@ def test_rule_merge_ignores_appends_outside_its_key_range(db):
     old = t.snapshot()
     db.sql("INSERT INTO cm.t VALUES (500, 0)")
     assert _stale(db, _upsert(5), old).version == old.version + 2
-    assert _table(db) == {**_base_rows(), 5: 1, 500: 0}
+    assert _contents(db) == {**_base_rows(), 5: 1, 500: 0}
 
 
 def test_rule_merge_ignores_appends_its_join_does_not_match(db):
@@ -364,7 +364,7 @@ def test_rule_merge_ignores_appends_its_join_does_not_match(db):
     old = t.snapshot()
     db.sql("INSERT INTO cm.t VALUES (15, 0)")  # inside the source's key range 3..20, no match
     assert _stale(db, _upsert(3, 20), old).version == old.version + 2
-    assert _table(db) == {**_base_rows(), 3: 1, 15: 0, 20: 1}
+    assert _contents(db) == {**_base_rows(), 3: 1, 15: 0, 20: 1}
 
 
 def test_rule_merge_conflicts_with_an_append_it_would_have_matched(db):
@@ -373,7 +373,7 @@ def test_rule_merge_conflicts_with_an_append_it_would_have_matched(db):
     db.sql(_upsert(20))  # inserts key 20
     with pytest.raises(ConcurrentAppend, match="would have matched"):
         _stale(db, _upsert(20), old)  # would insert 20 a second time
-    assert _table(db) == {**_base_rows(), 20: 1}
+    assert _contents(db) == {**_base_rows(), 20: 1}
 
 
 def test_rule_by_source_merge_judges_appends_by_its_clauses(db):
@@ -390,7 +390,7 @@ def test_rule_by_source_merge_judges_appends_by_its_clauses(db):
     db.sql("INSERT INTO cm.t VALUES (60, 500)")  # the BY SOURCE clause would delete it
     with pytest.raises(ConcurrentAppend):
         _stale(db, sync, old)
-    assert _table(db) == {**_base_rows(), 2: 1, 50: 0, 60: 500}
+    assert _contents(db) == {**_base_rows(), 2: 1, 50: 0, 60: 500}
 
 
 def test_rule_update_where_rebases_and_judges_appends(db):
@@ -404,7 +404,7 @@ def test_rule_update_where_rebases_and_judges_appends(db):
     db.sql("INSERT INTO cm.t VALUES (70, 0)")  # its WHERE holds there
     with pytest.raises(ConcurrentAppend):
         _stale(db, update, old)
-    assert _table(db) == {**{i: int(i < 3) for i in range(10) if i != 8}, 50: 0, 70: 0}
+    assert _contents(db) == {**{i: int(i < 3) for i in range(10) if i != 8}, 50: 0, 70: 0}
 
 
 def test_rule_merge_whose_source_reads_the_target_takes_the_conservative_rules(db):
@@ -422,7 +422,7 @@ def test_rule_compaction_vs_merge_deleting_from_the_tablet(db):
     assert t.compact(min_tablet_rows=1000) is not None
     with pytest.raises(ConcurrentDeleteDelete, match="removed"):
         _stale(db, _upsert(5), old)
-    assert _table(db) == _base_rows(20)
+    assert _contents(db) == _base_rows(20)
 
 
 def test_retry_settings(db):

@@ -19,7 +19,7 @@ have superseded no file: every file any version references must survive the vacu
 everything it removes must be an orphan of the killed statement.
 
 Default suite: 2 + 2 kills; ``TABLETS_SLOW=1``: 12 + 12 (staging kills then also land at random
-points up to 1.5 s after the first staged file).
+points up to 0.6 s after the first staged file: before or after the commit).
 """
 
 from __future__ import annotations
@@ -257,7 +257,8 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
         assert version == 2 and any(n.startswith("_log/.tmp-") for n in _present(t)), what
     referenced = _referenced(t)
     orphans = _present(t) - referenced
-    assert orphans - before_files, f"{what}: the kill left no staged file"
+    if version == 2:  # killed before its commit: what it staged is left behind
+        assert orphans - before_files, f"{what}: the kill left no staged file"
     removed = set(t.vacuum(retention_hours=0, enforce_retention=False))
     assert removed == orphans, what
     assert referenced <= _present(t), what  # every file a version references survived
@@ -270,7 +271,7 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
 
 def test_merge_killed_while_staging(tmp_path):
     start = time.time()
-    lines = _crash(tmp_path, "staging", 12 if SLOW else 2, max_delay=1.5 if SLOW else 0.0)
+    lines = _crash(tmp_path, "staging", 12 if SLOW else 2, max_delay=0.6 if SLOW else 0.0)
     print("\n".join(lines), f"\n{len(lines)} kills in {time.time() - start:.0f} s")
 
 
