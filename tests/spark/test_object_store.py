@@ -77,19 +77,24 @@ def test_warehouse_in_a_bucket(s3_server, tmp_path):
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
 
 
-def test_interleaved_merges_on_a_bucket_one_wins(spark, s3_server):
-    """Two MERGEs that read the same version and delete from the same tablet: the one that
-    commits second finds the other's version (a conditional PUT lost) and raises a typed
-    conflict; nothing of it is visible."""
+def test_interleaved_merges_on_a_bucket_never_two_winners(spark, s3_server):
+    """Two MERGEs that read the same version and update one tablet: the one that commits second
+    finds the other's version (its conditional PUT lost). Updating the same row it raises a
+    typed conflict and nothing of it is visible; updating another row it rebases its deletion
+    vector onto the winner's and both changes are in the table."""
     table = TabletTable.create(s3_server.location(), SCHEMA, key_columns=["id"])
     table.append(pa.table({"id": list(range(10)), "v": ["x"] * 10}, schema=SCHEMA))
     read = table.snapshot()
     spec = parse_statement("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
-    first = spark.createDataFrame([(1, "first")], "id BIGINT, v STRING")
-    second = spark.createDataFrame([(2, "second")], "id BIGINT, v STRING")
-    execute(spark, table, spec, first, MergeOptions(), snapshot=read)
+
+    def merge(key, value):
+        return execute(spark, table, spec, spark.createDataFrame([(key, value)], "id BIGINT, v STRING"), MergeOptions(), snapshot=read)
+
+    merge(1, "first")
     with pytest.raises(CommitConflict):
-        execute(spark, table, spec, second, MergeOptions(), snapshot=read)
+        merge(1, "second")
     assert table.version == read.version + 1
+    merge(2, "third")  # another row of the same tablet: a clean rebase
+    assert table.version == read.version + 2
     got = dict(zip(*(c.to_pylist() for c in table.read().columns), strict=True))
-    assert got[1] == "first" and got[2] == "x"
+    assert (got[1], got[2], got[3], len(got)) == ("first", "third", "x", 10)
