@@ -70,21 +70,24 @@ def _deleter(root: str, rows: list[int], barrier, out) -> None:
         out.put(("conflict", str(e)))
 
 
-def test_two_processes_delete_from_one_tablet(base):
+def _race_deleters(base, deleter) -> tuple[TabletTable, list]:
+    """Two processes that read one version and delete rows 1, 2 and 7, 8 of its one tablet."""
     root = join(base, "t")
     t = TabletTable.create(root, SCHEMA)
     t.append(pa.table({"id": list(range(10)), "writer": pa.array([0] * 10, pa.int32())}))
     ctx = mp.get_context("spawn")
     barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [
-        ctx.Process(target=_deleter, args=(root, [1, 2], barrier, out)),
-        ctx.Process(target=_deleter, args=(root, [7, 8], barrier, out)),
-    ]
+    procs = [ctx.Process(target=deleter, args=(root, rows, barrier, out)) for rows in ([1, 2], [7, 8])]
     for p in procs:
         p.start()
     results = [out.get(timeout=120) for _ in procs]
     for p in procs:
         p.join(60)
+    return t, results
+
+
+def test_two_processes_delete_from_one_tablet(base):
+    t, results = _race_deleters(base, _deleter)
     kinds = sorted(r[0] for r in results)
     assert kinds == ["conflict", "ok"]
     assert "also deletes from" in next(r[1] for r in results if r[0] == "conflict")
@@ -414,20 +417,7 @@ def _tracked_deleter(root: str, rows: list[int], barrier, out) -> None:
 
 
 def test_two_processes_delete_different_rows_of_one_tablet(base):
-    root = join(base, "t")
-    t = TabletTable.create(root, SCHEMA)
-    t.append(pa.table({"id": list(range(10)), "writer": pa.array([0] * 10, pa.int32())}))
-    ctx = mp.get_context("spawn")
-    barrier, out = ctx.Barrier(2), ctx.Queue()
-    procs = [
-        ctx.Process(target=_tracked_deleter, args=(root, [1, 2], barrier, out)),
-        ctx.Process(target=_tracked_deleter, args=(root, [7, 8], barrier, out)),
-    ]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=120) for _ in procs]
-    for p in procs:
-        p.join(60)
+    t, results = _race_deleters(base, _tracked_deleter)
     assert sorted(r[0] for r in results) == ["ok", "ok"]
     assert sorted(r[1] for r in results) == [2, 3]
     assert sorted(t.read().column("id").to_pylist()) == [0, 3, 4, 5, 6, 9]
