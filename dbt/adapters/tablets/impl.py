@@ -5,6 +5,7 @@ The Jinja orchestrates; these ``@available`` methods decide:
 
 - ``merge_config(config, model_name)``: the validated, frozen config (every problem in one error);
 - ``render_merge(cfg, target, source, target_columns, source_columns)``: the statement;
+- ``snapshot_config(config, name)``: a dbt snapshot's tablet-table options (validated);
 - ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
   the next statement;
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
@@ -30,6 +31,7 @@ from dbt.adapters.tablets.config import INCREMENTAL, MERGE_TABLETS, MergeConfig,
 from dbt.adapters.tablets.connections import TabletsConnectionManager
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
+from dbt.adapters.tablets.snapshot import SnapshotConfig, parse_snapshot_config
 
 if TYPE_CHECKING:
     from tablets.db import Database
@@ -101,6 +103,11 @@ class TabletsAdapter(SparkAdapter):
         return parse_merge_config(config, model_name, materialization)
 
     @available
+    def snapshot_config(self, config: Mapping[str, Any], name: str) -> SnapshotConfig:
+        """A dbt snapshot's tablet-table options, validated before any SQL runs."""
+        return parse_snapshot_config(config, name)
+
+    @available
     def render_merge(
         self,
         cfg: MergeConfig,
@@ -119,7 +126,7 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig) -> str:
+    def set_statement_options(self, cfg: MergeConfig | SnapshotConfig) -> str:
         """Engine options for this thread's next statement (consumed by it)."""
         conn = self.connections.get_thread_connection()
         conn.handle.handle.set_options(cfg.statement_options())
