@@ -125,3 +125,53 @@ class AddColumnsSpec:
 
     target: str
     columns: tuple[tuple[str, str], ...]
+
+
+# --- table maintenance (Delta's statements) -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """``VERSION AS OF n`` or ``TIMESTAMP AS OF <expression>`` (Spark SQL text, evaluated by Spark)."""
+
+    version: int | None = None
+    timestamp: str | None = None
+
+    def sql(self) -> str:
+        return f"VERSION AS OF {self.version}" if self.version is not None else f"TIMESTAMP AS OF {self.timestamp}"
+
+
+@dataclass(frozen=True)
+class HistorySpec:
+    """``DESCRIBE HISTORY t [LIMIT n]``: the commits, newest first."""
+
+    target: str
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class RestoreSpec:
+    """``RESTORE [TABLE] t [TO] VERSION AS OF n`` / ``TIMESTAMP AS OF '...'``: one new commit
+    whose live rows are those of that version."""
+
+    target: str
+    as_of: AsOf
+
+
+@dataclass(frozen=True)
+class VacuumSpec:
+    """``VACUUM t [RETAIN n HOURS] [DRY RUN]``: delete files no retained version references."""
+
+    target: str
+    retain_hours: float | None = None  # None: the table's retention (default 168 h)
+    dry_run: bool = False
+
+
+@dataclass(frozen=True)
+class OptimizeSpec:
+    """``OPTIMIZE t``: rewrite small and deletion-heavy tablets (compaction)."""
+
+    target: str
+
+
+MaintenanceSpec = HistorySpec | RestoreSpec | VacuumSpec | OptimizeSpec

@@ -21,14 +21,22 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from tablets.exceptions import (
+    CommitConflict,
     SchemaMismatch,
     TableAlreadyExists,
     TableNotFound,
     VacuumRetentionError,
 )
 from tablets.storage import log, transaction
-from tablets.storage.actions import Action, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, io_for, join, normalize
+from tablets.storage.maintenance import (
+    AutoCompactPolicy,
+    check_restorable,
+    restore_actions,
+    restored_files,
+    version_at,
+)
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
@@ -260,8 +268,12 @@ class TabletTable:
         max_deleted_fraction: float = 0.3,
         min_tablet_rows: int = 100_000,
         target_tablet_rows: int | None = None,
+        operation: str = "COMPACT",
+        sort_by: Sequence[str] = (),
+        parameters: Mapping[str, str] | None = None,
     ) -> int | None:
-        """Rewrite the live rows of tablets that are mostly deleted or small, in one commit."""
+        """Rewrite the live rows of tablets that are mostly deleted or small, in one commit
+        (new tablets sorted by ``sort_by``)."""
         snap = self.snapshot()
         pick = [
             tid
@@ -270,14 +282,82 @@ class TabletTable:
         ]
         if len(pick) < 2 and not any(snap.tablets[t].dv for t in pick):
             return None  # nothing worth rewriting
+        return self._rewrite(snap, pick, operation, target_tablet_rows, sort_by, parameters)
+
+    def _rewrite(
+        self,
+        snap: Snapshot,
+        pick: Sequence[str],
+        operation: str,
+        target_tablet_rows: int | None,
+        sort_by: Sequence[str] = (),
+        parameters: Mapping[str, str] | None = None,
+    ) -> int | None:
         rows = target_tablet_rows or DEFAULT_TARGET_TABLET_ROWS
-        handle = transaction.begin(snap, self.root, "COMPACT", delete_from=pick, read_tablets=pick, target_tablet_rows=rows, io=self.io)
+        handle = transaction.begin(
+            snap, self.root, operation, delete_from=pick, read_tablets=pick, target_tablet_rows=rows,
+            sort_by=sort_by, io=self.io,
+        )
         sink = RowLevelSink(handle)
         for part in self.scan(snap, tablet_ids=pick):
             sink.insert(part)
         removes = [RemoveTablet(t) for t in pick]
         metrics = {"tablets_removed": float(len(pick)), "rows_copied": float(sum(snap.tablets[t].live_rows for t in pick))}
-        return transaction.commit(handle, sink.finish(), extra_actions=removes, metrics=metrics)
+        return transaction.commit(handle, sink.finish(), extra_actions=removes, parameters=parameters, metrics=metrics)
+
+    def auto_compact(self) -> int | None:
+        """Rewrite small and deletion-heavy tablets if the table's ``auto_compact`` property is
+        on and ``AutoCompactPolicy`` thresholds are passed: the new version, or None (nothing
+        to do, or a concurrent commit won: the compaction gives up)."""
+        snap = self.snapshot()
+        policy = AutoCompactPolicy.of(snap.metadata)
+        if not policy.enabled:
+            return None
+        pick = policy.pick(snap)
+        if not pick:
+            return None
+        sort_by = [c.strip() for c in (snap.metadata.property("cluster_by") or "").split(",") if c.strip()]
+        try:
+            return self._rewrite(snap, pick, "OPTIMIZE", policy.target_tablet_rows, sort_by, {"auto": "true"})
+        except CommitConflict:
+            return None
+
+    def commit_times(self) -> list[tuple[int, int]]:
+        """(version, commit time in ms) of every version, oldest first."""
+        return [(h.version, h.commit.timestamp_ms if h.commit else 0) for h in self.history()]
+
+    def version_at(self, timestamp_ms: int, what: str = "TIMESTAMP AS OF") -> int:
+        """The newest version committed at or before ``timestamp_ms`` (Delta's TIMESTAMP AS OF)."""
+        return version_at(self.commit_times(), timestamp_ms, what)
+
+    def restore(self, version: int, *, statement: str | None = None) -> int | None:
+        """One new commit whose live rows (and schema) are those of ``version``: its tablets and
+        deletion vectors, the same files, referenced again. None if the table already reads so.
+        The files must still exist (a ``FormatError`` names VACUUM if not)."""
+        what = statement or f"RESTORE TO VERSION AS OF {version}"
+        snap = self.snapshot()
+        try:
+            old = self.snapshot(version)
+        except TableNotFound as e:
+            raise TableNotFound(f"{what}: {e.detail}", help="Pick a version from DESCRIBE HISTORY.") from None
+        actions = restore_actions(snap, old)
+        missing = [p for p in restored_files(actions) if not self.io.exists(join(self.root, p))]
+        check_restorable(missing, version, what)
+        handle = transaction.begin(
+            snap, self.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io
+        )
+        adds = [a for a in actions if isinstance(a, AddTablet)]
+        gone = [snap.tablets[a.tablet_id] for a in actions if isinstance(a, RemoveTablet) and a.tablet_id in snap.tablets]
+        gone = [st for st in gone if st.tablet_id not in old.tablets or st.add != old.tablets[st.tablet_id].add]
+        metrics = {
+            "num_restored_files": float(len(adds)),
+            "num_removed_files": float(len(gone)),
+            "restored_files_size": float(sum(a.bytes for a in adds)),
+            "removed_files_size": float(sum(st.add.bytes for st in gone)),
+            "num_of_files_after_restore": float(len(old.tablets)),
+            "table_size_after_restore": float(sum(st.add.bytes for st in old.tablets.values())),
+        }
+        return transaction.commit(handle, [], extra_actions=actions, parameters={"version": str(version)}, metrics=metrics)
 
     def vacuum(
         self,

@@ -1,0 +1,127 @@
+"""Table maintenance that is pure log work: restore a version, find a version by time, and the
+auto-compaction policy (which tablets are worth rewriting after a commit).
+
+Auto-compaction (table property ``auto_compact``, like Delta's
+``delta.autoOptimize.autoCompact``; on by default for dbt ``merge_tablets`` models): after a
+statement commits, the table's tablets are checked and, when the policy says so, rewritten in a
+commit of their own (operation ``OPTIMIZE``, parameter ``auto=true``). The policy
+(``AutoCompactPolicy``, thresholds as table properties):
+
+- a tablet is **small** when its live rows are below ``auto_compact_small_fraction`` (default
+  0.25) of ``target_tablet_rows``; it is **deletion-heavy** when more than
+  ``auto_compact_max_deleted_fraction`` (default 0.5) of its rows are deleted;
+- compaction runs when there are at least ``auto_compact_min_tablets`` (default 16) small
+  tablets, or any deletion-heavy one; it rewrites all of them (and only them).
+
+So a table that receives many small merges keeps fewer than ``auto_compact_min_tablets`` small
+tablets (plus the full ones). A compaction that loses a commit race gives up: the statement
+that triggered it has already committed and never fails because of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tablets.exceptions import FormatError, TableNotFound, TabletsError
+from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet, SetDV
+from tablets.storage.snapshot import Snapshot
+from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
+
+AUTO_COMPACT = "auto_compact"
+TRUE = ("true", "1", "yes", "on")
+
+
+def _number(props: Mapping[str, str], key: str, default: float) -> float:
+    raw = props.get(key)
+    if raw is None or raw == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        raise TabletsError(f"table property {key}={raw!r} is not a number", help=f"Set {key} to a number.") from None
+
+
+@dataclass(frozen=True)
+class AutoCompactPolicy:
+    enabled: bool = False
+    target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
+    small_fraction: float = 0.25
+    max_deleted_fraction: float = 0.5
+    min_tablets: int = 16
+
+    @classmethod
+    def of(cls, metadata: Metadata) -> AutoCompactPolicy:
+        props = dict(metadata.properties)
+        return cls(
+            enabled=props.get(AUTO_COMPACT, "false").strip().lower() in TRUE,
+            target_tablet_rows=int(_number(props, "target_tablet_rows", DEFAULT_TARGET_TABLET_ROWS)),
+            small_fraction=_number(props, "auto_compact_small_fraction", cls.small_fraction),
+            max_deleted_fraction=_number(props, "auto_compact_max_deleted_fraction", cls.max_deleted_fraction),
+            min_tablets=max(2, int(_number(props, "auto_compact_min_tablets", cls.min_tablets))),
+        )
+
+    def pick(self, snap: Snapshot) -> list[str]:
+        """The tablets to rewrite now, or [] when the thresholds are not passed."""
+        small = [t for t, st in snap.tablets.items() if st.live_rows < self.small_fraction * self.target_tablet_rows]
+        heavy = [
+            t for t, st in snap.tablets.items()
+            if st.dv is not None and st.dv.cardinality > self.max_deleted_fraction * st.add.rows
+        ]
+        if len(small) < self.min_tablets and not heavy:
+            return []
+        return list(dict.fromkeys([*small, *heavy]))
+
+
+def version_at(commits: list[tuple[int, int]], timestamp_ms: int, what: str) -> int:
+    """The newest version committed at or before ``timestamp_ms`` (``commits``: (version,
+    commit time) in version order), as Delta's ``TIMESTAMP AS OF`` picks it."""
+    before = [v for v, ts in commits if ts <= timestamp_ms]
+    if not before:
+        first = commits[0][1] if commits else 0
+        raise TableNotFound(
+            f"{what}: the table did not exist yet at that time (its first commit is at {first} ms since the epoch)",
+            help="Use a later timestamp, or a version from DESCRIBE HISTORY.",
+        )
+    return before[-1]
+
+
+def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
+    """The actions that make ``current`` read as ``old``: remove the tablets ``old`` does not
+    have, add back (the same files) those it has and ``current`` does not, and set each
+    tablet's deletion vector to the one it had then (a tablet whose rows were deleted only
+    since ``old`` is removed and added back, to drop its vector). The schema of ``old`` comes
+    back too; properties and the table id stay."""
+    actions: list[Action] = []
+    if old.metadata.schema != current.metadata.schema:
+        names = {c[0] for c in old.metadata.schema}
+        meta = current.metadata
+        keys = tuple(k for k in meta.key_columns if k in names)
+        actions.append(Metadata(meta.table_id, old.metadata.schema, keys, meta.properties, meta.created_ms))
+    actions.extend(RemoveTablet(t) for t in current.tablets if t not in old.tablets)
+    for tid, st in old.tablets.items():
+        cur = current.tablets.get(tid)
+        if cur == st:
+            continue
+        if cur is not None and (cur.add != st.add or (cur.dv is not None and st.dv is None)):
+            actions.append(RemoveTablet(tid))
+            cur = None
+        if cur is None:
+            actions.append(st.add)
+        if st.dv is not None and (cur is None or cur.dv != st.dv):
+            actions.append(st.dv)
+    return actions
+
+
+def restored_files(actions: list[Action]) -> list[str]:
+    """The files (relative paths) that restore's actions reference again."""
+    return [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
+
+
+def check_restorable(missing: list[str], version: int, statement: str) -> None:
+    if missing:
+        shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise FormatError(
+            f"{statement}: version {version} can no longer be restored: its files were deleted by VACUUM ({shown})",
+            help="Restore a version newer than the last VACUUM's retention, or recover the files from a backup.",
+        )
