@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
+from tablets import maintenance
 from tablets.engine.executor import MergeOptions, append, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
@@ -125,6 +126,9 @@ class Database:
             if self._tablet_target(inner) is not None:
                 return self.explain(inner)
             return self._spark_sql(text)
+        done = maintenance.run(self.spark, text)  # DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE
+        if done is not None:
+            return done
         routed = self._tablet_target(text)
         if routed is None:
             self._refuse_unroutable(text)
@@ -146,7 +150,7 @@ class Database:
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:
-            return self.spark.sql(catalog.path_views(self.spark, text))
+            return self.spark.sql(catalog.path_views(self.spark, maintenance.time_travel(self.spark, text)))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:
@@ -266,6 +270,8 @@ class Database:
             metrics.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 1)
             if attempt:
                 metrics.timings_ms["retry_wait"] = round(waited * 1000, 1)
+            if metrics.version is not None:
+                maintenance.auto_compact(table, spec.operation)
             return StatementResult(spec.operation, spec.target, metrics)
 
     def explain(self, text: str) -> str:
@@ -286,10 +292,13 @@ class Database:
         if spec.columns:
             frame = frame.toDF(*spec.columns)
         op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
+        table = self.table_of(spec.target)
         metrics = append(
-            self.spark, self.table_of(spec.target), frame, opts,
+            self.spark, table, frame, opts,
             operation=op, overwrite=spec.overwrite, by_name=bool(spec.columns), name=spec.target,
         )
+        if metrics.version is not None:
+            maintenance.auto_compact(table, op)
         return StatementResult(op, spec.target, metrics)
 
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:

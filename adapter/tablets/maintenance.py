@@ -1,0 +1,292 @@
+"""Table maintenance in SQL, with Delta Lake's statements and names (the front door's part;
+the log work is ``tablets.storage.maintenance``):
+
+- ``DESCRIBE HISTORY t [LIMIT n]``: the commits, newest first (``version``, ``timestamp``,
+  ``operation``, ``operationParameters``, ``operationMetrics``, ``readVersion``);
+- ``SELECT ... FROM t VERSION AS OF n`` / ``TIMESTAMP AS OF <expr>`` (also ``FOR VERSION AS OF``):
+  the table reference becomes a temporary view of that version;
+- ``RESTORE [TABLE] t [TO] VERSION AS OF n`` / ``TIMESTAMP AS OF <expr>``: one new commit whose
+  live rows are version n's (the same files: a version whose files VACUUM deleted cannot be);
+- ``VACUUM t [RETAIN n HOURS] [DRY RUN]``: the table's retention (property
+  ``deleted_file_retention_hours``, default 168, Delta's 7 days) is the default and the minimum,
+  unless ``spark.tablets.retentionDurationCheck.enabled`` is ``false`` (Delta's
+  ``spark.databricks.delta.retentionDurationCheck.enabled``);
+- ``OPTIMIZE t``: compaction (tablets below half of ``target_tablet_rows`` or with over 30% of
+  their rows deleted), new tablets sorted by the table's ``cluster_by`` property if it has one;
+- ``auto_compact``: after a statement's commit, the table's auto-compaction policy.
+
+Each returns a DataFrame, as Delta's do.
+
+    >>> db.sql("DESCRIBE HISTORY t LIMIT 1").collect()[0].operation
+    'MERGE'
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import sqlglot
+from sqlglot import exp
+
+from tablets.engine.spec import (
+    AsOf,
+    HistorySpec,
+    MaintenanceSpec,
+    OptimizeSpec,
+    RestoreSpec,
+    VacuumSpec,
+)
+from tablets.exceptions import TableNotFound, TabletsError, VacuumRetentionError
+from tablets.spark import catalog
+from tablets.sql.parse import (
+    as_of,
+    maintenance_target,
+    may_time_travel,
+    parse_maintenance,
+    table_name,
+)
+from tablets.storage.maintenance import TRUE
+from tablets.storage.table import DEFAULT_RETENTION_HOURS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from tablets.storage import TabletTable
+
+RETENTION_PROPERTY = "deleted_file_retention_hours"
+RETENTION_CHECK_CONF = "spark.tablets.retentionDurationCheck.enabled"
+VIEW_PREFIX = "tablets_asof_"
+HISTORY_DDL = (
+    "version BIGINT, timestamp TIMESTAMP, operation STRING, operationParameters MAP<STRING, STRING>, "
+    "operationMetrics MAP<STRING, STRING>, readVersion BIGINT"
+)
+
+logger = logging.getLogger("tablets")
+
+
+# --- routing ---------------------------------------------------------------------------------
+
+
+def tablet_root(spark: SparkSession, kind: str, name: str) -> str | None:
+    """The root of the tablet table a maintenance statement names; None for another table
+    (Delta's own statements then run in Spark); ``TableNotFound`` when there is none."""
+    if not name:
+        return None
+    root = catalog.lookup(spark, name)
+    if root is not None or catalog.path_of(name) is not None:
+        return root if root is not None else catalog.require(spark, name)
+    try:
+        exists = spark.catalog.tableExists(name.replace("`", ""))
+    except Exception:  # noqa: BLE001 - a name Spark cannot read: its own error follows
+        return None
+    if not exists:
+        raise TableNotFound(f"{kind} {name}: there is no table named {name}", help="Check the name (SHOW TABLES).")
+    return None
+
+
+def run(spark: SparkSession, text: str) -> DataFrame | None:
+    """The result of a DESCRIBE HISTORY, RESTORE, VACUUM or OPTIMIZE of a tablet table; None
+    when ``text`` is none of them or names another kind of table."""
+    found = maintenance_target(text)
+    if found is None:
+        return None
+    kind, name = found
+    if not name:
+        parse_maintenance(text)  # the statement's own parse error
+    root = tablet_root(spark, kind, name)
+    if root is None:
+        return None
+    return _run(spark, parse_maintenance(text), catalog.storage(spark).table(root))
+
+
+def _run(spark: SparkSession, spec: MaintenanceSpec, table: TabletTable) -> DataFrame:
+    if isinstance(spec, HistorySpec):
+        return history_frame(spark, table, spec.limit)
+    if isinstance(spec, RestoreSpec):
+        return restore(spark, spec, table)
+    if isinstance(spec, VacuumSpec):
+        return vacuum(spark, spec, table)
+    return optimize(spark, spec, table)
+
+
+# --- DESCRIBE HISTORY --------------------------------------------------------------------------
+
+
+def _number(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else repr(v)
+
+
+def history_frame(spark: SparkSession, table: TabletTable, limit: int | None = None) -> DataFrame:
+    rows: list[tuple[object, ...]] = []
+    for h in reversed(table.history()):
+        c = h.commit
+        if c is None:
+            rows.append((h.version, None, None, {}, {}, None))
+            continue
+        rows.append((
+            h.version,
+            datetime.fromtimestamp(c.timestamp_ms / 1000, tz=UTC),
+            c.operation,
+            dict(c.parameters),
+            {k: _number(v) for k, v in c.metrics},
+            c.read_version if c.read_version >= 0 else None,
+        ))
+    if limit is not None:
+        rows = rows[:limit]
+    return spark.createDataFrame(rows, HISTORY_DDL)
+
+
+# --- time travel ---------------------------------------------------------------------------------
+
+
+def resolve_version(spark: SparkSession, table: TabletTable, when: AsOf, where: str) -> int:
+    """The version ``when`` names, checked to exist; errors name ``where`` and the AS OF part."""
+    what = f"{where}: {when.sql()}"
+    if when.version is not None:
+        versions = [v for v, _ in table.commit_times()]
+        if when.version not in versions:
+            raise TableNotFound(
+                f"{what}: version {when.version} does not exist (versions {versions[0]}..{versions[-1]})",
+                help="Pick a version from DESCRIBE HISTORY.",
+            )
+        return when.version
+    try:
+        micros = spark.sql(f"SELECT unix_micros(CAST(({when.timestamp}) AS TIMESTAMP)) AS us").collect()[0][0]
+    except Exception as e:  # noqa: BLE001 - Spark's analysis or parse error
+        raise TabletsError(f"{what}: not a timestamp Spark can read ({str(e).splitlines()[0][:200]})",
+                           help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).") from None
+    if micros is None:
+        raise TabletsError(f"{what}: not a timestamp", help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).")
+    return table.version_at(micros // 1000, what)
+
+
+def time_travel(spark: SparkSession, text: str) -> str:
+    """``text`` with every ``<tablet table> VERSION AS OF n`` / ``TIMESTAMP AS OF ...`` replaced
+    by a temporary view of that version (the mechanism of ``catalog.path_views``); ``text``
+    itself when it has none. Other tables' AS OF (Delta, Iceberg) are left to Spark."""
+    if not may_time_travel(text):
+        return text
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return text  # Spark's own parser reports it
+    if tree is None:
+        return text
+    changed = False
+    for node in list(tree.find_all(exp.Table)):
+        version = node.args.get("version")
+        if not isinstance(version, exp.Version):
+            continue
+        name = table_name(node)
+        root = catalog.lookup(spark, name)
+        if root is None:
+            if catalog.path_of(name) is None:
+                continue
+            root = catalog.require(spark, name)
+        table = catalog.storage(spark).table(root)
+        when = as_of(version)
+        v = resolve_version(spark, table, when, f"SELECT ... FROM {name}")
+        provider = catalog.provider_name(root)
+        catalog._register(spark, [catalog._Entry(f"tablets.`{root}`", root, provider)])  # noqa: SLF001 - as path_views
+        view = f"{VIEW_PREFIX}{provider[len(catalog.PROVIDER_PREFIX):]}_v{v}"
+        spark.read.format(provider).option("version", str(v)).load().createOrReplaceTempView(view)
+        replacement = exp.to_table(view)
+        alias = node.args.get("alias")
+        replacement.set("alias", alias if alias is not None else exp.TableAlias(this=exp.to_identifier(node.name)))
+        node.replace(replacement)
+        changed = True
+    return tree.sql(dialect="spark") if changed else text
+
+
+# --- RESTORE, VACUUM, OPTIMIZE ---------------------------------------------------------------------
+
+
+def restore(spark: SparkSession, spec: RestoreSpec, table: TabletTable) -> DataFrame:
+    where = f"RESTORE {spec.target}"
+    version = resolve_version(spark, table, spec.as_of, where)
+    before = table.snapshot().metadata.schema
+    committed = table.restore(version, statement=f"{where} TO {spec.as_of.sql()}")
+    if committed is not None and table.snapshot(committed).metadata.schema != before:
+        catalog.sync_schema(spark, spec.target)
+    metrics = {}
+    if committed is not None:
+        info = next(h.commit for h in reversed(table.history()) if h.version == committed)
+        metrics = info.metrics_dict() if info else {}
+    cols = [
+        "table_size_after_restore", "num_of_files_after_restore", "num_removed_files",
+        "num_restored_files", "removed_files_size", "restored_files_size",
+    ]
+    snap = table.snapshot()
+    metrics.setdefault("table_size_after_restore", float(sum(st.add.bytes for st in snap.tablets.values())))
+    metrics.setdefault("num_of_files_after_restore", float(len(snap.tablets)))
+    row = tuple(int(metrics.get(c, 0)) for c in cols)
+    return spark.createDataFrame([row], ", ".join(f"{c} BIGINT" for c in cols))
+
+
+def retention_hours(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -> float:
+    """RETAIN's hours, checked against the table's retention (the default when not given)."""
+    raw = table.snapshot().metadata.property(RETENTION_PROPERTY)
+    try:
+        minimum = float(raw) if raw else DEFAULT_RETENTION_HOURS
+    except ValueError:
+        raise TabletsError(f"VACUUM {spec.target}: table property {RETENTION_PROPERTY}={raw!r} is not a number of hours",
+                           help=f"ALTER the table's {RETENTION_PROPERTY} to a number.") from None
+    hours = minimum if spec.retain_hours is None else spec.retain_hours
+    check = (spark.conf.get(RETENTION_CHECK_CONF, "true") or "true").strip().lower() in TRUE
+    if check and hours < minimum:
+        raise VacuumRetentionError(
+            f"VACUUM {spec.target} RETAIN {_number(hours)} HOURS: below the table's retention of {_number(minimum)} hours "
+            f"({RETENTION_PROPERTY}): a running statement or a reader of an old version could lose its files",
+            help=f"Retain at least {_number(minimum)} hours; if nothing can still read older versions, set "
+            f"{RETENTION_CHECK_CONF}=false for this session (as Delta's retentionDurationCheck).",
+        )
+    return hours
+
+
+def vacuum(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -> DataFrame:
+    hours = retention_hours(spark, spec, table)
+    removed = table.vacuum(hours, dry_run=spec.dry_run, enforce_retention=False)
+    if spec.dry_run:  # Delta: the files that would be deleted
+        return spark.createDataFrame([(f"{table.root}/{p}",) for p in removed], "path STRING")
+    logger.info("tablets: VACUUM %s deleted %d file(s)", spec.target, len(removed))
+    return spark.createDataFrame([(table.root, len(removed))], "path STRING, numDeletedFiles BIGINT")
+
+
+def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> DataFrame:
+    meta = table.snapshot().metadata
+    rows = int(meta.property("target_tablet_rows") or 0) or None
+    from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
+
+    target = rows or DEFAULT_TARGET_TABLET_ROWS
+    sort_by = [c.strip() for c in (meta.property("cluster_by") or "").split(",") if c.strip()]
+    version = table.compact(
+        min_tablet_rows=max(1, target // 2), target_tablet_rows=target, operation="OPTIMIZE", sort_by=sort_by,
+    )
+    added = removed = 0
+    if version is not None:
+        info = next(h.commit for h in reversed(table.history()) if h.version == version)
+        removed = int(info.metrics_dict().get("tablets_removed", 0)) if info else 0
+        before, after = table.snapshot(version - 1), table.snapshot(version)
+        added = len(set(after.tablets) - set(before.tablets))
+    return spark.createDataFrame(
+        [(table.root, version, added, removed)], "path STRING, version BIGINT, numFilesAdded BIGINT, numFilesRemoved BIGINT"
+    )
+
+
+# --- auto-compaction -----------------------------------------------------------------------------
+
+
+def auto_compact(table: TabletTable, after: str) -> int | None:
+    """Run the table's auto-compaction policy after ``after`` committed: the new version or
+    None. Never raises: the statement has committed, and a compaction that fails or loses a
+    race only leaves the tablets as they are."""
+    try:
+        version = table.auto_compact()
+    except (TabletsError, OSError) as e:
+        logger.warning("tablets: auto-compaction of %s after %s skipped: %s", table.root, after, e)
+        return None
+    if version is not None:
+        logger.info("tablets: auto-compaction of %s after %s committed version %d", table.root, after, version)
+    return version
