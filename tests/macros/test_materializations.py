@@ -43,7 +43,7 @@ class TestMergeTablets(MaterializationTest):
             (
                 "main",
                 "create or replace table analytics.m using tablets tblproperties "
-                "('key_columns' = 'id', 'target_tablet_rows' = '100') as select 1 as id",
+                "('key_columns' = 'id', 'target_tablet_rows' = '100', 'auto_compact' = 'true') as select 1 as id",
             )
         ]
         options = self.adapter.set_statement_options.call_args.args[0]

@@ -321,12 +321,18 @@ def test_engine_options_and_table_properties():
         "owner": "data",
         "key_columns": "id,day",
         "target_tablet_rows": "5000",
+        "cluster_by": "day",
+        "auto_compact": "true",
     }
+    # auto-compaction is on for merge_tablets unless the model's tblproperties say otherwise
+    off = parse_merge_config({"unique_key": "id", "tblproperties": {"auto_compact": "false"}}, "m")
+    assert off.table_properties()["auto_compact"] == "false"
     # dbt's incremental contract: a bad unique_key fails on the first merge, not on the create
     assert (
         "key_columns"
         not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
     )
+    assert "auto_compact" not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
 
 
 def test_defaults():

@@ -109,7 +109,8 @@ class MergeConfig:
         }
 
     def table_properties(self) -> dict[str, str]:
-        """TBLPROPERTIES of the created table: ``tblproperties``, the key columns, tablet size.
+        """TBLPROPERTIES of the created table: ``tblproperties``, the key columns, tablet size,
+        ``cluster_by`` and (merge_tablets) ``auto_compact``.
 
         Only merge_tablets records its key columns (the store checks them when it creates the
         table); dbt's incremental contract is that a bad unique_key fails on the first merge,
@@ -119,6 +120,10 @@ class MergeConfig:
             props["key_columns"] = ",".join(self.unique_key)
         if self.target_tablet_rows is not None:
             props["target_tablet_rows"] = str(self.target_tablet_rows)
+        if self.cluster_by:  # OPTIMIZE and auto-compaction sort the tablets they write by it
+            props.setdefault("cluster_by", ",".join(self.cluster_by))
+        if self.materialization == MERGE_TABLETS:  # Delta's autoOptimize.autoCompact (README, "Maintenance")
+            props.setdefault("auto_compact", "true")
         return props
 
 
