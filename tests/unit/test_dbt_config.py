@@ -619,11 +619,9 @@ def test_each_validation_error(config, key, fragment):
 
 
 def test_incremental_validation():
-    err = problems(
-        {"incremental_strategy": "delete+insert", "on_conflict": "do_nothing"}, INCREMENTAL
-    )
+    err = problems({"incremental_strategy": "upsert", "on_conflict": "do_nothing"}, INCREMENTAL)
     assert [p.key for p in err.problems] == ["incremental_strategy", "on_conflict"]
-    assert "allowed: merge, append, insert_overwrite" in str(err)
+    assert "allowed: merge, append, insert_overwrite, delete+insert, microbatch" in str(err)
     # file_format is the switch of the incremental materialization, not a problem there
     assert parse_merge_config(
         {"unique_key": "id", "file_format": "tablets"}, "m", INCREMENTAL
@@ -688,3 +686,144 @@ def test_column_problems_are_reported_at_once():
 def test_source_without_any_target_column():
     err = column_problems({"unique_key": "id"}, ["id", "v"], ["other"])
     assert any(p.key == "(model SQL)" for p in err.problems)
+
+
+# --- delete+insert, microbatch, insert_overwrite with replace_where: one MERGE each ---------------
+
+
+def test_delete_insert_is_one_merge_deleting_each_key_and_inserting_every_row():
+    sql = render(
+        {"incremental_strategy": "delete+insert", "unique_key": ["id", "day"]},
+        ["id", "day", "v"],
+        ["v", "day", "id", "extra"],
+        materialization=INCREMENTAL,
+    )
+    assert sql == (
+        "MERGE INTO analytics.m AS DBT_INTERNAL_DEST\n"
+        "USING (SELECT `id`, `day`, `v`, TRUE AS `dbt_tablets_new_row` FROM m__dbt_tmp\n"
+        "  UNION ALL SELECT DISTINCT `id`, `day`, NULL AS `v`, FALSE AS `dbt_tablets_new_row`"
+        " FROM m__dbt_tmp) AS DBT_INTERNAL_SOURCE\n"
+        "ON DBT_INTERNAL_DEST.`id` = DBT_INTERNAL_SOURCE.`id`"
+        " AND DBT_INTERNAL_DEST.`day` = DBT_INTERNAL_SOURCE.`day`"
+        " AND NOT DBT_INTERNAL_SOURCE.`dbt_tablets_new_row`\n"
+        "WHEN MATCHED THEN DELETE\n"
+        "WHEN NOT MATCHED AND DBT_INTERNAL_SOURCE.`dbt_tablets_new_row` THEN INSERT"
+        " (`id`, `day`, `v`) VALUES (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`day`,"
+        " DBT_INTERNAL_SOURCE.`v`)"
+    )
+
+
+def test_delete_insert_predicates_narrow_the_delete_on_the_target_side():
+    sql = render(
+        {
+            "incremental_strategy": "delete+insert",
+            "unique_key": "id",
+            "incremental_predicates": ["id != 2", "DBT_INTERNAL_DEST.v > (select 1)"],
+        },
+        ["id", "v"],
+        materialization=INCREMENTAL,
+    )
+    on = sql.splitlines()[3]
+    assert on.endswith("(DBT_INTERNAL_DEST.id <> 2) AND (DBT_INTERNAL_DEST.v > (SELECT 1))")
+
+
+def test_delete_insert_without_a_key_appends_as_in_dbt_core():
+    sql = render({"incremental_strategy": "delete+insert"}, ["id"], materialization=INCREMENTAL)
+    assert sql == "INSERT INTO analytics.m (`id`)\nSELECT `id` FROM m__dbt_tmp"
+
+
+def test_delete_insert_refuses_its_reserved_column():
+    cfg = parse_merge_config(
+        {"incremental_strategy": "delete+insert", "unique_key": "id"}, "m", INCREMENTAL
+    )
+    with pytest.raises(MergeConfigError, match="dbt_tablets_new_row is reserved"):
+        render_merge(cfg, T, S, ["id", "dbt_tablets_new_row"], ["id", "dbt_tablets_new_row"])
+
+
+def test_replace_where_is_one_merge_on_false():
+    sql = render(
+        {"incremental_strategy": "insert_overwrite", "replace_where": "day >= '2024-01-02'"},
+        ["id", "day"],
+        materialization=INCREMENTAL,
+    )
+    assert sql.splitlines() == [
+        "MERGE INTO analytics.m AS DBT_INTERNAL_DEST",
+        "USING m__dbt_tmp AS DBT_INTERNAL_SOURCE",
+        "ON FALSE",
+        "WHEN NOT MATCHED BY SOURCE AND (day >= '2024-01-02') THEN DELETE",
+        "WHEN NOT MATCHED AND NOT COALESCE((day >= '2024-01-02'), FALSE) THEN INSERT (`id`)"
+        " VALUES (raise_error('dbt-tablets: model m: a new row is outside replace_where"
+        ' (day >= "2024-01-02")\'))',
+        "WHEN NOT MATCHED THEN INSERT (`id`, `day`) VALUES"
+        " (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`day`)",
+    ]
+
+
+def test_microbatch_replaces_the_batch_window_dbt_core_filters_inputs_with():
+    from datetime import UTC, datetime
+
+    config = {
+        "incremental_strategy": "microbatch",
+        "unique_key": "id",  # dbt-tests-adapter sets it; the window, not the key, is replaced
+        "event_time": "event_time",
+        "batch_size": "day",
+        "begin": datetime(2020, 1, 1),
+        "__dbt_internal_microbatch_event_time_start": datetime(2020, 1, 2, tzinfo=UTC),
+        "__dbt_internal_microbatch_event_time_end": "2020-01-03T00:00:00+00:00",
+    }
+    cfg = parse_merge_config(config, "m", INCREMENTAL)
+    window = (
+        "event_time >= '2020-01-02 00:00:00+00:00' AND event_time < '2020-01-03 00:00:00+00:00'"
+    )
+    assert cfg.replace_where == window
+    sql = render_merge(cfg, T, S, ["id", "event_time"], ["id", "event_time"])
+    assert f"WHEN NOT MATCHED BY SOURCE AND ({window}) THEN DELETE" in sql
+    assert "a new row is outside the batch event_time window" in sql
+    # before dbt sets a batch (parsing, the first batch that creates the table): no window
+    del config["__dbt_internal_microbatch_event_time_end"]
+    cfg = parse_merge_config(config, "m", INCREMENTAL)
+    assert cfg.replace_where is None
+    with pytest.raises(MergeConfigError, match="no batch window"):
+        render_merge(cfg, T, S, ["id", "event_time"], ["id", "event_time"])
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "fragment"),
+    [
+        ({"incremental_strategy": "microbatch"}, "event_time", "needs the column"),
+        (
+            {"incremental_strategy": "merge", "unique_key": "id", "replace_where": "x > 1"},
+            "replace_where",
+            "replace_where narrows insert_overwrite, not merge",
+        ),
+        (
+            {"incremental_strategy": "insert_overwrite", "replace_where": " "},
+            "replace_where",
+            "not a SQL predicate",
+        ),
+        (
+            {
+                "incremental_strategy": "delete+insert",
+                "unique_key": "id",
+                "when_matched": [{"action": "delete"}],
+            },
+            "when_matched",
+            "delete+insert does not read them",
+        ),
+        (
+            {
+                "incremental_strategy": "microbatch",
+                "event_time": "ts",
+                "__dbt_internal_microbatch_event_time_start": "yesterday",
+                "__dbt_internal_microbatch_event_time_end": "2020-01-03",
+            },
+            "__dbt_internal_microbatch_event_time_start",
+            "not a timestamp",
+        ),
+    ],
+)
+def test_strategy_validation_errors(config, key, fragment):
+    err = problems(config, INCREMENTAL)
+    found = [p for p in err.problems if p.key == key]
+    assert found, f"no problem for {key}: {err}"
+    assert fragment in found[0].render()

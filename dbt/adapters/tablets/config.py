@@ -17,6 +17,7 @@ import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from dbt.adapters.tablets.clauses import (
@@ -42,7 +43,10 @@ __all__ = [
 MERGE_TABLETS = "merge_tablets"
 INCREMENTAL = "incremental"
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
-INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite")
+INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite", "delete+insert", "microbatch")
+# dbt-core's microbatch window of the batch being run (set on the model's config per batch)
+BATCH_START = "__dbt_internal_microbatch_event_time_start"
+BATCH_END = "__dbt_internal_microbatch_event_time_end"
 DEFAULT_ALIASES = {
     MERGE_TABLETS: ("s", "t"),
     INCREMENTAL: ("DBT_INTERNAL_SOURCE", "DBT_INTERNAL_DEST"),
@@ -54,10 +58,16 @@ KNOWN_KEYS = (
     "merge_exclude_columns", "source_alias", "target_alias", "skip_unchanged",
     "incremental_predicates", "predicates", "on_schema_change", "target_tablet_rows", "cluster_by",
     "prune_tablets", "incremental_strategy", "file_format", "partition_by", "clustered_by",
-    "buckets", "tblproperties", *DATABRICKS_KEYS,
+    "buckets", "tblproperties", "replace_where", *DATABRICKS_KEYS,
 )  # fmt: skip
 # dbt's own config keys that look like ours but are not typos
-_DBT_KEYS = frozenset({"materialized", "on_configuration_change", "unique_id", "full_refresh"})
+_DBT_KEYS = frozenset(
+    {
+        "materialized", "on_configuration_change", "unique_id", "full_refresh",
+        "event_time", "batch_size", "begin", "lookback", "concurrent_batches",
+        BATCH_START, BATCH_END,
+    }
+)  # fmt: skip
 _OUR_PREFIXES = (
     "when_",
     "merge_",
@@ -94,6 +104,9 @@ class MergeConfig:
     cluster_by: tuple[str, ...] = ()
     prune_tablets: bool = True
     tblproperties: tuple[tuple[str, str], ...] = field(default=())
+    # insert_overwrite: the target rows it replaces (None: all of them); microbatch: the batch's
+    # event_time window, [start, end), rendered from dbt's batch bounds
+    replace_where: str | None = None
 
     def statement_options(self) -> dict[str, Any]:
         """The engine's per-statement options (``tablets.MergeOptions`` fields)."""
@@ -156,6 +169,7 @@ def parse_merge_config(
     on_conflict = parse_on_conflict(p, config)
     predicates = _predicates(p, config)
     _exclusive(p, config, materialization, strategy, clauses, on_conflict, predicates)
+    replace_where = _replace_where(p, config, strategy, clauses)
     values = {  # in the README's order, which is the order problems are reported in
         **_update_columns(p, config),
         **_aliases(p, config, materialization),
@@ -185,6 +199,7 @@ def parse_merge_config(
         on_conflict=on_conflict,
         incremental_predicates=predicates or (),
         incremental_strategy=strategy,
+        replace_where=replace_where,
         **values,
     )
 
@@ -241,7 +256,10 @@ def _key_and_strategy(
     raw = config.get("incremental_strategy")
     strategy = raw.strip().lower() if isinstance(raw, str) else ("merge" if keys else "append")
     if strategy not in INCREMENTAL_STRATEGIES:
-        fix = "use merge (with unique_key; every row is upserted in one commit) or append"
+        fix = (
+            "use merge (with unique_key; every row is upserted in one commit), delete+insert,"
+            " append, insert_overwrite (with replace_where) or microbatch"
+        )
         p.add(
             "incremental_strategy",
             raw,
@@ -250,6 +268,69 @@ def _key_and_strategy(
             fix,
         )
     return keys, strategy
+
+
+def _replace_where(
+    p: Problems, config: Mapping[str, Any], strategy: str, clauses: list[ClauseConfig]
+) -> str | None:
+    """``replace_where`` (insert_overwrite), or microbatch's window; strategies that do not
+    read the when_* clauses refuse them rather than ignore them."""
+    if strategy in ("delete+insert", "microbatch") and clauses:
+        first = next(k for k in CATEGORIES if config.get(k) is not None)
+        message = f"when_* clauses describe a MERGE; {strategy} does not read them"
+        fix = "set incremental_strategy: merge, or remove the when_* keys"
+        p.add(first, config.get(first), message, "incremental_strategy: merge", fix)
+    raw = config.get("replace_where")
+    if raw is not None:
+        if strategy != "insert_overwrite":
+            message = f"replace_where narrows insert_overwrite, not {strategy}"
+            fix = "set incremental_strategy: insert_overwrite, or remove replace_where"
+            p.add("replace_where", raw, message, "incremental_strategy: insert_overwrite", fix)
+        elif not isinstance(raw, str) or not raw.strip():
+            message = "not a SQL predicate"
+            allowed = "a boolean SQL expression on the table's columns"
+            p.add(
+                "replace_where",
+                raw,
+                message,
+                allowed,
+                "write replace_where: \"day >= '2024-01-01'\"",
+            )
+        else:
+            return raw.strip()
+    if strategy == "microbatch":
+        return _batch_window(p, config)
+    return None
+
+
+def _batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:
+    """``event_time >= '<start>' AND event_time < '<end>'``: the batch's window, the same bounds
+    (and the same text) dbt-core filters the model's inputs with. None before dbt sets them
+    (parsing, or the first batch that creates the table)."""
+    event_time = config.get("event_time")
+    if not isinstance(event_time, str) or not event_time.strip():
+        message = "microbatch replaces each batch's event_time window, and needs the column"
+        p.add("event_time", event_time, message, "a column name", "set event_time: event_ts")
+        return None
+    bounds = []
+    for key in (BATCH_START, BATCH_END):
+        value = config.get(key)
+        if value is None:
+            return None
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                p.add(
+                    key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run"
+                )
+                return None
+        if not isinstance(value, datetime):
+            p.add(key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run")
+            return None
+        bounds.append(str(value))
+    col = event_time.strip()
+    return f"{col} >= '{bounds[0]}' AND {col} < '{bounds[1]}'"
 
 
 def _predicates(p: Problems, config: Mapping[str, Any]) -> tuple[str, ...] | None:

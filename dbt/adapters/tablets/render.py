@@ -20,6 +20,10 @@ the key columns exist on both sides, ``set`` / ``values`` / ``merge_update_colum
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+
+import sqlglot
+from sqlglot import exp
 
 from dbt.adapters.tablets.clauses import ClauseConfig
 from dbt.adapters.tablets.config import MergeConfig
@@ -165,10 +169,16 @@ def render_merge(
 
     ``MERGE INTO`` for a unique key with clauses (or the default upsert), ``INSERT ... ON
     CONFLICT`` for ``on_conflict``, ``INSERT INTO`` / ``INSERT OVERWRITE`` for an incremental
-    model without a key or with the append / insert_overwrite strategies.
+    model without a key or with the append / insert_overwrite strategies; delete+insert,
+    microbatch and insert_overwrite with ``replace_where`` are one ``MERGE`` each (one commit).
     """
     tcols, scols = Columns(target_columns), Columns(source_columns)
-    if cfg.incremental_strategy in ("append", "insert_overwrite") or not cfg.unique_key:
+    strategy = cfg.incremental_strategy
+    if strategy == "microbatch" or (strategy == "insert_overwrite" and cfg.replace_where):
+        return _render_replace_where(cfg, target, source, tcols, scols)
+    if strategy == "delete+insert" and cfg.unique_key:
+        return _render_delete_insert(cfg, target, source, tcols, scols)
+    if strategy in ("append", "insert_overwrite", "delete+insert") or not cfg.unique_key:
         return _render_insert(cfg, target, source, tcols, scols)
     check_columns(cfg, tcols, scols)
     if cfg.on_conflict is not None:
@@ -198,6 +208,105 @@ def _render_insert(
     )
     cols = ", ".join(quote_ident(c) for c in shared)
     return f"{verb} {target} ({cols})\nSELECT {', '.join(quote_ident(scols.spelled(c)) for c in shared)} FROM {source}"
+
+
+# the column that tells delete+insert's two kinds of source rows apart (see below)
+NEW_ROW = "dbt_tablets_new_row"
+
+
+def _render_delete_insert(
+    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
+) -> str:
+    """dbt-core's delete+insert (delete the target rows whose unique_key is among the new rows,
+    then insert every new row) as ONE MERGE, so one commit: no reader ever sees the keys deleted
+    and not yet inserted, and a failure leaves the table as it was.
+
+    A MERGE cannot both delete a matched target row and insert the source row it matched, and a
+    key repeated in the source would match a target row twice (a cardinality error). So the
+    source is the new rows (flagged, never matched: the ON condition excludes them, and WHEN
+    NOT MATCHED inserts each one, duplicates included) plus each distinct key once (unflagged:
+    it matches the target rows to delete, and inserts nothing). incremental_predicates narrow
+    the delete, as in dbt-core; their unqualified columns are the target's."""
+    check_columns(cfg, tcols, scols)
+    if NEW_ROW in tcols or NEW_ROW in scols:
+        p = Problems()
+        fix = f"rename the column {NEW_ROW}, or use incremental_strategy: merge"
+        p.add("incremental_strategy", "delete+insert", f"{NEW_ROW} is reserved", "other names", fix)
+        p.raise_if_any(cfg.model, cfg.materialization, "the table's rows were not changed")
+    shared = [c for c in tcols.names if c in scols]
+    keys = {k.lower() for k in cfg.unique_key}
+    t, s, flag = cfg.target_alias, cfg.source_alias, quote_ident(NEW_ROW)
+    rows = ", ".join(quote_ident(scols.spelled(c)) for c in shared)
+    key_rows = ", ".join(
+        quote_ident(scols.spelled(c)) if c.lower() in keys else f"NULL AS {quote_ident(c)}"
+        for c in shared
+    )
+    on = _on(replace(cfg, incremental_predicates=()), tcols)
+    preds = [_target_side(p, t, tcols) for p in cfg.incremental_predicates]
+    names = ", ".join(quote_ident(c) for c in shared)
+    values = ", ".join(f"{s}.{quote_ident(c)}" for c in shared)
+    return "\n".join(
+        [
+            f"MERGE INTO {target} AS {t}",
+            f"USING (SELECT {rows}, TRUE AS {flag} FROM {source}",
+            f"  UNION ALL SELECT DISTINCT {key_rows}, FALSE AS {flag} FROM {source}) AS {s}",
+            " AND ".join([f"ON {on}", f"NOT {s}.{flag}", *(f"({p})" for p in preds)]),
+            "WHEN MATCHED THEN DELETE",
+            f"WHEN NOT MATCHED AND {s}.{flag} THEN INSERT ({names}) VALUES ({values})",
+        ]
+    )
+
+
+def _target_side(predicate: str, alias: str, target: Columns) -> str:
+    """A delete predicate's unqualified columns, qualified as the target's (dbt-core writes
+    delete+insert's predicates into ``DELETE FROM target WHERE ...``)."""
+    tree = sqlglot.parse_one(predicate, read="spark")
+    for col in tree.find_all(exp.Column):
+        if not col.table and col.find_ancestor(exp.Select) is None and col.name in target:
+            col.set("table", exp.to_identifier(alias))
+    return tree.sql(dialect="spark")
+
+
+def _render_replace_where(
+    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
+) -> str:
+    """Replace the target rows that ``replace_where`` holds for (insert_overwrite; microbatch:
+    the batch's event_time window) with the new rows, as ONE MERGE (one commit).
+
+    ``ON FALSE`` pairs no rows: every target row is NOT MATCHED BY SOURCE (deleted where the
+    predicate holds), every new row NOT MATCHED (inserted). As Delta's REPLACE WHERE, a new row
+    the predicate does not hold for fails the statement, before anything is committed: the
+    next run would not replace it. Unqualified columns are the target row's in the delete and
+    the new row's in the check."""
+    pred = cfg.replace_where
+    if pred is None:  # microbatch outside a batch of dbt run
+        p = Problems()
+        fix = "run the model with dbt run (or dbt build), which runs it batch by batch"
+        p.add("event_time", None, "no batch window: dbt-core set no batch bounds", "a batch", fix)
+        p.raise_if_any(cfg.model, cfg.materialization, "the table's rows were not changed")
+        return ""
+    shared = [c for c in tcols.names if c in scols]
+    if not shared:
+        check_columns(cfg, tcols, scols)
+    s = cfg.source_alias
+    names = ", ".join(quote_ident(c) for c in shared)
+    values = ", ".join(f"{s}.{quote_ident(scols.spelled(c))}" for c in shared)
+    what = "the batch event_time window" if cfg.incremental_strategy == "microbatch" else ""
+    shown = pred.replace("'", '"').replace("\\", "/")  # a message with no quote to escape
+    message = (
+        f"dbt-tablets: model {cfg.model}: a new row is outside {what or 'replace_where'} ({shown})"
+    )
+    return "\n".join(
+        [
+            f"MERGE INTO {target} AS {cfg.target_alias}",
+            f"USING {source} AS {s}",
+            "ON FALSE",
+            f"WHEN NOT MATCHED BY SOURCE AND ({pred}) THEN DELETE",
+            f"WHEN NOT MATCHED AND NOT COALESCE(({pred}), FALSE)"
+            f" THEN INSERT ({quote_ident(shared[0])}) VALUES (raise_error('{message}'))",
+            f"WHEN NOT MATCHED THEN INSERT ({names}) VALUES ({values})",
+        ]
+    )
 
 
 def _on(cfg: MergeConfig, target: Columns) -> str:
@@ -241,7 +350,9 @@ def _render_clause(cfg: MergeConfig, c: ClauseConfig, target: Columns, source: C
         pairs = [(target.spelled(col), v) for col, v in c.insert_values]
     else:
         pairs = [
-            (col, f"{s}.{quote_ident(source.spelled(col))}") for col in target.names if col in source
+            (col, f"{s}.{quote_ident(source.spelled(col))}")
+            for col in target.names
+            if col in source
         ]
     names, exprs = ", ".join(quote_ident(col) for col, _ in pairs), ", ".join(v for _, v in pairs)
     return f"{head} THEN INSERT ({names}) VALUES ({exprs})"
