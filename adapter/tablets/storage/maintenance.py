@@ -8,8 +8,9 @@ commit of their own (operation ``OPTIMIZE``, parameter ``auto=true``). The polic
 (``AutoCompactPolicy``, thresholds as table properties):
 
 - a tablet is **small** when its live rows are below ``auto_compact_small_fraction`` (default
-  0.25) of ``target_tablet_rows``; it is **deletion-heavy** when more than
-  ``auto_compact_max_deleted_fraction`` (default 0.5) of its rows are deleted;
+  0.25) of ``target_tablet_rows``; it is **deletion-heavy** when it was written with at least
+  that many rows and more than ``auto_compact_max_deleted_fraction`` (default 0.5) of them are
+  deleted;
 - compaction runs when there are at least ``auto_compact_min_tablets`` (default 16) small
   tablets, or any deletion-heavy one; it rewrites all of them (and only them).
 
@@ -63,10 +64,11 @@ class AutoCompactPolicy:
 
     def pick(self, snap: Snapshot) -> list[str]:
         """The tablets to rewrite now, or [] when the thresholds are not passed."""
-        small = [t for t, st in snap.tablets.items() if st.live_rows < self.small_fraction * self.target_tablet_rows]
-        heavy = [
+        floor = self.small_fraction * self.target_tablet_rows
+        small = [t for t, st in snap.tablets.items() if st.live_rows < floor]
+        heavy = [  # a tablet written small is already counted as small
             t for t, st in snap.tablets.items()
-            if st.dv is not None and st.dv.cardinality > self.max_deleted_fraction * st.add.rows
+            if st.dv is not None and st.add.rows >= floor and st.dv.cardinality > self.max_deleted_fraction * st.add.rows
         ]
         if len(small) < self.min_tablets and not heavy:
             return []
