@@ -25,7 +25,6 @@ def dbt_profile_target(tmp_path_factory):
     return {
         "type": "tablets",
         "method": "session",
-        "host": "localhost",
         "warehouse": warehouse,
         "master": "local[2]",
         "shuffle_partitions": 2,
