@@ -1,8 +1,9 @@
 """The main job: the integration_tests dbt project on embedded Spark.
 
-dbt seed -> dbt run (phase 1: creates every table) -> dbt run (phase 2: merges the changed
-inputs) -> dbt test. All four run in this one process through dbt's programmatic runner, so the
-embedded Spark session (and its JVM) starts once.
+dbt seed -> dbt run (phase 1: creates every table) -> dbt snapshot (phase 1: first versions,
+after dropping older history) -> dbt run (phase 2: merges the changed inputs) -> dbt snapshot
+(phase 2: new versions, merged) -> dbt test. All run in this one process through dbt's
+programmatic runner, so the embedded Spark session (and its JVM) starts once.
 
 ``python scripts/main.py [PROJECT_DIR [PROFILES_DIR]]`` runs it on a copy of the project or with
 another profile (the tests use this for a warehouse in an object store, a cluster, Spark Connect).
@@ -20,7 +21,10 @@ PROJECT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STEPS = [
     ("seed", ["seed", "--full-refresh"]),
     ("run (phase 1: create)", ["run", "--full-refresh", "--vars", "phase: 1"]),
+    ("drop older snapshot history", ["run-operation", "drop_snapshots"]),
+    ("snapshot (phase 1: first versions)", ["snapshot", "--vars", "phase: 1"]),
     ("run (phase 2: merge)", ["run", "--vars", "phase: 2"]),
+    ("snapshot (phase 2: new versions)", ["snapshot", "--vars", "phase: 2"]),
     ("test", ["test", "--vars", "phase: 2"]),
 ]
 
@@ -37,13 +41,14 @@ def main(argv: list[str]) -> int:
         if res.result is not None and hasattr(res.result, "results"):
             for r in res.result.results:
                 msg = getattr(r, "adapter_response", {}).get("_message") or r.message or ""
-                print(f"  {r.status!s:>7}  {r.node.name:<45} {msg}")
+                name = r.node.name if hasattr(r, "node") else r.unique_id  # run-operation: no node
+                print(f"  {r.status!s:>7}  {name:<45} {msg}")
         if not res.success:
             print(f"dbt {title} failed", file=sys.stderr)
             if res.exception is not None:
                 print(res.exception, file=sys.stderr)
             return 1
-    print("\nmain job passed: seeds loaded, tables created, merged, and tested")
+    print("\nmain job passed: seeds loaded, tables created, merged, snapshotted, and tested")
     return 0
 
 

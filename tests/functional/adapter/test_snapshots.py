@@ -1,10 +1,11 @@
 """dbt-tests-adapter's snapshot suites on tablet tables, the default file_format of snapshots.
 
-The suites' test methods run unchanged. Their set-up SQL is PostgreSQL's, run through
-``project.run_sql``; :class:`OnTablets` translates it into Spark SQL on tablet tables (the
-tables the suites create, update and delete from are tablet tables, so those statements run on
-the engine as they would on Delta), and the snapshot definitions lose their ``target.database``
-(Spark has none). The snapshot tables themselves are made by the snapshot materialization.
+The suites' test methods run as they are (two are extended or made order-free, as noted).
+Their set-up SQL is PostgreSQL's, run through ``project.run_sql``; :class:`OnTablets` translates
+it into Spark SQL on tablet tables (the tables the suites create, update and delete from are
+tablet tables, so those statements run on the engine as they would on Delta), and the snapshot
+definitions lose their ``target.database`` (Spark has none). The snapshot tables themselves are
+made by the snapshot materialization.
 
 Timings on 2 shared cores at load ~11: the default classes ~4 min in all (Spark's start
 included); ``TABLETS_SLOW=1`` adds the other ten classes, ~8 min more.
