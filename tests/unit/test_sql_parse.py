@@ -139,3 +139,11 @@ def test_create_provider():
 def test_errors_name_the_part(text, error, match):
     with pytest.raises(error, match=match):
         parse_statement(text)
+
+
+def test_char_and_varchar_columns_are_strings_and_defaults_are_refused():
+    create = parse_statement("CREATE TABLE db.t (a CHAR(3), b VARCHAR(5) NOT NULL, c INT) USING tablets")
+    assert create.columns_ddl == "`a` STRING, `b` STRING, `c` INT"
+    assert parse_statement("ALTER TABLE db.t ADD COLUMNS (c varchar(200))").columns == (("c", "string"),)
+    with pytest.raises(StatementParseError, match="column c: DEFAULT 'x' is not supported"):
+        parse_statement("ALTER TABLE db.t ADD COLUMN c varchar(200) DEFAULT 'x'")

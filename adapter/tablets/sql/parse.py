@@ -460,7 +460,8 @@ def _create(tree: exp.Create) -> CreateSpec:
     target = table_name(this)
     columns_ddl = None
     if isinstance(this, exp.Schema) and this.expressions:
-        columns_ddl = ", ".join(f"`{c.name}` {_sql(c.args['kind'])}" for c in this.expressions if isinstance(c, exp.ColumnDef))
+        defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
+        columns_ddl = ", ".join(f"`{c.name}` {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
     props: dict[str, str] = {}
     location = None
     for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
@@ -484,6 +485,23 @@ def _create(tree: exp.Create) -> CreateSpec:
     )
 
 
+def _column_type(col: exp.ColumnDef, where: str) -> str:
+    """A column's type as tablets store it: ``CHAR(n)``/``VARCHAR(n)`` are strings (as Spark
+    reads them; the length is not enforced); constraints other than NOT NULL and COMMENT are
+    refused, not dropped."""
+    for c in col.args.get("constraints") or ():
+        kind = c.args.get("kind")
+        if not isinstance(kind, exp.NotNullColumnConstraint | exp.CommentColumnConstraint):
+            raise StatementParseError(
+                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                help="Drop the constraint; fill the column with UPDATE after adding it.",
+            )
+    kind = col.args["kind"]
+    if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
+        return "STRING"
+    return _sql(kind)
+
+
 def _alter(tree: exp.Alter) -> AddColumnsSpec:
     target = table_name(tree.this)
     columns = []
@@ -495,7 +513,7 @@ def _alter(tree: exp.Alter) -> AddColumnsSpec:
                     f"ALTER TABLE {target}: only ADD COLUMNS is supported on tablet tables, not {_sql(action)!r}",
                     help="Rebuild the table (dbt --full-refresh) for other schema changes.",
                 )
-            columns.append((d.name, _sql(d.args["kind"]).lower()))
+            columns.append((d.name, _column_type(d, f"ALTER TABLE {target}").lower()))
     return AddColumnsSpec(target, tuple(columns))
 
 
