@@ -332,7 +332,10 @@ def test_engine_options_and_table_properties():
         "key_columns"
         not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
     )
-    assert "auto_compact" not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
+    assert (
+        "auto_compact"
+        not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
+    )
 
 
 def test_defaults():
