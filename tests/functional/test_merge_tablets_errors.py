@@ -32,7 +32,7 @@ DUPLICATES = """
 """
 
 DELETE_INSERT = """
-{{ config(materialized='incremental', file_format='tablets', incremental_strategy='delete+insert', unique_key='id') }}
+{{ config(materialized='incremental', file_format='tablets', incremental_strategy='upsert', unique_key='id') }}
 select 1 as id
 """
 
@@ -91,6 +91,6 @@ class TestMergeTabletsErrors:
     def test_incremental_strategy_on_tablet_tables(self, project, runs):
         msg = runs[0]["delete_insert"].message
         assert (
-            "incremental_strategy = 'delete+insert'" in msg
-            and "allowed: merge, append, insert_overwrite" in msg
+            "incremental_strategy = 'upsert'" in msg
+            and "allowed: merge, append, insert_overwrite, delete+insert, microbatch" in msg
         )
