@@ -27,7 +27,6 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-import sqlglot
 from sqlglot import exp
 
 from tablets.engine.spec import (
@@ -164,40 +163,26 @@ def resolve_version(spark: SparkSession, table: TabletTable, when: AsOf, where: 
 
 def time_travel(spark: SparkSession, text: str) -> str:
     """``text`` with every ``<tablet table> VERSION AS OF n`` / ``TIMESTAMP AS OF ...`` replaced
-    by a temporary view of that version (the mechanism of ``catalog.path_views``); ``text``
-    itself when it has none. Other tables' AS OF (Delta, Iceberg) are left to Spark."""
+    by a temporary view of that version (``catalog.table_views``); ``text`` itself when it has
+    none. Other tables' AS OF (Delta, Iceberg) are left to Spark."""
     if not may_time_travel(text):
         return text
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return text  # Spark's own parser reports it
-    if tree is None:
-        return text
-    changed = False
-    for node in list(tree.find_all(exp.Table)):
+
+    def as_of_version(node: exp.Table) -> catalog.TableView | None:
         version = node.args.get("version")
         if not isinstance(version, exp.Version):
-            continue
+            return None
         name = table_name(node)
         root = catalog.lookup(spark, name)
         if root is None:
             if catalog.path_of(name) is None:
-                continue
+                return None
             root = catalog.require(spark, name)
-        table = catalog.storage(spark).table(root)
-        when = as_of(version)
-        v = resolve_version(spark, table, when, f"SELECT ... FROM {name}")
-        provider = catalog.provider_name(root)
-        catalog._register(spark, [catalog._Entry(f"tablets.`{root}`", root, provider)])  # noqa: SLF001 - as path_views
-        view = f"{VIEW_PREFIX}{provider[len(catalog.PROVIDER_PREFIX):]}_v{v}"
-        spark.read.format(provider).option("version", str(v)).load().createOrReplaceTempView(view)
-        replacement = exp.to_table(view)
-        alias = node.args.get("alias")
-        replacement.set("alias", alias if alias is not None else exp.TableAlias(this=exp.to_identifier(node.name)))
-        node.replace(replacement)
-        changed = True
-    return tree.sql(dialect="spark") if changed else text
+        v = resolve_version(spark, catalog.storage(spark).table(root), as_of(version), f"SELECT ... FROM {name}")
+        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX):]}_v{v}"
+        return catalog.TableView(root, view, version=v, alias=node.name)
+
+    return catalog.table_views(spark, text, as_of_version)
 
 
 # --- RESTORE, VACUUM, OPTIMIZE ---------------------------------------------------------------------

@@ -407,6 +407,33 @@ def path_views(spark: SparkSession, text: str) -> str:
     none. Spark refuses Python sources in its own ``provider.`path` `` syntax."""
     if not _PATH_REF.search(text):
         return text
+
+    def at_path(node: Any) -> TableView | None:
+        if node.args.get("catalog") is not None or node.args.get("db") is None:
+            return None
+        path = path_of(f"tablets.`{node.name}`") if node.args["db"].name.lower() == SOURCE_NAME else None
+        if path is None:
+            return None
+        root = require(spark, f"tablets.`{path}`")
+        return TableView(root, PATH_VIEW_PREFIX + provider_name(root)[len(PROVIDER_PREFIX):])
+
+    return table_views(spark, text, at_path)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A tablet table (at ``version``, else the newest) as the temporary view ``view``."""
+
+    root: str
+    view: str
+    version: int | None = None
+    alias: str | None = None  # the name the query's columns use, when the reference had no alias
+
+
+def table_views(spark: SparkSession, text: str, pick: Any) -> str:
+    """``text`` with every table reference that ``pick(sqlglot Table node)`` maps to a
+    ``TableView`` replaced by that view (registered and created now); ``text`` itself when none
+    is. The one rewrite behind tables named by path and time travel."""
     import sqlglot
     from sqlglot import exp
 
@@ -418,19 +445,20 @@ def path_views(spark: SparkSession, text: str) -> str:
         return text
     changed = False
     for node in list(tree.find_all(exp.Table)):
-        if node.args.get("catalog") is not None or node.args.get("db") is None:
+        got = pick(node)
+        if got is None:
             continue
-        path = path_of(f"tablets.`{node.name}`") if node.args["db"].name.lower() == SOURCE_NAME else None
-        if path is None:
-            continue
-        root = require(spark, f"tablets.`{path}`")
-        provider = provider_name(root)
-        view = PATH_VIEW_PREFIX + provider[len(PROVIDER_PREFIX):]
-        _register(spark, [_Entry(f"tablets.`{root}`", root, provider)])
-        spark.read.format(provider).load().createOrReplaceTempView(view)
-        replacement = exp.to_table(view)
+        provider = provider_name(got.root)
+        _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
+        reader = spark.read.format(provider)
+        if got.version is not None:
+            reader = reader.option("version", str(got.version))
+        reader.load().createOrReplaceTempView(got.view)
+        replacement = exp.to_table(got.view)
         if node.alias:
             replacement.set("alias", node.args.get("alias"))
+        elif got.alias:
+            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(got.alias)))
         node.replace(replacement)
         changed = True
     return tree.sql(dialect="spark") if changed else text
