@@ -13,25 +13,17 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.timings import mark_opt_in, print_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENABLED = os.environ.get("TABLETS_CLUSTER") == "1"
 
 
 def pytest_collection_modifyitems(items):
-    skip = pytest.mark.skip(reason="opt-in: TABLETS_CLUSTER=1 (scripts/test-cluster.sh), in its own pytest process")
-    for item in items:
-        if str(item.fspath).startswith(HERE + os.sep):
-            item.add_marker(pytest.mark.cluster)
-            if not ENABLED:
-                item.add_marker(skip)
+    mark_opt_in(items, HERE, "TABLETS_CLUSTER", pytest.mark.cluster, "scripts/test-cluster.sh")
 
 
 def pytest_terminal_summary(terminalreporter):
-    from support.timings import summary
-
-    for line in summary():
-        terminalreporter.write_line(line)
+    print_summary(terminalreporter)
 
 
 @pytest.fixture(scope="session")

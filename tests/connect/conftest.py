@@ -14,25 +14,17 @@ from __future__ import annotations
 import os
 
 import pytest
+from support.timings import mark_opt_in, print_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ENABLED = os.environ.get("TABLETS_CONNECT") == "1"
 
 
 def pytest_collection_modifyitems(items):
-    skip = pytest.mark.skip(reason="opt-in: TABLETS_CONNECT=1 (scripts/test-connect.sh), in its own pytest process")
-    for item in items:
-        if str(item.fspath).startswith(HERE + os.sep):
-            item.add_marker(pytest.mark.connect)
-            if not ENABLED:
-                item.add_marker(skip)
+    mark_opt_in(items, HERE, "TABLETS_CONNECT", pytest.mark.connect, "scripts/test-connect.sh")
 
 
 def pytest_terminal_summary(terminalreporter):
-    from support.timings import summary
-
-    for line in summary():
-        terminalreporter.write_line(line)
+    print_summary(terminalreporter)
 
 
 @pytest.fixture(scope="session")
