@@ -45,6 +45,7 @@ from tablets.engine.spec import (
 from tablets.exceptions import (
     CardinalityViolation,
     CommitConflict,
+    KeyViolation,
     MergeSpecError,
     TableNotFound,
     TabletsError,
@@ -255,6 +256,14 @@ class Database:
             frame = source if source is not None else self.source_frame(spec, table)
             try:
                 metrics = execute(self.spark, table, spec, frame, opts, snapshot=snapshot)
+            except KeyViolation as e:
+                if not spec.conflict_keys:
+                    raise
+                # ON CONFLICT DO UPDATE with a new key given twice: PostgreSQL's cardinality error
+                raise CardinalityViolation(
+                    f"{e.detail} (ON CONFLICT DO UPDATE: the inserted rows give a key more than once)",
+                    help="Insert each key once (deduplicate the rows), or use DO NOTHING to keep the first.",
+                ) from None
             except CommitConflict as e:
                 attempt += 1
                 if attempt > self.retries:
@@ -341,7 +350,8 @@ def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
     """The rows of ``INSERT ... ON CONFLICT (keys)``, as PostgreSQL takes them: with DO NOTHING,
     a key given twice inserts its first row (in the statement's order: VALUES as written, a
     query as Spark returns it) and skips the others; with DO UPDATE it is an error
-    (PostgreSQL: "cannot affect row a second time"). NULL keys never conflict."""
+    (PostgreSQL: "cannot affect row a second time": the engine finds it, as a target row
+    matched twice or a new key inserted twice). NULL keys never conflict."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -351,15 +361,7 @@ def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
     for k in keys:
         nulls = nulls | k.isNull()
     if any(c.action is ActionKind.UPDATE for c in spec.clauses):
-        dup = frame.filter(~nulls).groupBy(*keys).count().filter("count > 1").limit(1).collect()
-        if dup:
-            shown = ", ".join(f"{k}={dup[0][i]!r}" for i, k in enumerate(spec.conflict_keys))
-            raise CardinalityViolation(
-                f"INSERT INTO {spec.target} ... ON CONFLICT DO UPDATE: the inserted rows give key ({shown}) more than "
-                "once, so the same row would be updated twice; nothing was written",
-                help="Insert each key once (deduplicate the rows), or use DO NOTHING to keep the first.",
-            )
-        return frame
+        return frame  # a key given twice: the engine's checks (see Database.merge)
     order, rank = "__tablets_order", "__tablets_rank"
     first = Window.partitionBy(*keys).orderBy(order)
     ranked = frame.withColumn(order, F.monotonically_increasing_id()).withColumn(rank, F.row_number().over(first))

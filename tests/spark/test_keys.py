@@ -65,6 +65,10 @@ def test_do_update_with_a_key_twice_is_a_cardinality_violation(db):
         db, "INSERT INTO keys.t VALUES (9, 1), (9, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
         CardinalityViolation, "id=9", "keys.t",
     )
+    refused(  # a key the table has, given twice
+        db, "INSERT INTO keys.t VALUES (1, 1), (1, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+        CardinalityViolation, "keys.t",
+    )
 
 
 def test_on_conflict_target_must_be_the_key(db):
