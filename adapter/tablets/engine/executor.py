@@ -29,8 +29,10 @@ from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     CLAUSE,
     IMAGE_PREFIX,
+    K_CANDIDATE,
     K_DELETE,
     K_INSERT,
+    K_PAIRED,
     K_REFUSE,
     K_UNCHANGED,
     K_UPDATE,
@@ -322,11 +324,6 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             if ranges is not None:
                 tablets = _prune(run, tablets, ranges)
         m.tablets_scanned = len(tablets)
-        base = _base(run, source, tablets)
-        together = not run.options.cluster_by
-        if plan.has_inserts and not together:
-            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
-            persisted.append(base)
         handle = begin(
             run.snapshot,
             run.table.root,
@@ -342,6 +339,14 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             target_tablet_rows=run.options.target_tablet_rows,
             sort_by=run.options.cluster_by,
         )
+        together = not run.options.cluster_by
+        if source is not None and together and _one_shuffle_fits(run, handle.target_tablet_rows):
+            base = _one_shuffle(run, source, tablets)
+        else:
+            base = _base(run, source, tablets)
+        if plan.has_inserts and not together:
+            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
+            persisted.append(base)
         fragments = []
         # the row ids of every target row the statement matched or acts on go home to their
         # tablet's task (its DV, and the rows the result depends on); the insert stream rides
@@ -487,6 +492,46 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
         .unionByName(_classify(run, alone).filter(F.col(KIND).isNotNull()))
         .drop(CLAUSE)
     )
+
+
+def _one_shuffle_fits(run: _Run, rows_per_tablet: int) -> bool:
+    """The statement can run as one scan and one shuffle (``_one_shuffle``): a broadcast source
+    whose unpaired rows are inserted, small enough that its inserts go to one task."""
+    return (
+        run.broadcast
+        and run.plan.join in ("left", "full")
+        and run.plan.has_inserts
+        and run.metrics.source_rows < rows_per_tablet
+    )
+
+
+def _one_shuffle(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFrame:
+    """``_base``'s rows without its second pass: the target streams once through the broadcast
+    source; each pair also sends a marker (its source row id) to the task that gets every
+    source row as a candidate insert, which inserts the candidates without a marker
+    (``tasks._resolve_candidates``). One job instead of a cached join, a count and an anti join."""
+    plan = run.plan
+    scan = _target(run, tablets)
+    target = scan.frame
+    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+    by_source = plan.join == "full"
+    joined = target.join(F.broadcast(src), F.expr(plan.on or "TRUE"), "left" if by_source else "inner")
+    pairs = _classify(run, _live(run, scan, joined), sid=True).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
+    types = dict(pairs.dtypes)
+    row = F.struct(*[F.col(f"`{c}`") for c in pairs.columns])
+    marker = F.struct(*[
+        (F.col(SID) if c == SID else F.lit(K_PAIRED) if c == KIND else F.lit(None).cast(types[c])).alias(c)
+        for c in pairs.columns
+    ])
+    both = F.when(F.col(SID).isNotNull(), F.array(row, marker)).otherwise(F.array(row))
+    pairs = pairs.select(F.explode(both).alias("r")).select("r.*")
+    no_target = target.filter(F.lit(False))  # the target's columns, all NULL after the join
+    alone = _live(run, scan, src.join(no_target, F.lit(False), "left"), deletes=False)
+    candidates = _classify(run, alone, sid=True).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
+    candidates = candidates.withColumn(
+        KIND, F.when(F.col(KIND) == K_INSERT, F.lit(K_CANDIDATE)).otherwise(F.col(KIND))
+    )
+    return pairs.unionByName(candidates)
 
 
 def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:

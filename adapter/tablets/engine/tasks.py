@@ -11,7 +11,19 @@ from collections.abc import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.names import K_DELETE, K_INSERT, K_REFUSE, K_UNCHANGED, K_UPDATE, KIND, ROW, TID
+from tablets.engine.names import (
+    K_CANDIDATE,
+    K_DELETE,
+    K_INSERT,
+    K_PAIRED,
+    K_REFUSE,
+    K_UNCHANGED,
+    K_UPDATE,
+    KIND,
+    ROW,
+    SID,
+    TID,
+)
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
 # a target row paired with a source row that no clause acts on (DO NOTHING, a false condition):
@@ -49,6 +61,23 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
         frags = [fragment_to_json(f) for f in sink.finish()]
     counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
     return frags, [*counts, duplicates]
+
+
+def _resolve_candidates(table: pa.Table) -> pa.Table:
+    """The one-shuffle plan's rows: a candidate whose source row id has a marker (it paired with
+    a target row) is dropped, the others become inserts; markers are dropped. Every candidate
+    and marker is in this task (they are routed together)."""
+    kinds = table.column(KIND)
+    if SID not in table.column_names or not pc.any(pc.is_in(kinds, pa.array([K_CANDIDATE, K_PAIRED]))).as_py():
+        return table
+    paired = table.filter(pc.equal(kinds, K_PAIRED)).column(SID)
+    candidate = pc.equal(kinds, K_CANDIDATE)
+    unpaired = pc.and_(candidate, pc.invert(pc.is_in(table.column(SID), paired)))
+    rest = pc.invert(pc.is_in(kinds, pa.array([K_CANDIDATE, K_PAIRED])))
+    table = table.filter(pc.or_(rest, unpaired))
+    kinds = table.column(KIND)
+    fixed = pc.if_else(pc.equal(kinds, K_CANDIDATE), pa.scalar(K_INSERT), kinds)
+    return table.set_column(table.column_names.index(KIND), KIND, fixed)
 
 
 def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -> tuple[int, str | None]:
@@ -109,7 +138,7 @@ def merge_task(
         nonempty = [b for b in batches if b.num_rows]
         if not nonempty:
             return
-        table = pa.Table.from_batches(nonempty)
+        table = _resolve_candidates(pa.Table.from_batches(nonempty))
         kinds = table.column(KIND)
         olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
