@@ -45,7 +45,7 @@ def _rows(rng: random.Random, n: int, keys: int) -> list[tuple]:
     return [(maybe(rng.randrange(keys)), maybe(rng.randrange(10)), maybe(rng.choice("xyz"))) for _ in range(n)]
 
 
-def _statement(rng: random.Random) -> str:
+def _statement(rng: random.Random, on: str | None = None) -> str:
     cats = [c for c in COND if rng.random() < 0.6] or ["MATCHED"]
     queues = []
     for cat in cats:
@@ -60,7 +60,7 @@ def _statement(rng: random.Random) -> str:
     while any(queues):
         q = rng.choice([q for q in queues if q])
         ordered.append(q.pop(0))
-    on = rng.choice(["t.k = s.k", "t.k = s.k", "t.k = s.k AND t.b = s.b", "t.k <=> s.k"])
+    on = on or rng.choice(["t.k = s.k", "t.k = s.k", "t.k = s.k AND t.b = s.b", "t.k <=> s.k"])
     return f"MERGE INTO target t USING source s ON {on} " + " ".join(ordered)
 
 
@@ -124,6 +124,26 @@ def test_merge_matches_duckdb(spark, tmp_path, request, case, where):
     try:
         root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
         got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0)
+    finally:
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("case", range(CASES // 6))
+def test_merge_on_false_matches_duckdb(spark, tmp_path, request, case, where):
+    """ON FALSE (dbt's microbatch and replace_where): every row unmatched, planned without a join."""
+    rng = random.Random(10_000 + case)
+    target = _rows(rng, rng.randint(0, 9), 6)
+    source = _rows(rng, rng.randint(0, 7), 6)
+    stmt = _statement(rng, on=rng.choice(["FALSE", "1 = 0"]))
+    ghosts = _rows(rng, rng.randint(0, 3), 6)
+    expected = _duckdb(target, source, stmt)
+    if case % 2 == 1:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
+        got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 3 == 0)
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
     assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"

@@ -340,7 +340,9 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             sort_by=run.options.cluster_by,
         )
         together = not run.options.cluster_by
-        if source is not None and together and _one_shuffle_fits(run, handle.target_tablet_rows):
+        if source is not None and plan.pairs_nothing and plan.join in ("left", "right", "full"):
+            base = _unpaired(run, source, tablets)
+        elif source is not None and together and _one_shuffle_fits(run, handle.target_tablet_rows):
             base = _one_shuffle(run, source, tablets)
         else:
             base = _base(run, source, tablets)
@@ -492,6 +494,25 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
         .unionByName(_classify(run, alone).filter(F.col(KIND).isNotNull()))
         .drop(CLAUSE)
     )
+
+
+def _unpaired(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFrame:
+    """``_base``'s rows when ON is constantly false: the live target rows classified as NOT
+    MATCHED BY SOURCE and the source rows as NOT MATCHED, each read once, with no join (Spark
+    would plan ON FALSE as a nested-loop join of the two)."""
+    plan = run.plan
+    scan = _target(run, tablets)
+    target = scan.frame
+    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+    parts = []
+    if plan.join in ("right", "full"):  # NOT MATCHED BY SOURCE clauses
+        rows = target.join(src.filter(F.lit(False)), F.lit(False), "left")  # the source's columns, all NULL
+        parts.append(_classify(run, _live(run, scan, rows)))
+    if plan.join in ("left", "full"):  # NOT MATCHED clauses
+        rows = src.join(target.filter(F.lit(False)), F.lit(False), "left")
+        parts.append(_classify(run, _live(run, scan, rows, deletes=False)))
+    out = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+    return out.filter(F.col(KIND).isNotNull()).drop(CLAUSE)
 
 
 def _one_shuffle_fits(run: _Run, rows_per_tablet: int) -> bool:

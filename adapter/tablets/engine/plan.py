@@ -51,6 +51,11 @@ class Plan:
         return tuple(b for b in self.branches if b.clause.action in kinds)
 
     @property
+    def pairs_nothing(self) -> bool:
+        """ON is constantly false (microbatch, replace_where): every row is unmatched, no join."""
+        return self.on is not None and _constant(sqlglot.parse_one(self.on, dialect="spark")) is False
+
+    @property
     def has_deletes(self) -> bool:
         return bool(self.actions(ActionKind.DELETE, ActionKind.UPDATE))
 
