@@ -8,6 +8,13 @@ Files are written once per (rows, seed) under the cache dir and reused by later 
     delete.parquet             10% of N, existing ids
     insert.parquet             1% of N, all new ids
 
+The scale workload's data (`clustered=True`, directory N-clustered) is sorted instead: file i
+holds the next ids in order, so each file (and each tablet or data file a system writes from them
+in id order) covers one id range. Its only source, upsert.parquet, has SCALE_SOURCE_ROWS rows
+whatever N: half updates of ids among the newest SCALE_WINDOW, half new ids after N (an incremental
+model's usual change: recent rows revised, new rows appended), so a system whose MERGE reads only
+what the source can touch takes the same time at any N.
+
 `v` is a multiple of 1/64 below 2**14, so every sum of it is exact in float64 whatever the
 order: sum(v) compares exactly across systems.
 """
@@ -27,7 +34,9 @@ DEFAULT_CACHE = "/tmp/tablets-bench/data"
 ROWS_PER_FILE = 250_000  # and at least 4 files, so small targets are shuffled across files too
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("v", pa.float64()), ("s", pa.string()), ("d", pa.date32())])
 COLUMNS = SCHEMA.names
-SOURCES = {"upsert": "upsert", "sync": "upsert", "delete-heavy": "delete", "insert-only": "insert",
+SCALE_SOURCE_ROWS = 10_000
+SCALE_WINDOW = 50_000
+SOURCES = {"scale": "upsert", "upsert": "upsert", "sync": "upsert", "delete-heavy": "delete", "insert-only": "insert",
            "no-op": "upsert", "degenerate": "upsert"}
 
 
@@ -50,13 +59,18 @@ def write_parts(table: pa.Table, directory: str) -> None:
         pq.write_table(table.slice(start, per_file), os.path.join(directory, f"part-{i:05d}.parquet"))
 
 
-def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE) -> str:
+def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE, clustered: bool = False) -> str:
     """Write the data set for `rows` (once) and return its directory."""
-    out = os.path.join(cache, f"{rows}" if seed == 42 else f"{rows}-s{seed}")
+    out = os.path.join(cache, f"{rows}" + ("-clustered" if clustered else "") + ("" if seed == 42 else f"-s{seed}"))
     if os.path.exists(os.path.join(out, "_SUCCESS")):
         return out
     os.makedirs(os.path.join(out, "target"), exist_ok=True)
     rng = np.random.default_rng(seed)
+    if clustered:
+        _generate_clustered(rng, rows, out)
+        open(os.path.join(out, "CLUSTERED"), "w").close()
+        open(os.path.join(out, "_SUCCESS"), "w").close()
+        return out
     target = _rows(rng, rng.permutation(rows).astype(np.int64))
     write_parts(target, os.path.join(out, "target"))
     m = max(2, rows // 100)
@@ -69,6 +83,24 @@ def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE) -> str:
         pq.write_table(_rows(rng, ids), os.path.join(out, f"{name}.parquet"))
     open(os.path.join(out, "_SUCCESS"), "w").close()
     return out
+
+
+def _generate_clustered(rng: np.random.Generator, rows: int, out: str) -> None:
+    """The target in id order, one file at a time (100M rows never sit in memory at once)."""
+    per_file = min(ROWS_PER_FILE, -(-rows // 4))
+    for i, start in enumerate(range(0, rows, per_file)):
+        ids = np.arange(start, min(rows, start + per_file), dtype=np.int64)
+        pq.write_table(_rows(rng, ids), os.path.join(out, "target", f"part-{i:05d}.parquet"))
+    m = min(SCALE_SOURCE_ROWS, rows)
+    window = min(SCALE_WINDOW, rows)
+    updates = rows - window + rng.choice(window, m // 2, replace=False).astype(np.int64)
+    ids = np.concatenate([updates, np.arange(rows, rows + m - m // 2, dtype=np.int64)])
+    pq.write_table(_rows(rng, rng.permutation(ids)), os.path.join(out, "upsert.parquet"))
+
+
+def is_clustered(data_dir: str) -> bool:
+    """The target was written in id order (the scale workload's data): systems load it in that order."""
+    return os.path.exists(os.path.join(data_dir, "CLUSTERED"))
 
 
 def paths(data_dir: str, workload: str) -> tuple[str, str]:
@@ -92,7 +124,8 @@ def fingerprint(table: pa.Table) -> dict[str, object]:
     z ^= z >> np.uint64(31)
     h = hashlib.sha1()
     for col in t.columns:  # the values, not the buffers (validity bitmaps may differ for equal data)
-        h.update(repr(col.to_pylist()).encode())
+        for start in range(0, len(col), 1_000_000):  # in slices: a 100M-row column is no one Python list
+            h.update(repr(col.slice(start, 1_000_000).to_pylist()).encode())
     return {"rows": t.num_rows, "sum_v": float(pc.sum(t.column("v")).as_py() or 0.0),
             "id_sum": f"{int(z.sum(dtype=np.uint64)):016x}", "digest": h.hexdigest()[:12]}
 
@@ -118,5 +151,6 @@ if __name__ == "__main__":
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--cache", default=DEFAULT_CACHE)
+    ap.add_argument("--clustered", action="store_true", help="the scale workload's data: target in id order")
     args = ap.parse_args()
-    print(generate(args.rows, args.seed, args.cache))
+    print(generate(args.rows, args.seed, args.cache, args.clustered))

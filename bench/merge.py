@@ -1,10 +1,12 @@
 """MERGE benchmark: ours against its peers on the same data and statements (see shared BENCH.md).
 
     .venv/bin/python bench/merge.py --rows 1000000 --workloads upsert,sync --systems ours,duckdb --repeat 3
+    .venv/bin/python bench/merge.py --workloads scale --scale-rows 1000000,10000000
 
-Each system runs in its own process (systems.py): duckdb and deltalake on bench/.venv-peers, made
-here on first use. Prints medians, ratios ours/peer, bytes written and checks that every system's
-final table equals the reference answer; appends the tables to bench/RESULTS.md.
+Each system runs in its own process (systems.py), the peers on their own venvs (peers.py, made
+here on first use). Prints medians, ratios ours/peer, bytes written and checks that every system's
+final table equals the reference answer; appends the tables to bench/RESULTS.md. The scale
+workload is a 10k-row upsert into targets in id order of each --scale-rows size.
 """
 
 from __future__ import annotations
@@ -13,40 +15,34 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
-import numpy
-import pyarrow
+import peers
+import report
+from report import cell, mib, table
 
 import data
 import systems
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PEERS_VENV = os.path.join(HERE, ".venv-peers")
-PEERS_PACKAGES = ["duckdb", "deltalake", "pyarrow", "numpy"]
 ALL_SYSTEMS = list(systems.SYSTEMS)
 
 
 def python_for(system: str) -> str:
-    if system not in systems.PEER_VENV:
-        return sys.executable
-    py = os.path.join(PEERS_VENV, "bin", "python")
-    if not os.path.exists(py):  # made once; its packages are whatever the index serves that day (versions recorded)
-        print(f"creating {PEERS_VENV} ...", flush=True)
-        subprocess.run(["python3.11", "-m", "venv", PEERS_VENV], check=True)
-        subprocess.run([py, "-m", "pip", "install", "--quiet", *PEERS_PACKAGES], check=True)
-    return py
+    return peers.python(systems.PEER_VENV[system]) if system in systems.PEER_VENV else sys.executable
 
 
-def run_worker(args: argparse.Namespace, system: str, phase: str, workloads: list[str], log: str) -> list[dict]:
+def run_worker(args: argparse.Namespace, system: str, phase: str, workloads: list[str], log: str,
+               data_dir: str | None = None, work: str | None = None) -> list[dict]:
     """Run systems.py in a fresh process; its @@ lines are the records, everything else goes to `log`."""
-    cmd = [python_for(system), os.path.join(HERE, "systems.py"), phase, "--system", system, "--data", args.data,
-           "--work", args.work, "--workloads", ",".join(workloads), "--repeat", str(args.repeat),
-           "--memory", args.memory]
+    cmd = [python_for(system), os.path.join(HERE, "systems.py"), phase, "--system", system,
+           "--data", data_dir or args.data, "--work", work or args.work, "--workloads", ",".join(workloads),
+           "--repeat", str(args.repeat), "--memory", args.memory]
+    if system.startswith("iceberg"):
+        cmd += ["--jars", ",".join(peers.iceberg_jars(args.cache))]
     records = []
     with open(log, "a") as f:
         f.write(f"$ {' '.join(cmd)}\n")
@@ -62,74 +58,64 @@ def run_worker(args: argparse.Namespace, system: str, phase: str, workloads: lis
     return records
 
 
-def cell(times: list[float] | None) -> str:
-    if not times:
-        return "-"
-    med = statistics.median(times)
-    return f"{med:.2f}" if len(times) == 1 else f"{med:.2f} ({min(times):.2f}-{max(times):.2f})"
+def run_system(args: argparse.Namespace, name: str, workloads: list[str], data_dir: str, work: str,
+               versions: dict[str, dict[str, str]], notes: list[str]) -> dict[str, dict]:
+    """Load the target into one system and time the workloads there; workload -> record."""
+    log = os.path.join(work, f"{name}.log")
+    open(log, "w").close()
+    out: dict[str, dict] = {}
+    for rec in run_worker(args, name, "bench", workloads, log, data_dir, work):
+        if "versions" in rec:
+            versions[name] = rec["versions"]
+            for note in rec.get("notes", []):
+                if f"{name} {note}" not in notes:
+                    notes.append(f"{name} {note}")
+            print(f"  loaded in {rec['load_s']} s; {rec['versions']}", flush=True)
+        elif "workload" in rec:
+            out[rec["workload"]] = rec
+            status = rec.get("error") or rec.get("skipped") or f"{cell(rec['times'])} s  {rec.get('result')}"
+            print(f"  {rec['workload']}: {status}", flush=True)
+        elif "peak_rss_mb" in rec:
+            notes.append(f"{name}: peak RSS of the whole timing process {rec['peak_rss_mb']:.0f} MB"
+                         + (f" ({os.path.basename(data_dir)})" if data_dir != args.data else ""))
+        else:
+            notes.append(f"ERROR {rec['error']}")
+            print(f"  ERROR {rec['error']}", flush=True)
+    return out
 
 
-def mib(n: int | None) -> str:
-    return "-" if n is None else f"{n / 2**20:.2f}"
+def median(rec: dict | None) -> float | None:
+    t = (rec or {}).get("times")
+    return statistics.median(t) if t and "error" not in rec else None  # type: ignore[operator]
 
 
-def table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
+def check(recs: dict[str, dict | None], reference: dict) -> tuple[str, list[str]]:
+    """The check cell of one workload (every system's final table against the reference) and mismatch lines."""
+    bad, unchecked, lines = [], [], []
+    for name, rec in recs.items():
+        fp = (rec or {}).get("fp")
+        if fp is None:  # no final table (spark_floor), or the run failed
+            unchecked.append(name)
+        elif fp != reference:
+            bad.append(name)
+            lines.append(f"MISMATCH {name}: expected {reference}, got {fp}")
+    text = "MISMATCH " + ",".join(bad) if bad else "ok"
+    return text + (f" (unchecked: {','.join(unchecked)})" if unchecked else ""), lines
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description="MERGE benchmark: ours against its peers")
-    ap.add_argument("--rows", type=int, default=1_000_000)
-    ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--workloads", default=",".join(systems.WORKLOADS))
-    ap.add_argument("--systems", default=",".join(ALL_SYSTEMS))
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--memory", default="4g", help="spark.driver.memory of every Spark system")
-    ap.add_argument("--process", action="store_true", help="also time one MERGE in a fresh process (start-up included)")
-    ap.add_argument("--cache", default=data.DEFAULT_CACHE, help="data cache (one directory per row count)")
-    ap.add_argument("--work", default=None, help="tables and logs (default /tmp/tablets-bench/work/ROWS)")
-    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to append nowhere")
-    args = ap.parse_args()
-    workloads, names = args.workloads.split(","), args.systems.split(",")
-    for w in workloads:
-        if w not in systems.STATEMENTS:
-            ap.error(f"unknown workload {w}; known: {', '.join(systems.WORKLOADS)}")
-    for n in names:
-        if n not in systems.SYSTEMS:
-            ap.error(f"unknown system {n}; known: {', '.join(ALL_SYSTEMS)}")
-    args.work = args.work or f"/tmp/tablets-bench/work/{args.rows}"
-    os.makedirs(args.work, exist_ok=True)
-    started = datetime.datetime.now(datetime.UTC)
-    load_at_start = os.getloadavg()
-
+def main_workloads(args: argparse.Namespace, workloads: list[str], names: list[str],
+                   versions: dict[str, dict[str, str]], notes: list[str], problems: list[str]) -> str:
     t0 = time.perf_counter()
     args.data = data.generate(args.rows, args.seed, args.cache)
     reference = {w: data.fingerprint(data.expected(args.data, w)) for w in workloads}
     print(f"data {args.data} ready ({time.perf_counter() - t0:.1f} s); logs in {args.work}/*.log", flush=True)
 
     results: dict[str, dict[str, dict]] = {}  # system -> workload -> record
-    versions: dict[str, dict[str, str]] = {}
-    notes: list[str] = []
     for name in names:
         print(f"{name}: loading and timing {len(workloads)} workloads ...", flush=True)
-        log = os.path.join(args.work, f"{name}.log")
-        open(log, "w").close()
-        results[name] = {}
-        for rec in run_worker(args, name, "bench", workloads, log):
-            if "versions" in rec:
-                versions[name] = rec["versions"]
-                print(f"  loaded in {rec['load_s']} s; {rec['versions']}", flush=True)
-            elif "workload" in rec:
-                results[name][rec["workload"]] = rec
-                status = rec.get("error") or rec.get("skipped") or f"{cell(rec['times'])} s  {rec.get('result')}"
-                print(f"  {rec['workload']}: {status}", flush=True)
-            elif "peak_rss_mb" in rec:
-                notes.append(f"{name}: peak RSS of the whole timing process {rec['peak_rss_mb']:.0f} MB")
-            else:
-                notes.append(f"ERROR {rec['error']}")
-                print(f"  ERROR {rec['error']}", flush=True)
+        results[name] = run_system(args, name, workloads, args.data, args.work, versions, notes)
         if args.process and name != "spark_floor":
+            log = os.path.join(args.work, f"{name}.log")
             for w in workloads:
                 try:
                     systems.SYSTEMS[name](args.data, args.work, args.memory).restore(w)
@@ -147,37 +133,24 @@ def main() -> None:
                     rec["process_error"] = recs[0].get("error") if recs else "no output"
                     print(f"  {w}: fresh process ERROR {rec['process_error']}", flush=True)
 
-    # checks: every system's final table against the reference answer (pyarrow joins in data.py)
-    checks, mismatches = {}, []
+    checks = {}
     for w in workloads:
-        bad, unchecked = [], []
-        for name in names:
-            fp = results[name].get(w, {}).get("fp")
-            if fp is None:  # no final table (spark_floor), or the run failed
-                unchecked.append(name)
-            elif fp != reference[w]:
-                bad.append(name)
-                mismatches.append(f"MISMATCH {w} {name}: expected {reference[w]}, got {fp}")
-        checks[w] = ("MISMATCH " + ",".join(bad) if bad else "ok") + (
-            f" (unchecked: {','.join(unchecked)})" if unchecked else ""
-        )
-    errors = [f"ERROR {w} {n}: {r['error']}" for n in names for w, r in results[n].items() if "error" in r]
+        checks[w], lines = check({n: results[n].get(w) for n in names}, reference[w])
+        problems += [f"{w} {line}" for line in lines]
+    problems += [f"ERROR {w} {n}: {r['error']}" for n in names for w, r in results[n].items() if "error" in r]
 
-    def med(name: str, w: str) -> float | None:
-        t = results.get(name, {}).get(w, {}).get("times")
-        return statistics.median(t) if t and "error" not in results[name][w] else None
-
-    peers = [n for n in names if n != "ours"]
+    peers_ = [n for n in names if n != "ours"]
     header = ["workload", *[f"{n} s" for n in names]]
     if "ours" in names:
-        header += [f"ours/{p}" for p in peers]
+        header += [f"ours/{p}" for p in peers_]
     rows = []
     for w in workloads:
         row = [w] + [("ERROR" if "error" in results[n].get(w, {}) else cell(results[n].get(w, {}).get("times")))
                      for n in names]
         if "ours" in names:
-            ours = med("ours", w)
-            row += [f"{ours / p:.2f}" if ours is not None and p else "-" for p in (med(n, w) for n in peers)]
+            ours = median(results["ours"].get(w))
+            meds = (median(results[n].get(w)) for n in peers_)
+            row += [f"{ours / p:.2f}" if ours is not None and p else "-" for p in meds]
         rows.append(row + [checks[w]])
     timing = table([*header, "check"], rows)
     written = table(["workload", *[f"{n} MiB" for n in names]],
@@ -190,28 +163,116 @@ def main() -> None:
                 table(["workload", *proc_names],
                       [[w] + [(f"{r['process_s']:.1f} / {r['process_rss_mb']:.0f}" if "process_s" in r else "ERROR")
                               for r in (results[n].get(w, {}) for n in proc_names)] for w in workloads])]
-    report = "\n".join(out)
-    print("\n" + report)
-    for line in mismatches + errors:
+    return "\n".join(out)
+
+
+def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[str, dict[str, str]],
+                   notes: list[str], problems: list[str]) -> str:
+    """A 10k-row upsert into a target in id order of each size: time per size, largest/smallest per system."""
+    sizes = [int(x) for x in args.scale_rows.split(",")]
+    results: dict[int, dict[str, dict]] = {}  # size -> system -> record
+    checks = {}
+    for size in sizes:
+        t0 = time.perf_counter()
+        data_dir = data.generate(size, args.seed, args.cache, clustered=True)
+        reference = data.fingerprint(data.expected(data_dir, "scale"))
+        work = os.path.join(os.path.dirname(args.work), f"scale-{size}")
+        os.makedirs(work, exist_ok=True)
+        print(f"scale: data {data_dir} ready ({time.perf_counter() - t0:.1f} s); logs in {work}/*.log", flush=True)
+        results[size] = {}
+        for name in names:
+            print(f"{name}: scale, {size:,} rows ...", flush=True)
+            results[size][name] = run_system(args, name, ["scale"], data_dir, work, versions, notes).get("scale", {})
+        checks[size], lines = check(results[size], reference)
+        problems += [f"scale {size:,} {line}" for line in lines]
+        problems += [f"ERROR scale {size:,} {n}: {r['error']}" for n, r in results[size].items() if "error" in r]
+
+    rows = [[f"{size:,}"] + [("ERROR" if "error" in results[size][n] else cell(results[size][n].get("times")))
+                             for n in names] + [checks[size]] for size in sizes]
+    lo, hi = sizes[0], sizes[-1]
+    if len(sizes) > 1:
+        ratios = []
+        for n in names:
+            a, b = median(results[lo][n]), median(results[hi][n])
+            ratios.append(f"{b / a:.2f}" if a and b else "-")
+        rows.append([f"{hi:,} / {lo:,}", *ratios, ""])
+    out = [f"Scale: a {data.SCALE_SOURCE_ROWS:,}-row upsert (half updates among the newest {data.SCALE_WINDOW:,} ids, "
+           f"half new ids) into a target in id order; statement alone, seconds: median (min-max) of {args.repeat}.",
+           "", table(["target rows", *[f"{n} s" for n in names], "check"], rows)]
+    peers_ = [n for n in names if n != "ours"]
+    if "ours" in names and peers_:
+        ratios = []
+        for size in sizes:
+            o = median(results[size]["ours"])
+            meds = [median(results[size][n]) for n in peers_]
+            ratios.append([f"{size:,}"] + [f"{o / p:.2f}" if o and p else "-" for p in meds])
+        out += ["", "Ratio ours/peer (< 1: ours is faster):", "",
+                table(["target rows", *[f"ours/{n}" for n in peers_]], ratios)]
+    if "ours" in names:
+        tab = []
+        for size in sizes:
+            r = results[size]["ours"].get("result") or {}
+            tab.append([f"{size:,}", str(r.get("tablets_scanned", "-")), str(r.get("tablets_pruned", "-"))])
+        out += ["", "ours: tablets the MERGE read and skipped by key range (MergeMetrics tablets_scanned, "
+                "tablets_pruned), last run:", "", table(["target rows", "tablets scanned", "tablets pruned"], tab)]
+    return "\n".join(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description="MERGE benchmark: ours against its peers")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--workloads", default=",".join(systems.MAIN_WORKLOADS), help="comma list; 'scale' on request")
+    ap.add_argument("--scale-rows", default="1000000,10000000", help="target sizes of the scale workload")
+    ap.add_argument("--systems", default=",".join(ALL_SYSTEMS))
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--memory", default="4g", help="spark.driver.memory of every Spark system")
+    ap.add_argument("--process", action="store_true", help="also time one MERGE in a fresh process (start-up included)")
+    ap.add_argument("--cache", default=data.DEFAULT_CACHE, help="data cache (one directory per row count)")
+    ap.add_argument("--work", default=None, help="tables and logs (default /tmp/tablets-bench/work/ROWS)")
+    ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to append nowhere")
+    args = ap.parse_args()
+    workloads, names = args.workloads.split(","), args.systems.split(",")
+    for w in workloads:
+        if w not in systems.STATEMENTS:
+            ap.error(f"unknown workload {w}; known: {', '.join(systems.WORKLOADS)}")
+    for n in names:
+        if n not in systems.SYSTEMS:
+            ap.error(f"unknown system {n}; known: {', '.join(ALL_SYSTEMS)}")
+    try:
+        sizes = [int(x) for x in args.scale_rows.split(",")]
+    except ValueError:
+        sizes = []
+    if not sizes or any(x < 100_000 for x in sizes) or sizes != sorted(sizes):
+        ap.error(f"--scale-rows {args.scale_rows!r}: give ascending row counts of at least 100000, "
+                 "e.g. 1000000,10000000,100000000")
+    args.work = args.work or f"/tmp/tablets-bench/work/{args.rows}"
+    os.makedirs(args.work, exist_ok=True)
+    started = datetime.datetime.now(datetime.UTC)
+    load_at_start = os.getloadavg()
+
+    versions: dict[str, dict[str, str]] = {}
+    notes: list[str] = []
+    problems: list[str] = []
+    sections, titles = [], []
+    main_w = [w for w in workloads if w != "scale"]
+    if main_w:
+        sections.append(main_workloads(args, main_w, names, versions, notes, problems))
+        titles.append(f"{args.rows:,} rows")
+    if "scale" in workloads:
+        sections.append(scale_workload(args, names, versions, notes, problems))
+        titles.append(f"scale {args.scale_rows.replace(',', ', ')} rows")
+    body = "\n\n".join(sections)
+    print("\n" + body)
+    print("".join(f"\n- {n}" for n in notes if not n.startswith("ERROR")))
+    for line in problems:
         print(line)
+    mismatches = [p for p in problems if "MISMATCH" in p]
     if mismatches:
         print("\n" + "!" * 30 + f" MISMATCH in {len(mismatches)} result(s) " + "!" * 30)
-
-    if args.results:
-        with open("/proc/cpuinfo") as f:
-            cpu = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), "?")
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-        vers = "; ".join(f"{n}: " + ", ".join(f"{k} {v}" for k, v in versions.get(n, {}).items()) for n in names)
-        with open(args.results, "a") as f:
-            f.write(f"\n## {started:%Y-%m-%d %H:%M} UTC: {args.rows:,} rows, repeat {args.repeat}\n\n"
-                    f"- machine: {os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, load average at start "
-                    f"{load_at_start[0]:.1f}; Python {platform.python_version()}, numpy {numpy.__version__}, "
-                    f"pyarrow {pyarrow.__version__}\n- versions: {vers}\n"
-                    f"- command: `{' '.join(['bench/merge.py', *sys.argv[1:]])}`\n"
-                    + "".join(f"- {n}\n" for n in notes) + "\n" + report + "\n"
-                    + "".join(f"\n- {line}" for line in mismatches + errors) + ("\n" if mismatches + errors else ""))
-        print(f"\nappended to {args.results}")
-    if mismatches or errors:
+    report.append(args.results, f"{' + '.join(titles)}, repeat {args.repeat}", started, load_at_start, versions,
+                  notes, body + "".join(f"\n\n- {p}" for p in problems))
+    if problems:
         sys.exit(1)
 
 

@@ -5,8 +5,8 @@
     python bench/systems.py once --system ours --data DIR --work DIR --workloads upsert
         one MERGE on the already restored table, for the whole-process time (merge.py times it)
 
-ours and the Spark peers run on the project's .venv; duckdb and deltalake on bench/.venv-peers.
-Engines are imported inside their class, so each interpreter needs only its own.
+ours and the Spark peers run on the project's .venv; the others on the venvs of bench/peers.py
+(PEER_VENV). Engines are imported inside their class, so each interpreter needs only its own.
 """
 
 from __future__ import annotations
@@ -40,8 +40,10 @@ STATEMENTS = {
     "insert-only": UPSERT,
     "no-op": UPSERT,  # on a target the upsert was already merged into
     "degenerate": "MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN DO NOTHING",
+    "scale": UPSERT,  # a 10k-row source into a target in id order (data.generate(clustered=True))
 }
 WORKLOADS = list(STATEMENTS)
+MAIN_WORKLOADS = [w for w in STATEMENTS if w != "scale"]  # scale runs on its own data, per size
 SPARK_CONF = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",  # ours' default, for the peers too
               "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
               "spark.sql.session.timeZone": "UTC"}
@@ -85,9 +87,12 @@ class System:
     name = ""
     live_name = "table"
 
-    def __init__(self, data_dir: str, work: str, memory: str) -> None:
-        self.data_dir, self.work, self.memory = data_dir, os.path.join(work, self.name), memory
+    notes: tuple[str, ...] = ()  # how its statements differ from STATEMENTS, printed with the results
+
+    def __init__(self, data_dir: str, work: str, memory: str, jars: tuple[str, ...] = ()) -> None:
+        self.data_dir, self.work, self.memory, self.jars = data_dir, os.path.join(work, self.name), memory, jars
         self.live = os.path.join(self.work, self.live_name)
+        self.order = " ORDER BY id" if data.is_clustered(data_dir) else ""  # keep a clustered target in id order
 
     def pristine(self, workload: str) -> str:
         return os.path.join(self.work, "pristine-noop" if workload == "no-op" else "pristine")
@@ -161,12 +166,15 @@ class Ours(SparkSystem):
         self.db.sql("DROP TABLE IF EXISTS bench.target")
         self.db.sql(f"CREATE TABLE bench.target (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) "
                     f"USING tablets LOCATION '{self.live}'")
-        self.db.sql(f"INSERT INTO bench.target SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`")
+        self.db.sql(f"INSERT INTO bench.target SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`"
+                    + self.order)
 
     def merge(self, workload: str) -> object:
         self.view_source(workload)
         res = self.db.sql(STATEMENTS[workload].format(t="bench.target", s="source"))
-        return {"message": res.message, "timings_ms": res.metrics.timings_ms}  # type: ignore[union-attr]
+        m = res.metrics  # type: ignore[union-attr]
+        return {"message": res.message, "tablets_scanned": m.tablets_scanned, "tablets_pruned": m.tablets_pruned,
+                "timings_ms": m.timings_ms}
 
     def final(self) -> pa.Table:
         return self.spark.table("bench.target").toArrow()
@@ -272,7 +280,8 @@ class DuckDB(System):
 
     def load(self) -> None:
         target = data.paths(self.data_dir, "upsert")[0]
-        self.con.execute(f"CREATE OR REPLACE TABLE target AS SELECT * FROM read_parquet('{target}/*.parquet')")
+        self.con.execute(f"CREATE OR REPLACE TABLE target AS SELECT * FROM read_parquet('{target}/*.parquet')"
+                         + self.order)
         self.con.execute("CHECKPOINT")
 
     def merge(self, workload: str) -> object:
@@ -322,8 +331,123 @@ class DeltaRs(System):
         return {"deltalake": deltalake.__version__}
 
 
-SYSTEMS: dict[str, type[System]] = {c.name: c for c in (Ours, SparkFloor, SparkRewrite, DuckDB, DeltaRs)}
-PEER_VENV = {"duckdb", "deltalake"}  # run on bench/.venv-peers
+class Iceberg(SparkSystem):
+    """Apache Iceberg 1.10 on Spark 3.5 (bench/.venv-iceberg, jars from peers.iceberg_jars()): a
+    Hadoop catalog in work/<name>/wh, metadata cache off so a restored directory is read anew."""
+
+    name = "iceberg_v3_mor"
+    live_name = "wh"
+    PROPERTIES = {"format-version": "3", "write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
+                  "write.delete.mode": "merge-on-read"}
+    TABLE = "ice.bench.target"
+    notes = ("degenerate: Spark 3.5 SQL has no DO NOTHING; runs `WHEN MATCHED AND false THEN DELETE`",)
+
+    def open(self) -> None:
+        from pyspark.sql import SparkSession
+
+        if getattr(self, "spark", None) is None:
+            if not self.jars:
+                raise RuntimeError(f"{self.name} needs --jars (merge.py passes peers.iceberg_jars())")
+            conf = {**SPARK_CONF, "spark.driver.memory": self.memory, "spark.jars": ",".join(self.jars),
+                    "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                    "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
+                    "spark.sql.catalog.ice.type": "hadoop", "spark.sql.catalog.ice.warehouse": self.live,
+                    "spark.sql.catalog.ice.cache-enabled": "false"}
+            b = SparkSession.builder.appName(f"bench-{self.name}")
+            for k, v in conf.items():
+                b = b.config(k, v)
+            self.spark = b.getOrCreate()
+            self.spark.sparkContext.setLogLevel("ERROR")
+
+    def load(self) -> None:
+        props = ", ".join(f"'{k}' = '{v}'" for k, v in self.PROPERTIES.items())
+        self.spark.sql(f"CREATE TABLE {self.TABLE} (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) USING iceberg "
+                       f"TBLPROPERTIES ({props})")
+        self.spark.sql(f"INSERT INTO {self.TABLE} SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`"
+                       + self.order)
+
+    def merge(self, workload: str) -> object:
+        self.view_source(workload)
+        text = STATEMENTS[workload]
+        if workload == "degenerate":
+            text = text.replace("WHEN MATCHED THEN DO NOTHING", "WHEN MATCHED AND false THEN DELETE")
+        self.spark.sql(text.format(t=self.TABLE, s="source"))
+        snap = self.spark.sql(f"SELECT summary FROM {self.TABLE}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
+        keep = ("added-data-files", "added-delete-files", "added-dvs", "added-position-deletes", "added-records",
+                "deleted-records", "removed-data-files")
+        return {k: v for k, v in (snap["summary"] if snap else {}).items() if k in keep}
+
+    def final(self) -> pa.Table:
+        batches = self.spark.table(self.TABLE)._collect_as_arrow()  # PySpark 3.5 has no DataFrame.toArrow
+        return pa.Table.from_batches(batches) if batches else data.SCHEMA.empty_table()
+
+    def versions(self) -> dict[str, str]:
+        jar = os.path.basename(self.jars[0]) if self.jars else "?"
+        mode = self.PROPERTIES.get("write.merge.mode", "copy-on-write")
+        return {"iceberg": jar.rsplit("-", 1)[-1].removesuffix(".jar"),
+                "format": f"v{self.PROPERTIES['format-version']} {mode}", **super().versions()}
+
+
+class IcebergV2MoR(Iceberg):
+    name = "iceberg_v2_mor"  # position delete files instead of deletion vectors
+    PROPERTIES = {**Iceberg.PROPERTIES, "format-version": "2"}
+
+
+class IcebergCoW(Iceberg):
+    name = "iceberg_cow"  # rewrites every data file a MERGE touches
+    PROPERTIES = {"format-version": "2", "write.merge.mode": "copy-on-write", "write.update.mode": "copy-on-write",
+                  "write.delete.mode": "copy-on-write"}
+
+
+class DuckDB15(DuckDB):
+    """DuckDB 1.5.5, native table: the version DuckLake's extension is built for (bench/.venv-ducklake)."""
+
+    name = "duckdb15"
+
+
+class DuckLake(DuckDB):
+    """DuckLake on DuckDB 1.5.5: a DuckDB catalog file plus Parquet data files in work/ducklake/lake."""
+
+    name = "ducklake"
+    live_name = "lake"
+    notes = ("sync: DuckLake refuses a MERGE with more than one UPDATE/DELETE action; runs the upsert MERGE "
+             "plus `DELETE ... WHERE id % 100 = 0 AND id NOT IN (source ids)` in one transaction",)
+
+    def open(self) -> None:
+        import duckdb
+        import duckdb_extension_ducklake
+
+        if getattr(self, "con", None) is None:
+            os.makedirs(self.live, exist_ok=True)
+            ext = os.path.join(os.path.dirname(duckdb_extension_ducklake.__file__), "extensions",
+                               f"v{duckdb.__version__}", "ducklake.duckdb_extension")
+            self.con = duckdb.connect()
+            self.con.execute(f"LOAD '{ext}'")  # from the wheel: nothing downloaded
+            self.con.execute(f"ATTACH 'ducklake:{self.live}/catalog.ducklake' AS lake (DATA_PATH '{self.live}/data/')")
+            self.con.execute("USE lake")
+
+    def merge(self, workload: str) -> object:
+        if workload != "sync":
+            return super().merge(workload)
+        source = f"read_parquet('{self.source(workload)}')"
+        self.con.execute("BEGIN")
+        merged = self.con.execute(UPSERT.format(t="target", s=source)).fetchall()
+        deleted = self.con.execute(f"DELETE FROM target WHERE id % 100 = 0 AND id NOT IN (SELECT id FROM {source})"
+                                   ).fetchall()
+        self.con.execute("COMMIT")
+        return {"merged": merged, "deleted": deleted}
+
+    def versions(self) -> dict[str, str]:
+        from importlib.metadata import version
+
+        return {**super().versions(), "duckdb-extension-ducklake": version("duckdb-extension-ducklake")}
+
+
+SYSTEMS: dict[str, type[System]] = {
+    c.name: c for c in (Ours, SparkFloor, SparkRewrite, Iceberg, IcebergV2MoR, IcebergCoW, DuckDB, DuckDB15, DuckLake,
+                        DeltaRs)}
+PEER_VENV = {"duckdb": "peers", "deltalake": "peers", "duckdb15": "ducklake", "ducklake": "ducklake",
+             "iceberg_v3_mor": "iceberg", "iceberg_v2_mor": "iceberg", "iceberg_cow": "iceberg"}  # peers.python()
 
 
 def emit(record: dict[str, object]) -> None:
@@ -338,7 +462,7 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
     shutil.copytree(sys_.live, sys_.pristine("upsert"))
     if "no-op" in workloads:
         sys_.prepare_noop()
-    emit({"versions": sys_.versions(), "load_s": round(time.perf_counter() - t0, 2)})
+    emit({"versions": sys_.versions(), "load_s": round(time.perf_counter() - t0, 2), "notes": list(sys_.notes)})
     for i, w in enumerate(workloads):
         rec: dict[str, object] = {"workload": w}
         times = rec["times"] = []
@@ -380,8 +504,9 @@ def main() -> None:
     ap.add_argument("--workloads", required=True)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--memory", default="4g")
+    ap.add_argument("--jars", default="", help="comma list for spark.jars (Iceberg's)")
     args = ap.parse_args()
-    sys_ = SYSTEMS[args.system](args.data, args.work, args.memory)
+    sys_ = SYSTEMS[args.system](args.data, args.work, args.memory, tuple(filter(None, args.jars.split(","))))
     workloads = args.workloads.split(",")
     if args.phase == "bench":
         shutil.rmtree(sys_.work, ignore_errors=True)
