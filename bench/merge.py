@@ -67,8 +67,8 @@ def run_system(args: argparse.Namespace, name: str, workloads: list[str], data_d
     for rec in run_worker(args, name, "bench", workloads, log, data_dir, work):
         if "versions" in rec:
             versions[name] = rec["versions"]
-            for note in rec.get("notes", []):
-                if f"{name} {note}" not in notes:
+            for note in rec.get("notes", []):  # "<workload>: how it differs", for the workloads run
+                if note.split(":")[0] in workloads and f"{name} {note}" not in notes:
                     notes.append(f"{name} {note}")
             print(f"  loaded in {rec['load_s']} s; {rec['versions']}", flush=True)
         elif "workload" in rec:
@@ -77,7 +77,7 @@ def run_system(args: argparse.Namespace, name: str, workloads: list[str], data_d
             print(f"  {rec['workload']}: {status}", flush=True)
         elif "peak_rss_mb" in rec:
             notes.append(f"{name}: peak RSS of the whole timing process {rec['peak_rss_mb']:.0f} MB"
-                         + (f" ({os.path.basename(data_dir)})" if data_dir != args.data else ""))
+                         + (f" ({os.path.basename(data_dir)})" if data_dir != getattr(args, "data", None) else ""))
         else:
             notes.append(f"ERROR {rec['error']}")
             print(f"  ERROR {rec['error']}", flush=True)
