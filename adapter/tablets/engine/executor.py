@@ -20,10 +20,14 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
@@ -313,10 +317,14 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     self_read = source is not None and _reads_target(run, source)
     try:
         if source is not None:
-            # the row id lets an anti join find the source rows without a pair (see _base)
-            source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
-            persisted.append(source)
-            ranges = _source_pass(run, source)
+            local = _local_source(run, source)
+            if local is not None:
+                source, ranges = local
+            else:
+                # the row id lets an anti join find the source rows without a pair (see _base)
+                source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+                persisted.append(source)
+                ranges = _source_pass(run, source)
             run.broadcast = _broadcastable(run, source)
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
@@ -377,6 +385,55 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     finally:
         for df in persisted:
             df.unpersist()
+
+
+_ARROW_RANGE_TYPES = ("int", "uint", "float", "double", "halffloat", "string", "large_string", "date32")
+
+
+def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[str, object, object]] | None] | None:
+    """A source that Spark estimates below the broadcast threshold is collected to the driver
+    once (Arrow) and used as a local relation: one job instead of a cached copy filled and
+    aggregated (three jobs), its size exact, its row ids plain positions, its count and key
+    ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
+    a type Arrow cannot carry."""
+    limit = _threshold(run.spark)
+    size = _size_bytes(source)
+    if limit is None or limit < 0 or size is None or size > limit:
+        return None
+    try:
+        data = source.toArrow()  # the statement's own errors (the source query's) go up from here
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        return None  # a type without an Arrow form: the cached path
+    try:
+        schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
+        data = data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64)))
+        frame = run.spark.createDataFrame(data, schema=schema)
+    except Exception:  # noqa: BLE001 - Spark cannot take these rows back as they are
+        return None
+    run.metrics.source_rows = data.num_rows
+    keys = run.plan.prune_keys if run.options.prune else ()
+    if not keys:
+        return frame, None
+    ranges: list[tuple[str, object, object]] = []
+    names = {n.lower(): i for i, n in enumerate(data.column_names)}
+    alias = run.plan.spec.source_alias.lower()
+    for col, expr in keys:
+        m = re.fullmatch(r"`?(\w+)`?\.`?(\w+)`?", expr.strip())
+        i = names.get(m.group(2).lower()) if m and m.group(1).lower() == alias else None
+        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
+            return frame, _source_ranges(run, frame)  # an expression: Spark takes the ranges
+        lo_hi = pc.min_max(data.column(i))
+        ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))
+    return frame, ranges
+
+
+def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:
+    alias = run.plan.spec.source_alias
+    aggs: list[Column] = []
+    for i, (_, expr) in enumerate(run.plan.prune_keys):
+        aggs += [F.min(F.expr(expr)).alias(f"lo{i}"), F.max(F.expr(expr)).alias(f"hi{i}")]
+    row = source.alias(alias).agg(*aggs).collect()[0]
+    return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(run.plan.prune_keys)]
 
 
 def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
