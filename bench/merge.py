@@ -20,12 +20,11 @@ import subprocess
 import sys
 import time
 
+import data
 import peers
 import report
-from report import cell, mib, table
-
-import data
 import systems
+from report import cell, mib, table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ALL_SYSTEMS = list(systems.SYSTEMS)
