@@ -12,7 +12,7 @@ and Spark's event log (`spark.eventLog.*` through the profile's server_side_para
     python + import dbt       process start -> dbt's first event
     dbt: project, parse       -> the first connection opens (adapter registered, manifest built)
     JVM + SparkContext        -> Spark's ApplicationStart
-    session set-up            -> Spark's first SQL execution (Hive support, the tablets sources)
+    session set-up            -> Spark's first SQL execution (package shipped, tablets sources registered)
     metastore (Derby)         -> the end of the connect check's SHOW DATABASES (its first catalog use)
     dbt's first query         -> list_schemas done (what dbt runs before anything else)
     dbt's other queries       -> the model's SQL starts (create schema, list relations, compile)
