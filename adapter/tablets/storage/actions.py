@@ -7,7 +7,7 @@ Each line is ``{"<action name>": {fields}}``. Unknown action names make a reader
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tablets.exceptions import FormatError
@@ -25,13 +25,16 @@ class ColumnStats:
 
 @dataclass(frozen=True)
 class Metadata:
-    """Schema (ordered (name, Spark SQL type, nullable)), key columns and properties."""
+    """Schema (ordered (name, Spark SQL type, nullable)), key columns, properties, and the
+    table's and its columns' comments (Delta's ``description`` and column ``comment``)."""
 
     table_id: str
     schema: tuple[tuple[str, str, bool], ...]
     key_columns: tuple[str, ...] = ()
     properties: tuple[tuple[str, str], ...] = ()
     created_ms: int = 0
+    comment: str | None = None
+    column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment), in schema order
 
     @property
     def column_names(self) -> tuple[str, ...]:
@@ -39,6 +42,20 @@ class Metadata:
 
     def property(self, key: str, default: str | None = None) -> str | None:
         return dict(self.properties).get(key, default)
+
+    def column_comment(self, name: str) -> str | None:
+        return dict(self.column_comments).get(name)
+
+    def with_schema(self, schema: tuple[tuple[str, str, bool], ...]) -> Metadata:
+        """This metadata with ``schema``: key columns and comments of columns it no longer
+        has are dropped; everything else stays."""
+        names = {c[0] for c in schema}
+        return replace(
+            self,
+            schema=schema,
+            key_columns=tuple(k for k in self.key_columns if k in names),
+            column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
+        )
 
 
 @dataclass(frozen=True)
@@ -99,7 +116,13 @@ _TYPES = {v: k for k, v in _NAMES.items()}
 
 
 def action_to_json(action: Action) -> str:
-    return json.dumps({_NAMES[type(action)]: asdict(action)}, separators=(",", ":"), sort_keys=True)
+    body = asdict(action)
+    if isinstance(action, Metadata):  # written only when set: older logs and readers stay as they were
+        if action.comment is None:
+            del body["comment"]
+        if not action.column_comments:
+            del body["column_comments"]
+    return json.dumps({_NAMES[type(action)]: body}, separators=(",", ":"), sort_keys=True)
 
 
 def _tuples(value: Any) -> Any:
@@ -126,6 +149,8 @@ def action_from_json(line: str, where: str = "") -> Action:
                 key_columns=tuple(body.get("key_columns", ())),
                 properties=tuple((k, v) for k, v in body.get("properties", ())),
                 created_ms=body.get("created_ms", 0),
+                comment=body.get("comment"),
+                column_comments=tuple((n, c) for n, c in body.get("column_comments", ())),
             )
         return cls(**{k: _tuples(v) for k, v in body.items()})
     except (TypeError, ValueError, KeyError) as e:

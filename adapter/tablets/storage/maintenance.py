@@ -93,13 +93,10 @@ def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
     have, add back (the same files) those it has and ``current`` does not, and set each
     tablet's deletion vector to the one it had then (a tablet whose rows were deleted only
     since ``old`` is removed and added back, to drop its vector). The schema of ``old`` comes
-    back too; properties and the table id stay."""
+    back too; properties, comments (of the columns it has) and the table id stay."""
     actions: list[Action] = []
     if old.metadata.schema != current.metadata.schema:
-        names = {c[0] for c in old.metadata.schema}
-        meta = current.metadata
-        keys = tuple(k for k in meta.key_columns if k in names)
-        actions.append(Metadata(meta.table_id, old.metadata.schema, keys, meta.properties, meta.created_ms))
+        actions.append(current.metadata.with_schema(old.metadata.schema))
     actions.extend(RemoveTablet(t) for t in current.tablets if t not in old.tablets)
     for tid, st in old.tablets.items():
         cur = current.tablets.get(tid)

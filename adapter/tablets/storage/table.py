@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from tablets.exceptions import (
     CommitConflict,
+    MetadataChanged,
     SchemaMismatch,
     TableAlreadyExists,
     TableNotFound,
@@ -37,6 +38,7 @@ from tablets.storage.maintenance import (
     restored_files,
     version_at,
 )
+from tablets.storage.metadata import MetadataChange
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
@@ -48,6 +50,7 @@ from tablets.storage.transaction import (
 from tablets.storage.types import from_arrow, schema_from_arrow, schema_to_arrow
 
 DEFAULT_RETENTION_HOURS = 168.0
+METADATA_RETRIES = 5
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ class TabletTable:
         new = [(n, t, True) for n, t in columns if n not in names]
         if not new:
             return None
-        meta = Metadata(snap.metadata.table_id, snap.metadata.schema + tuple(new), snap.metadata.key_columns, snap.metadata.properties, snap.metadata.created_ms)
+        meta = snap.metadata.with_schema(snap.metadata.schema + tuple(new))
         handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)})
 
@@ -255,10 +258,28 @@ class TabletTable:
         cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
         if cols == snap.metadata.schema:
             return None
-        keys = tuple(k for k in snap.metadata.key_columns if k in {c[0] for c in cols})
-        meta = Metadata(snap.metadata.table_id, cols, keys, snap.metadata.properties, snap.metadata.created_ms)
+        meta = snap.metadata.with_schema(cols)
         handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta])
+
+    def alter_metadata(
+        self, change: MetadataChange, operation: str, parameters: Mapping[str, str] | None = None
+    ) -> int | None:
+        """Commit ``change`` to the properties and comments as one version (no data changes);
+        None when it changes nothing. Another statement's metadata commit in between makes it
+        apply the change again on top of that one, up to ``METADATA_RETRIES`` times."""
+        for attempt in range(METADATA_RETRIES + 1):
+            snap = self.snapshot()
+            meta = change.apply(snap.metadata, operation)
+            if meta == snap.metadata:
+                return None
+            handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
+            try:
+                return transaction.commit(handle, [], extra_actions=[meta], parameters=parameters)
+            except MetadataChanged:
+                if attempt == METADATA_RETRIES:
+                    raise
+        return None  # not reached
 
     # --- maintenance ----------------------------------------------------------------------
 
