@@ -26,6 +26,7 @@ need only the ``worker`` extra's third-party packages.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -81,6 +82,16 @@ def spark_warehouse(warehouse: str) -> str:
     return normalize(warehouse) if is_local(warehouse) else os.path.join(metastore_dir(warehouse), "spark-warehouse")
 
 
+def _local_cores(master: str) -> int | None:
+    """The cores of a ``local``/``local[N]``/``local[*]`` master, else None (a cluster)."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\s*\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    if m.group(1) is None:
+        return 1
+    return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
+
+
 def session_conf(
     warehouse: str,
     *,
@@ -108,6 +119,12 @@ def session_conf(
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
     }
+    cores = _local_cores(conf["spark.master"])
+    if cores:
+        # file scans in tasks of about a tablet (a 10-tablet table read as 3 tasks on 2 cores
+        # leaves a core idle for a third of the scan): Spark's split size is the total size
+        # over this many partitions, never below spark.sql.files.openCostInBytes
+        conf["spark.sql.files.minPartitionNum"] = str(4 * cores)
     if metastore_uri:
         conf[metastore.URIS_CONF] = metastore_uri
     else:
