@@ -50,7 +50,7 @@ from tablets.exceptions import (
     TableNotFound,
     TabletsError,
 )
-from tablets.spark import catalog
+from tablets.spark import catalog, reads
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
@@ -151,7 +151,8 @@ class Database:
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:
-            return self.spark.sql(catalog.path_views(self.spark, maintenance.time_travel(self.spark, text)))
+            # tablet tables a query reads: Spark's own Parquet scan (tablets.spark.reads)
+            return reads.sql(self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t)))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:

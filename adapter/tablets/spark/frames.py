@@ -331,6 +331,113 @@ def snapshot_frame(
     return scan.live(scan.frame, row_ids=row_ids)
 
 
+# --- reads of a whole table (queries), not the engine's ---------------------------------------
+
+READ_NATIVE_CONF = "spark.tablets.read.native"  # false: front-door queries read through the Python source
+
+
+def reads_natively(spark: SparkSession) -> bool:
+    """Whether front-door queries read tablet tables with ``read_frame`` (``READ_NATIVE_CONF``)."""
+    return (spark.conf.get(READ_NATIVE_CONF, None) or "true").strip().lower() != "false"
+
+
+# deletion vectors as one array literal of 64-bit words are planned into every stage that reads
+# them: above this many words (8 MB, 32M rows with deletions) they are joined as in the engine
+READ_LITERAL_WORDS = 1 << 20
+
+
+def _dense_words(table: TabletTable, st: TabletState) -> np.ndarray:
+    """The tablet's deletion vector as 64-bit words up to its last deleted row (bit r of word w:
+    row 64w + r is deleted)."""
+    pos = _dv_positions(table, st)
+    words = np.zeros(int(pos.max() >> 6) + 1 if len(pos) else 0, dtype=np.uint64)
+    np.bitwise_or.at(words, pos >> 6, np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)))
+    return words.view(np.int64)
+
+
+def read_frame(
+    spark: SparkSession,
+    table: TabletTable,
+    snapshot: Snapshot,
+    tablet_ids: Sequence[str] | None = None,
+) -> DataFrame | None:
+    """The live rows of ``snapshot`` (of ``tablet_ids``, default all), every column, for a query:
+    Spark's Parquet scan, so Spark reads only the columns the query uses and skips row groups by
+    its filters. None where the native scan cannot read the table (the Python source then).
+
+    Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
+    deletion vectors has no metadata columns at all, and deletion vectors of up to
+    ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
+    every such tablet, each row testing its bit ``words[offset(file) + row_index / 64]``, where
+    ``offset(file)`` is a CASE over the file names with deletions (NULL, so live, for the
+    others). All tablets are one scan: Spark packs them into as few tasks as for a plain table
+    (a union of two scans made 3x the tasks and cost more than the CASE on every row). Each
+    tablet's size is checked against the log first (``check_sizes``); the frame itself is
+    kept for the next query of the same tablets (``_READ_FRAMES``)."""
+    ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
+    states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
+    if not states:
+        struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
+        return _empty(spark, struct, list(snapshot.metadata.column_names), False)  # type: ignore[arg-type]
+    if not native_scan(spark, table, table.tablet_path(states[0])):
+        return None
+    check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
+    key = (spark, table.root, snapshot.version, tuple(st.tablet_id for st in states))
+    with _known_lock:
+        frame = _READ_FRAMES.pop(key, None)
+        if frame is not None:
+            _READ_FRAMES[key] = frame  # most recently used last
+            return frame
+    frame = _read_frame(spark, table, snapshot, states)
+    with _known_lock:
+        _READ_FRAMES[key] = frame
+        while len(_READ_FRAMES) > READ_FRAMES_KEPT:
+            _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
+    return frame
+
+
+def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:
+    """``df`` with its float and double columns as ``nanvl(c, c)`` (the same values): a filter
+    on them is then not pushed into the Parquet reader, whose row-group skipping by min/max
+    misses NaN (Parquet statistics leave NaN out; SQL orders NaN above every number), so
+    ``WHERE x > 49`` would lose the NaN rows of a row group whose max is below 49."""
+    floats = {f.name for f in struct.fields if f.dataType.typeName() in ("float", "double")}
+    if not floats:
+        return df
+    cols = [F.nanvl(F.col(quote_ident(n)), F.col(quote_ident(n))).alias(n) if n in floats else F.col(quote_ident(n)) for n in struct.names]
+    return df.select(*cols)
+
+
+READ_FRAMES_KEPT = 16
+_READ_FRAMES: dict[tuple, DataFrame] = {}
+
+
+def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> DataFrame:
+    struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
+    assert isinstance(struct, StructType)
+    located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
+    scan = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located)
+    with_dv = [st for st in states if st.dv is not None]
+    if not with_dv:
+        return _no_float_pushdown(scan, struct)
+    words = [_dense_words(table, st) for st in with_dv]
+    if sum(len(w) for w in words) > READ_LITERAL_WORDS:
+        scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
+        return _no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct)
+    name, row = F.col("_metadata.file_name"), F.col("_metadata.row_index")
+    offset = F.when(name == _file_name(with_dv[0]), F.lit(0))
+    at = len(words[0])
+    for st, w in zip(with_dv[1:], words[1:], strict=True):
+        offset = offset.when(name == _file_name(st), F.lit(at))
+        at += len(w)
+    text = ",".join(map(str, np.concatenate(words).tolist()))
+    # split + cast of one literal folds into one array constant when Spark optimizes
+    dense = F.split(F.lit(text), ",").cast("array<bigint>")
+    word = F.try_element_at(dense, (offset + F.shiftright(row, 6) + 1).cast("int"))
+    live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
+    return _no_float_pushdown(scan.filter(live), struct)
+
+
 def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover
     import tempfile
     import time

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -28,6 +29,7 @@ from dbt.adapters.exceptions import FailedToConnectError
 from dbt.adapters.spark.session import Connection as SparkSessionConnection
 from dbt.adapters.spark.session import Cursor as SparkSessionCursor
 from dbt.adapters.spark.session import SessionConnectionWrapper
+from dbt_common.exceptions import DbtRuntimeError
 
 from tablets.sqltext import sql_string
 
@@ -76,6 +78,28 @@ class TabletsCursor(SparkSessionCursor):
             self._df = db.spark.createDataFrame([(out,)], "plan string")
         else:
             self._df = out
+
+    def fetchall(self) -> Any:
+        with _read_errors():
+            return super().fetchall()
+
+    def fetchone(self) -> Any:
+        with _read_errors():
+            return super().fetchone()
+
+
+@contextmanager
+def _read_errors() -> Iterator[None]:
+    """A query that hit a damaged tablet: the tablets FormatError naming it, not Spark's stack trace."""
+    from tablets.spark.reads import read_error
+
+    try:
+        yield
+    except Exception as exc:
+        clear = read_error(exc)
+        if clear is None:
+            raise
+        raise DbtRuntimeError(str(clear)) from exc
 
 
 def _timings(result: StatementResult) -> str:

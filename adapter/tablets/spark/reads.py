@@ -1,0 +1,204 @@
+"""Queries of tablet tables through the SQL front door, on Spark's own Parquet scan.
+
+A tablet catalog table read by Spark SQL goes through the ``tablets`` Python data source, which
+PySpark 4.3 gives no column pruning (``PythonScanBuilder`` implements ``SupportsPushDownFilters``
+only: every column crosses from Python to the JVM, even for ``count(*)``), and whose filter
+pushdown gives wrong rows in self-joins (see ``tablets.spark.datasource``). The front door
+(``tablets.db.Database.sql``, through which dbt runs every statement) does better:
+``sql(spark, text)`` replaces each tablet table that a query reads by a temporary view over
+``frames.read_frame`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
+vectors applied), so Spark reads only the columns the query uses and skips row groups by its
+filters; tablets that the query's WHERE rules out by the log's statistics are not read at all
+(``tablets.sql.reads``, ``tablets.storage.pruning``; ``last_report`` and a debug log line say
+how many). Only the names are replaced in the statement's own text; the views are dropped once
+Spark has analyzed the statement (the DataFrame holds their plans, and so keeps the version it
+read, as a DataFrame of the Python source does).
+
+Statements: queries, and ``INSERT`` / ``CREATE TABLE ... AS`` of other tables. Not views, which
+read the newest version each time they are queried (and a permanent view cannot refer to a
+temporary one). Left to the Python source: names that a temporary view of the session shadows,
+tables whose files Spark's Hadoop file system cannot read (``frames.native_scan``), statements
+``tablets.sql.reads`` is not sure about, and every read when ``spark.tablets.read.native``
+(``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door has no hook
+for this: a Python data source cannot hand Spark another plan, so plain Spark SQL reads keep the
+Python source. Nor do the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE
+TABLE ... USING tablets AS``): the engine tells from the source's plan whether it reads the
+target, which its conflict rules depend on.
+
+Verification: each tablet's size is checked against the log before planning (``check_sizes``:
+a cut, grown or missing tablet is a ``FormatError`` here) and parquet-mr checks the page CRCs
+of the pages it reads; a damaged page fails the query with Spark's ``FAILED_READ_FILE``, which
+``read_error`` turns into the ``FormatError`` naming the tablet (dbt's cursor does). The footer's
+tablet id is not read (a tablet swapped for another of exactly the same size passes), as in the
+engine's scan (``frames``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from tablets.exceptions import FormatError
+from tablets.spark import catalog
+from tablets.spark.frames import read_frame, reads_natively
+from tablets.sql.reads import TableRef, references, typed
+from tablets.sqltext import quote_ident
+from tablets.storage import pruning
+from tablets.storage.tablet import damaged
+from tablets.storage.types import schema_to_arrow
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from tablets.storage.snapshot import Snapshot
+
+VIEW_PREFIX = "__tablets_read_"
+logger = logging.getLogger("tablets")
+_ids = itertools.count()
+_ids_lock = threading.Lock()
+
+
+@dataclass
+class ReadReport:
+    """What one front-door statement read natively: per table, version and tablets."""
+
+    tables: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def tablets_pruned(self) -> int:
+        return sum(int(t["tablets_pruned"]) for t in self.tables)  # type: ignore[call-overload]
+
+
+_last = threading.local()
+
+
+def last_report() -> ReadReport | None:
+    """The report of this thread's last front-door statement that read a tablet table natively."""
+    return getattr(_last, "report", None)
+
+
+def sql(spark: SparkSession, text: str, prepare: Callable[[str], str] = lambda t: t) -> DataFrame:
+    """``spark.sql(prepare(text))``, with the tablet tables ``text`` reads on Spark's Parquet
+    scan (``prepare``: the front door's other rewrites, of time travel and the like)."""
+    with views(spark, text) as rewritten:
+        return spark.sql(prepare(rewritten))
+
+
+@contextmanager
+def views(spark: SparkSession, text: str) -> Iterator[str]:
+    """``text`` with its tablet tables replaced by temporary views, which exist until the block
+    ends (analyze the statement inside it)."""
+    made: list[str] = []
+    _last.report = None
+    try:
+        yield _rewrite(spark, text, made)
+    finally:
+        for v in made:
+            spark.catalog.dropTempView(v)
+
+
+def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
+    if not reads_natively(spark) or not catalog.may_name_a_tablet_table(spark, text):
+        return text
+    refs = references(text)
+    if not refs:
+        return text
+    report = ReadReport()
+    snaps: dict[str, Snapshot] = {}  # one version of each table per statement (self-joins)
+    edits: list[tuple[TableRef, str]] = []
+    for ref in refs:
+        view = _view(spark, ref, made, report, snaps)
+        if view is not None:
+            edits.append((ref, view))
+    if not edits:
+        return text
+    out = text
+    for ref, view in sorted(edits, key=lambda e: e[0].start, reverse=True):
+        bare = ref.aliased or catalog.path_of(ref.name) is not None  # a path is no name to qualify columns by
+        alias = "" if bare else f" AS {quote_ident(ref.name.rsplit('.', 1)[-1])}"
+        out = out[: ref.start] + view + alias + out[ref.end + 1 :]
+    _last.report = report
+    return out
+
+
+def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadReport, snaps: dict[str, Snapshot]) -> str | None:
+    if catalog.path_of(ref.name) is not None:
+        root = catalog.require(spark, ref.name)  # not a tablet table: says what is there
+    else:
+        found = catalog.lookup(spark, ref.name)
+        if found is None or _shadowed(spark, ref.name):
+            return None
+        root = found
+    table = catalog.storage(spark).table(root)
+    snap = snaps.setdefault(root, table.snapshot())
+    keep, pruned = _tablets(snap, ref)
+    frame = read_frame(spark, table, snap, keep)
+    if frame is None:
+        return None
+    with _ids_lock:
+        view = f"{VIEW_PREFIX}{next(_ids)}"
+    frame.createOrReplaceTempView(view)
+    made.append(view)
+    report.tables.append({
+        "table": ref.name, "version": snap.version, "tablets": len(keep) + pruned, "tablets_pruned": pruned,
+    })
+    logger.debug(
+        "tablets: %s read natively at version %d: %d of %d tablets (%d skipped by their statistics)",
+        ref.name, snap.version, len(keep), len(keep) + pruned, pruned,
+    )
+    return view
+
+
+def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int]:
+    """The live tablets to read, and how many the reference's predicates ruled out."""
+    schema = schema_to_arrow(snap.metadata.schema)
+    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
+    preds = typed(ref.conds, kinds, {n.lower(): n for n in schema.names}) if ref.conds else []
+    keep, pruned = [], 0
+    for tid, st in snap.tablets.items():
+        if st.live_rows <= 0:
+            continue
+        if preds and pruning.prune(preds, st.add, kinds):
+            pruned += 1
+            continue
+        keep.append(tid)
+    return keep, pruned
+
+
+_READ_FAILED = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
+_CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
+
+
+def read_error(error: BaseException) -> FormatError | None:
+    """The ``FormatError`` of a query that failed reading a damaged tablet with Spark's Parquet
+    scan (parquet-mr's page CRC check), naming the tablet; None for any other error. Spark's own
+    error is a Java stack trace (``FAILED_READ_FILE``)."""
+    text = str(error)
+    m = _READ_FAILED.search(text)
+    if m is None:
+        return None
+    path = re.sub(r"^file:(//)?", "", m.group(1))
+    if not re.search(r"/tablets/[0-9a-f]{32}\.parquet$", path):
+        return None
+    causes = _CAUSE.findall(text)
+    return damaged(path, causes[-1].strip() if causes else "unreadable")
+
+
+def _shadowed(spark: SparkSession, name: str) -> bool:
+    """Whether an unqualified ``name`` resolves to a temporary view of the session."""
+    if "." in name:
+        return False
+    try:  # the session's own catalog: no metastore call (classic Spark)
+        return bool(spark._jsparkSession.sessionState().catalog().getTempView(name).isDefined())  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - Spark Connect: ask the catalog API
+        pass
+    try:
+        return bool(spark.catalog.getTable(name).isTemporary)
+    except Exception:  # noqa: BLE001 - Spark's "not found"
+        return False

@@ -1,0 +1,204 @@
+"""Queries of tablet tables through the front door (and so dbt) on Spark's own Parquet scan
+(``tablets.spark.reads``): the same rows as the same data in a plain Parquet table for every kind
+of filter, tablets skipped by their statistics (counted in ``reads.last_report()``), deletion
+vectors, columns added later, time travel, tables by path, self-joins, and damaged tablets."""
+
+import datetime as dt
+import decimal
+import os
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import tablets
+from support.damage import damage, restore
+from tablets.exceptions import FormatError
+from tablets.spark import reads
+from tablets.spark.frames import READ_NATIVE_CONF
+from tablets.storage import RowLevelSink
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = pa.schema([
+    ("id", pa.int64()), ("k", pa.int32()), ("s", pa.string()), ("d", pa.date32()),
+    ("m", pa.decimal128(8, 2)), ("x", pa.float64()), ("f", pa.bool_()),
+])
+D0 = dt.date(2021, 1, 1)
+
+
+def _part(lo: int, hi: int) -> pa.Table:
+    ids = list(range(lo, hi))
+    return pa.table({
+        "id": ids,
+        "k": [None if i % 11 == 0 else i % 7 for i in ids],
+        "s": [None if i % 13 == 0 else f"{'ab'[i % 2]}{i:04d}" for i in ids],
+        "d": [D0 + dt.timedelta(days=i // 10) for i in ids],
+        "m": [decimal.Decimal(i) / 4 for i in ids],
+        "x": [float("nan") if i % 17 == 0 else i / 8 for i in ids],
+        "f": [None if i % 5 == 0 else i % 3 == 0 for i in ids],
+    }, schema=SCHEMA)
+
+
+@pytest.fixture(scope="module")
+def db(spark, tmp_path_factory):
+    """``rd.t``: 4 tablets of 100 ids each (0-99, 100-199, ...), rows deleted from two, and a
+    column ``c`` added after the first three; ``rd.plain``: its live rows as a Parquet table."""
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS rd")
+    d.sql("DROP TABLE IF EXISTS rd.t")
+    d.sql("CREATE TABLE rd.t (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    t = d.table_of("rd.t")
+    for lo in (0, 100, 200):
+        t.append(_part(lo, lo + 100))
+    t.add_columns([("c", "int")])
+    last = _part(300, 400)
+    t.append(last.append_column("c", pa.array([i % 4 for i in range(100)], pa.int32())))
+    first, _, third, _ = list(t.snapshot().tablets)
+    h = t.begin_delete()
+    sink = RowLevelSink(h)
+    sink.delete([first] * 3 + [third] * 2, [0, 50, 99, 10, 64])
+    t.finish(h, sink.finish())
+    plain = tmp_path_factory.mktemp("plain")
+    pq.write_table(t.read(), os.path.join(plain, "part-0.parquet"))
+    d.sql("DROP TABLE IF EXISTS rd.plain")
+    spark.sql(f"CREATE TABLE rd.plain USING parquet LOCATION '{plain}'")
+    return d
+
+
+def rows_of(records):
+    """Sorted rows, NaN as "NaN" (it equals nothing, itself included); NULLs last."""
+    nan = lambda v: "NaN" if isinstance(v, float) and v != v else v  # noqa: E731
+    key = lambda r: tuple((v is None, v == "NaN", 0 if v is None or v == "NaN" else v) for v in r)  # noqa: E731
+    return sorted((tuple(nan(v) for v in r) for r in records), key=key)
+
+
+def rows(df):
+    return rows_of(df.collect())
+
+
+FILTERS = [
+    "id BETWEEN 120 AND 130", "id < 5", "id >= 395", "150 > id", "id = 50", "id <> 7 AND id < 20",
+    "id IN (1, 99, 250, 399)", "NOT id IN (1, 2, 3) AND id < 10", "id IN (3, NULL)", "NOT id IN (3, NULL)",
+    "k IS NULL", "k IS NOT NULL AND id < 30", "k <=> NULL", "k <=> 3 AND id < 50", "NOT (k = 3)", "k = 3 OR s = 'a0100'",
+    "s = 'b0201'", "s LIKE 'a01%'", "s LIKE '%99'", "s > 'b0390'", "s IS NULL",
+    "d = '2021-01-05'", "d >= DATE'2021-01-30' AND d < '2021-02-02'", "d BETWEEN '2021-01-11' AND '2021-01-12'",
+    "m = 25.25", "m > 99", "m < -1",
+    "x > 49", "isnan(x)", "x = double('NaN')", "f", "NOT f", "f IS NULL",
+    "c = 3", "c IS NULL", "c IS NOT NULL", "NOT (c = 1)", "c IN (0, 7)",
+]
+
+
+def test_front_door_rows_equal_plain_parquet(db, spark):
+    """Every filter kind (NULLs, strings, dates, decimals, NaN, booleans, IN, NOT, OR, LIKE,
+    BETWEEN, a column old tablets do not have) reads the rows the plain Parquet copy gives. One
+    statement: a UNION ALL of one SELECT per filter, each reference its own view and pruning."""
+    cols = "id, k, s, d, m, x, f, c"
+    union = " UNION ALL ".join(f"SELECT {i} AS q, {cols} FROM rd.t WHERE {w}" for i, w in enumerate(FILTERS))
+    got = rows(db.sql(union))
+    report = reads.last_report()
+    assert len(report.tables) == len(FILTERS) and report.tablets_pruned > 0
+    # the reference: each filter's truth per row of the copy, without Parquet filter pushdown
+    # (its min/max skipping loses NaN rows: x = double('NaN') reads no row of the copy with it)
+    truth = ", ".join(f"coalesce({w}, false) AS q{i}" for i, w in enumerate(FILTERS))
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    try:
+        copy = spark.sql(f"SELECT {cols}, {truth} FROM rd.plain").collect()
+    finally:
+        spark.conf.unset("spark.sql.parquet.filterPushdown")
+    for i, where in enumerate(FILTERS):
+        want = rows_of([r[:8] for r in copy if r[f"q{i}"]])
+        assert [r[1:] for r in got if r[0] == i] == want, where
+        assert want or where in ("id = 50", "id IN (3, NULL)", "NOT id IN (3, NULL)", "m < -1"), where  # 50: deleted
+
+
+def test_tablets_skipped_by_their_statistics(db, spark):
+    def pruned(sql):
+        db.sql(sql).collect()
+        report = reads.last_report()
+        return [(t["tablets"], t["tablets_pruned"]) for t in report.tables]
+
+    assert pruned("SELECT * FROM rd.t") == [(4, 0)]
+    assert pruned("SELECT * FROM rd.t WHERE id BETWEEN 120 AND 130") == [(4, 3)]
+    assert pruned("SELECT count(*) FROM rd.t x WHERE x.id >= 395 AND s LIKE 'a%'") == [(4, 3)]
+    assert pruned("SELECT * FROM rd.t WHERE d < '2021-01-11'") == [(4, 3)]  # ids 0-99
+    assert pruned("SELECT * FROM rd.t WHERE c = 3") == [(4, 3)]  # old tablets: c is NULL
+    assert pruned("SELECT * FROM rd.t WHERE c IS NULL") == [(4, 1)]  # the newest has no NULL c
+    assert pruned("SELECT * FROM rd.t WHERE id = 5000") == [(4, 4)]
+    assert rows(db.sql("SELECT * FROM rd.t WHERE id = 5000")) == []
+    # a join or an OR: no skipping on that side, rows still right
+    assert pruned("SELECT a.id FROM rd.t a JOIN rd.t b ON a.id = b.id + 1 WHERE a.id < 5") == [(4, 0), (4, 0)]
+    assert pruned("SELECT * FROM rd.t WHERE id < 5 OR id > 395") == [(4, 0)]
+
+
+def test_self_join_with_a_filter_on_one_side(db, spark):
+    """Both scans of one table in one query read their own rows, through the front door and
+    through plain Spark SQL (the Python source), whose filter pushdown PySpark 4.3 would share
+    between the two scans (tablets.spark.datasource)."""
+    q = "SELECT a.id, b.id FROM rd.{} a JOIN rd.{} b ON a.id = b.id + 1 WHERE a.id < 5"
+    want = [(2, 1), (3, 2), (4, 3)]  # id 0 deleted: no pair for 1
+    assert rows(db.sql(q.format("t", "t"))) == want
+    assert rows(spark.sql(q.format("t", "t"))) == want
+    assert rows(spark.sql(q.format("plain", "plain"))) == want
+
+
+def test_versions_paths_views_and_the_python_source(db, spark):
+    t = db.table_of("rd.t")
+    version = t.version
+    df = db.sql("SELECT count(*) FROM rd.t")
+    assert not [v for v in spark.catalog.listTables() if v.name.startswith(reads.VIEW_PREFIX)]  # dropped once analyzed
+    live = df.collect()[0][0]
+    assert live == t.snapshot().live_rows == 395
+    # time travel and a table named by its path, on the same scan
+    assert db.sql(f"SELECT count(*) FROM rd.t VERSION AS OF {version - 1} WHERE id < 100").collect()[0][0] == 100
+    assert db.sql(f"SELECT count(*) FROM tablets.`{t.root}` p WHERE p.id < 100").collect()[0][0] == 97
+    assert reads.last_report().tables[0]["tablets_pruned"] == 3
+    # a persistent view over the table reads the newest version each time (not rewritten)
+    db.sql("CREATE OR REPLACE VIEW rd.v AS SELECT id FROM rd.t WHERE id >= 390")
+    t.append(_part(1000, 1001).append_column("c", pa.array([9], pa.int32())))
+    try:
+        assert rows(db.sql("SELECT * FROM rd.v")) == [(i,) for i in [*range(390, 400), 1000]]
+        assert df.collect()[0][0] == live  # a DataFrame keeps the version it read
+        assert db.sql("SELECT count(*) FROM rd.t").collect()[0][0] == live + 1
+        # INSERT into another table from a query of this one
+        db.sql("CREATE TABLE rd.copy (id BIGINT) USING parquet")
+        db.sql("INSERT INTO rd.copy SELECT id FROM rd.t WHERE id > 395")
+        assert rows(db.sql("SELECT * FROM rd.copy")) == [(396,), (397,), (398,), (399,), (1000,)]
+        # a temporary view of the same name shadows the table
+        spark.sql("CREATE OR REPLACE TEMPORARY VIEW t AS SELECT 1 AS id")
+        spark.catalog.setCurrentDatabase("rd")
+        assert rows(db.sql("SELECT id FROM t")) == [(1,)] and reads.last_report() is None
+        # the setting off: the Python source, same rows
+        spark.conf.set(READ_NATIVE_CONF, "false")
+        assert rows(db.sql("SELECT id FROM rd.t WHERE id > 395")) == [(396,), (397,), (398,), (399,), (1000,)]
+        assert reads.last_report() is None
+    finally:
+        spark.conf.unset(READ_NATIVE_CONF)
+        spark.catalog.setCurrentDatabase("default")
+        spark.catalog.dropTempView("t")
+        db.sql("DROP TABLE IF EXISTS rd.copy")
+        db.sql("DROP VIEW IF EXISTS rd.v")
+        db.sql("DELETE FROM rd.t WHERE id = 1000")
+
+
+@pytest.mark.parametrize("case", ["flip30", "truncated"])
+def test_damaged_tablet(db, spark, case):
+    """A cut tablet is a FormatError before anything runs; a flipped bit fails the query in
+    parquet-mr's page CRC check, which ``read_error`` (and so dbt's cursor) names as the tablet."""
+    t = db.table_of("rd.t")
+    paths = [t.tablet_path(st) for st in t.snapshot().tablets.values()]
+    good = damage(t, paths[1], case, paths[0])
+    try:
+        if case == "truncated":
+            with pytest.raises(FormatError, match="is damaged"):
+                db.sql("SELECT * FROM rd.t")
+            return
+        with pytest.raises(Exception) as err:
+            db.sql("SELECT * FROM rd.t").collect()
+        clear = reads.read_error(err.value)
+        assert isinstance(clear, FormatError)
+        assert str(clear).startswith(f"tablet {paths[1]} is damaged: ")  # a page CRC or header
+        assert "Help: Restore the file from a copy" in str(clear) and "\tat " not in str(clear)
+        assert reads.read_error(ValueError("other")) is None
+    finally:
+        restore(t, paths[1], good)
+    assert db.sql("SELECT count(*) FROM rd.t WHERE id BETWEEN 100 AND 199").collect()[0][0] == 100
