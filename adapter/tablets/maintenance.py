@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from tablets import metadata as table_metadata
 from tablets.engine.spec import (
     AsOf,
     HistorySpec,
@@ -86,11 +87,13 @@ def tablet_root(spark: SparkSession, kind: str, name: str) -> str | None:
 
 
 def run(spark: SparkSession, text: str) -> DataFrame | None:
-    """The result of a DESCRIBE HISTORY, RESTORE, VACUUM or OPTIMIZE of a tablet table; None
+    """The result of a DESCRIBE HISTORY, RESTORE, VACUUM or OPTIMIZE of a tablet table, or of a
+    statement about its columns, comments and properties (``tablets.metadata``: DESCRIBE, SHOW
+    TBLPROPERTIES, SET / UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT); None
     when ``text`` is none of them or names another kind of table."""
     found = maintenance_target(text)
     if found is None:
-        return None
+        return table_metadata.run(spark, text)
     kind, name = found
     if not name:
         parse_maintenance(text)  # the statement's own parse error

@@ -1,0 +1,233 @@
+"""A tablet table's columns, comments and properties in SQL (the front door's part; the log
+work is ``TabletTable.alter_metadata``). The table's own log is the one place they are kept,
+so every session and process sees them, also for a table named by its path:
+
+- ``DESCRIBE [EXTENDED | FORMATTED] t`` and ``DESCRIBE t <column>``: Spark's rows for a Parquet
+  table (``col_name``, ``data_type``, ``comment``; then ``# Detailed Table Information`` with
+  ``Comment``, ``Table Properties``, ``Statistics``, ``Location``). Spark itself answers
+  ``Table Properties []`` and no comments for a Python data source table;
+- ``SHOW TBLPROPERTIES t [(key)]``: ``key``, ``value`` rows, sorted by key;
+- ``ALTER TABLE t SET / UNSET TBLPROPERTIES``, ``COMMENT ON TABLE t IS ...`` and
+  ``ALTER TABLE t ALTER COLUMN c COMMENT ...``: one metadata commit each (none when nothing
+  changes), shown in ``DESCRIBE HISTORY``.
+
+Statements about other tables (and views) return None: Spark runs them.
+
+    >>> db.sql("COMMENT ON TABLE t IS 'Orders, one row per order'")
+    >>> [r.data_type for r in db.sql("DESCRIBE EXTENDED t").collect() if r.col_name == "Comment"]
+    ['Orders, one row per order']
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tablets.exceptions import SchemaMismatch, TabletsError
+from tablets.spark import catalog
+from tablets.sql.metadata import (
+    AlterMetadataSpec,
+    DescribeSpec,
+    ShowPropertiesSpec,
+    metadata_target,
+    parse_metadata,
+)
+from tablets.sqltext import quote_ident, sql_string
+from tablets.storage.metadata import KEY_COLUMNS
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from tablets.storage import TabletTable
+    from tablets.storage.actions import Metadata
+
+DESCRIBE_COLUMNS = ("col_name", "data_type", "comment")
+DESCRIBE_COLUMN_COLUMNS = ("info_name", "info_value")
+PROPERTIES_COLUMNS = ("key", "value")
+PROVIDER = "tablets"
+# the rows of DESCRIBE EXTENDED t <column> that Spark fills from ANALYZE TABLE's statistics
+_COLUMN_STATS = ("min", "max", "num_nulls", "distinct_count", "avg_col_len", "max_col_len", "histogram")
+
+_owners: dict[str, tuple[str | None, str | None]] = {}  # root -> (Owner, Created By) of its catalog entry
+_owners_lock = threading.Lock()
+
+
+def run(spark: SparkSession, text: str) -> DataFrame | None:
+    """The result of a DESCRIBE, SHOW TBLPROPERTIES or metadata change of a tablet table; None
+    when ``text`` is none of them or is about another table or a view."""
+    found = metadata_target(text)
+    if found is None:
+        return None
+    _, name = found
+    root = catalog.lookup(spark, name)
+    if root is None:
+        if catalog.path_of(name) is None:
+            return None
+        root = catalog.require(spark, name)  # says what is at the path instead
+    spec = parse_metadata(text)
+    table = catalog.storage(spark).table(root)
+    if isinstance(spec, DescribeSpec):
+        return describe(spark, spec, table)
+    if isinstance(spec, ShowPropertiesSpec):
+        return show_properties(spark, spec, table)
+    return alter(spark, spec, table)
+
+
+# --- DESCRIBE ------------------------------------------------------------------------------------
+
+
+def describe(spark: SparkSession, spec: DescribeSpec, table: TabletTable) -> DataFrame:
+    snap = table.snapshot()
+    meta = snap.metadata
+    if spec.column is not None:
+        return _describe_column(spark, spec, meta)
+    rows: list[tuple[str, str, str | None]] = [(n, t, meta.column_comment(n)) for n, t, _ in meta.schema]
+    if spec.extended:
+        live_bytes = sum(s.add.bytes for s in snap.tablets.values())
+        rows.extend(_details(spark, spec.target, table.root, meta, live_bytes, snap.live_rows))
+    return _frame(spark, rows, DESCRIBE_COLUMNS)
+
+
+def _describe_column(spark: SparkSession, spec: DescribeSpec, meta: Metadata) -> DataFrame:
+    assert spec.column is not None
+    by_lower = {n.lower(): (n, t) for n, t, _ in meta.schema}
+    found = by_lower.get(spec.column.lower())
+    if found is None:
+        raise SchemaMismatch(
+            f"DESCRIBE {spec.target} {spec.column}: {spec.column} is not a column of {spec.target} "
+            f"(columns: {', '.join(meta.column_names)})",
+            help="Name one of the table's columns (nested fields: DESCRIBE the table).",
+        )
+    name, dtype = found
+    rows = [("col_name", name), ("data_type", dtype), ("comment", meta.column_comment(name) or "NULL")]
+    if spec.extended:
+        rows.extend((stat, "NULL") for stat in _COLUMN_STATS)
+    return _frame(spark, rows, DESCRIBE_COLUMN_COLUMNS)
+
+
+def _details(
+    spark: SparkSession, name: str, root: str, meta: Metadata, live_bytes: int, live_rows: int
+) -> list[tuple[str, str, str | None]]:
+    """``# Detailed Table Information`` in Spark's order for a Parquet table."""
+    path = catalog.path_of(name)
+    if path is None:
+        database, table_name = catalog.qualify(spark, name)
+        owner, created_by = _catalog_owner(spark, root, database, table_name)
+    else:
+        database, table_name, owner, created_by = "", path, None, None
+    info: list[tuple[str, str]] = [("Catalog", "spark_catalog"), ("Database", database), ("Table", table_name)]
+    owner = meta.property("owner") or owner
+    if owner:
+        info.append(("Owner", owner))
+    info.append(("Created Time", time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime(meta.created_ms / 1000))))
+    info.append(("Last Access", "UNKNOWN"))
+    if created_by:
+        info.append(("Created By", created_by))
+    info.extend([("Type", "MANAGED"), ("Provider", PROVIDER)])
+    if meta.comment is not None:
+        info.append(("Comment", meta.comment))
+    shown = ", ".join(f"{k}={v}" for k, v in _properties(meta))
+    info.append(("Table Properties", f"[{shown}]"))
+    info.append(("Statistics", f"{live_bytes} bytes, {live_rows} rows"))
+    info.append(("Location", root))
+    return [("", "", ""), ("# Detailed Table Information", "", ""), *((k, v, "") for k, v in info)]
+
+
+def _catalog_owner(spark: SparkSession, root: str, database: str, table: str) -> tuple[str | None, str | None]:
+    """Owner and Created By of the catalog entry (the metastore records them at creation),
+    read once per table and process."""
+    with _owners_lock:
+        if root in _owners:
+            return _owners[root]
+    found: tuple[str | None, str | None] = (None, None)
+    try:
+        rows = spark.sql(f"SHOW TABLE EXTENDED IN {quote_ident(database)} LIKE {sql_string(table)}").collect()
+        info = str(rows[0]["information"]) if rows else ""
+        owner = re.search(r"^Owner: (.*)$", info, re.MULTILINE)
+        created = re.search(r"^Created By: (.*)$", info, re.MULTILINE)
+        found = (owner.group(1) if owner else None, created.group(1) if created else None)
+    except Exception:  # noqa: BLE001 - no metastore details: the rows are left out
+        return found
+    with _owners_lock:
+        _owners[root] = found
+    return found
+
+
+def _properties(meta: Metadata) -> list[tuple[str, str]]:
+    """The table's properties as Spark shows them: sorted, the key columns as ``key_columns``,
+    without the reserved ``owner`` (shown as the Owner row)."""
+    props = {k: v for k, v in meta.properties if k.lower() != "owner"}
+    if meta.key_columns:
+        props[KEY_COLUMNS] = ",".join(meta.key_columns)
+    return sorted(props.items())
+
+
+# --- SHOW TBLPROPERTIES -------------------------------------------------------------------------------
+
+
+def show_properties(spark: SparkSession, spec: ShowPropertiesSpec, table: TabletTable) -> DataFrame:
+    meta = table.snapshot().metadata
+    props = dict(meta.properties)
+    if meta.key_columns:
+        props[KEY_COLUMNS] = ",".join(meta.key_columns)
+    if spec.key is None:
+        return _frame(spark, sorted(props.items()), PROPERTIES_COLUMNS)
+    if spec.key in props:
+        return _frame(spark, [(spec.key, props[spec.key])], PROPERTIES_COLUMNS)
+    where = spec.target if catalog.path_of(spec.target) else "spark_catalog." + ".".join(catalog.qualify(spark, spec.target))
+    return _frame(spark, [(spec.key, f"Table {where} does not have property: {spec.key}")], PROPERTIES_COLUMNS)
+
+
+# --- ALTER TABLE ... SET / UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT ----------
+
+
+def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> DataFrame:
+    change = spec.change
+    keys = [k for k, _ in change.set_properties] + list(change.unset_properties)
+    if any(k.lower() == KEY_COLUMNS for k in keys):
+        raise TabletsError(
+            f"ALTER TABLE {spec.target} {spec.operation}: {KEY_COLUMNS} is fixed when the table is created "
+            "(every statement relies on it)",
+            help="Create a new table with the key columns you want (in dbt: change unique_key and run with --full-refresh).",
+        )
+    meta = table.snapshot().metadata
+    names = {n.lower() for n in meta.column_names}
+    for column, _ in change.column_comments:
+        if column.lower() not in names:
+            raise SchemaMismatch(
+                f"ALTER TABLE {spec.target} ALTER COLUMN {column}: {column} is not a column of {spec.target} "
+                f"(columns: {', '.join(meta.column_names)})",
+                help="Name one of the table's columns.",
+            )
+    if spec.column_type is not None:
+        _check_type(spec, meta)
+    table.alter_metadata(change, spec.operation)
+    return _frame(spark, [], ())  # Spark's ALTER returns no rows and no columns
+
+
+def _frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], names: Sequence[str]) -> DataFrame:
+    """Rows of strings as a DataFrame, from Arrow: a local relation (no Spark job, unlike a list)."""
+    import pyarrow as pa
+
+    columns = {n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)}
+    return spark.createDataFrame(pa.table(columns))
+
+
+def _check_type(spec: AlterMetadataSpec, meta: Metadata) -> None:
+    assert spec.column_type is not None
+    column, written = spec.column_type
+    have = {n.lower(): t for n, t, _ in meta.schema}.get(column.lower())
+    if have is not None and _type_text(written) != _type_text(have):
+        raise TabletsError(
+            f"ALTER TABLE {spec.target} CHANGE COLUMN {column}: the column is {have}, not {written}; "
+            "only its comment can be changed this way",
+            help=f"Write ALTER TABLE {spec.target} ALTER COLUMN {column} COMMENT '...'; to retype a column, "
+            "use on_schema_change in dbt or rebuild the table.",
+        )
+
+
+def _type_text(t: str) -> str:
+    return re.sub(r"\s+", "", t).lower().replace("integer", "int").replace("long", "bigint")

@@ -1,0 +1,131 @@
+"""Comments and properties of tablet tables through the SQL front door: DESCRIBE [EXTENDED],
+SHOW TBLPROPERTIES, SET/UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT, laid
+out as Spark lays them out for a Parquet table, kept in the table's log."""
+
+import pytest
+import tablets
+from tablets.exceptions import SchemaMismatch, StatementParseError, TabletsError
+from tablets.storage import TabletTable
+
+pytestmark = pytest.mark.spark
+
+# Spark's rows for a Parquet table that a tablet table has no use for (its storage format)
+PARQUET_ONLY = {"Serde Library", "InputFormat", "OutputFormat"}
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS meta")
+    return d
+
+
+@pytest.fixture
+def table(db):
+    db.sql("DROP TABLE IF EXISTS meta.t")
+    db.sql("CREATE TABLE meta.t (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id', 'team' = 'crm')")
+    db.sql("INSERT INTO meta.t VALUES (1, 'a'), (2, 'b')")
+    return "meta.t"
+
+
+def rows(db, sql):
+    return [tuple(r) for r in db.sql(sql).collect()]
+
+
+def details(described):
+    return {r[0]: r[1] for r in described[described.index(("# Detailed Table Information", "", "")) + 1:]}
+
+
+def test_describe_extended_is_laid_out_like_a_parquet_table(db, table):
+    db.sql("DROP TABLE IF EXISTS meta.p")
+    db.spark.sql(
+        "CREATE TABLE meta.p (id BIGINT COMMENT 'the key', v STRING) USING parquet COMMENT 'A table' "
+        "TBLPROPERTIES ('team' = 'crm')"
+    )
+    db.spark.sql("INSERT INTO meta.p VALUES (1, 'a'), (2, 'b')")
+    db.spark.sql("ANALYZE TABLE meta.p COMPUTE STATISTICS")
+    db.sql("COMMENT ON TABLE meta.t IS 'A table'")
+    db.sql("ALTER TABLE meta.t ALTER COLUMN id COMMENT 'the key'")
+
+    parquet = db.spark.sql("DESCRIBE EXTENDED meta.p")
+    ours = db.sql("DESCRIBE EXTENDED meta.t")
+    assert ours.columns == parquet.columns == ["col_name", "data_type", "comment"]
+    spark_rows, our_rows = [tuple(r) for r in parquet.collect()], [tuple(r) for r in ours.collect()]
+    assert our_rows[:4] == spark_rows[:4] == [
+        ("id", "bigint", "the key"), ("v", "string", None), ("", "", ""), ("# Detailed Table Information", "", ""),
+    ]
+    theirs, mine = details(spark_rows), details(our_rows)
+    assert list(mine) == [k for k in theirs if k not in PARQUET_ONLY]  # the same rows, in the same order
+    for same in ("Catalog", "Database", "Owner", "Created By", "Type", "Comment", "Last Access"):
+        assert mine[same] == theirs[same]
+    assert mine["Table"] == "t" and mine["Provider"] == "tablets"
+    assert mine["Table Properties"] == "[key_columns=id, team=crm]"
+    live_bytes = sum(s.add.bytes for s in db.table_of(table).snapshot().tablets.values())
+    assert mine["Statistics"] == f"{live_bytes} bytes, 2 rows"
+    assert mine["Location"] == db.table_of(table).root
+    # without EXTENDED: the columns only, as Spark
+    assert rows(db, "DESCRIBE meta.t") == our_rows[:2]
+    assert rows(db, "DESCRIBE FORMATTED meta.t") == our_rows
+    assert rows(db, "DESCRIBE meta.t ID") == [("col_name", "id"), ("data_type", "bigint"), ("comment", "the key")]
+    assert rows(db, "DESCRIBE meta.t id") == rows(db, "DESCRIBE meta.p id")
+
+
+def test_properties_and_comments_are_commits_of_the_log(db, table):
+    db.sql("ALTER TABLE meta.t SET TBLPROPERTIES ('a.b' = 'c', retention = 30, 'comment' = 'by property')")
+    db.sql("ALTER TABLE meta.t UNSET TBLPROPERTIES IF EXISTS ('team', 'absent')")
+    db.sql("COMMENT ON TABLE meta.t IS 'Orders\\nper day: \\'all\\''")
+    db.sql("alter table meta.t change column v comment 'the value';")  # dbt-spark's form
+    db.sql("ALTER TABLE meta.t CHANGE COLUMN v v string COMMENT 'the value'")  # Hive's form: no change
+    assert rows(db, "SHOW TBLPROPERTIES meta.t") == [("a.b", "c"), ("key_columns", "id"), ("retention", "30")]
+    assert rows(db, "SHOW TBLPROPERTIES meta.t ('a.b')") == [("a.b", "c")]
+    assert rows(db, "SHOW TBLPROPERTIES meta.t (team)") == [
+        ("team", "Table spark_catalog.meta.t does not have property: team")
+    ]
+    history = [r.operation for r in db.sql("DESCRIBE HISTORY meta.t").collect()]
+    assert history[:4] == ["CHANGE COLUMN", "COMMENT ON TABLE", "UNSET TBLPROPERTIES", "SET TBLPROPERTIES"]
+    # in the table's own log: any reader of the location sees them
+    meta = TabletTable(db.table_of(table).root).snapshot().metadata
+    assert meta.comment == "Orders\nper day: 'all'"
+    assert meta.column_comments == (("v", "the value"),)
+    # data statements and schema changes keep them
+    db.sql("MERGE INTO meta.t t USING (SELECT 3 AS id, 'c' AS v) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    db.sql("ALTER TABLE meta.t ADD COLUMNS (w INT)")
+    described = rows(db, "DESCRIBE EXTENDED meta.t")
+    assert described[:3] == [("id", "bigint", None), ("v", "string", "the value"), ("w", "int", None)]
+    assert details(described)["Comment"] == "Orders\nper day: 'all'"
+    db.sql("COMMENT ON TABLE meta.t IS NULL")
+    assert "Comment" not in details(rows(db, "DESCRIBE EXTENDED meta.t"))
+
+
+def test_a_table_named_by_its_path(db, tmp_path):
+    path = str(tmp_path / "bypath")
+    db.sql(f"CREATE TABLE tablets.`{path}` (id INT) USING tablets")
+    db.sql(f"COMMENT ON TABLE tablets.`{path}` IS 'no catalog entry'")
+    info = details(rows(db, f"DESCRIBE EXTENDED tablets.`{path}`"))
+    assert info["Comment"] == "no catalog entry" and info["Location"] == path
+
+
+def test_bad_statements_say_what_to_do(db, table):
+    with pytest.raises(TabletsError, match="key_columns is fixed when the table is created") as e:
+        db.sql("ALTER TABLE meta.t SET TBLPROPERTIES ('key_columns' = 'v')")
+    assert "--full-refresh" in e.value.help
+    with pytest.raises(SchemaMismatch, match=r"ALTER COLUMN nope: nope is not a column of meta.t \(columns: id, v\)"):
+        db.sql("ALTER TABLE meta.t ALTER COLUMN nope COMMENT 'x'")
+    with pytest.raises(SchemaMismatch, match=r"DESCRIBE meta.t nope: nope is not a column of meta.t"):
+        db.sql("DESCRIBE meta.t nope")
+    with pytest.raises(TabletsError, match="the column is string, not int; only its comment can be changed"):
+        db.sql("ALTER TABLE meta.t CHANGE COLUMN v v int COMMENT 'x'")
+    with pytest.raises(StatementParseError, match="COMMENT ON TABLE meta.t: the comment must be a string literal"):
+        db.sql("COMMENT ON TABLE meta.t IS 5")
+    assert len(db.sql("DESCRIBE HISTORY meta.t").collect()) == 2  # nothing was committed
+
+
+def test_other_tables_and_views_are_sparks(db, table):
+    db.spark.sql("CREATE OR REPLACE VIEW meta.view_of_t COMMENT 'a view' AS SELECT id FROM meta.t")
+    described = rows(db, "DESCRIBE EXTENDED meta.view_of_t")
+    assert details(described)["Type"] == "VIEW" and details(described)["Comment"] == "a view"
+    db.sql("DROP TABLE IF EXISTS meta.p2")
+    db.spark.sql("CREATE TABLE meta.p2 (id INT) USING parquet")
+    db.sql("ALTER TABLE meta.p2 SET TBLPROPERTIES ('x' = 'y')")  # Spark's own statement
+    assert rows(db, "SHOW TBLPROPERTIES meta.p2 ('x')") == [("x", "y")]
+    assert "Serde Library" in details(rows(db, "DESCRIBE EXTENDED meta.p2"))
