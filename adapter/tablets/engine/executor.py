@@ -94,6 +94,7 @@ class _Run:
     options: MergeOptions
     metrics: MergeMetrics
     broadcast: bool = False  # the source is small enough to broadcast into the target scan
+    ranges: list[tuple[str, object, object]] | None = None  # the source's join key ranges (no BY SOURCE clause)
     persisted: list[DataFrame] = field(default_factory=list)
 
     def phase(self, name: str, start: float) -> float:
@@ -331,6 +332,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 return m  # empty source: nothing can match or be inserted
             if ranges is not None:
                 tablets = _prune(run, tablets, ranges)
+                run.ranges = ranges
         m.tablets_scanned = len(tablets)
         handle = begin(
             run.snapshot,
@@ -387,7 +389,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             df.unpersist()
 
 
-_ARROW_RANGE_TYPES = ("int", "uint", "float", "double", "halffloat", "string", "large_string", "date32")
+# NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
+_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32")
 
 
 def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[str, object, object]] | None] | None:
@@ -499,11 +502,34 @@ def _appends_match(run: _Run, source: DataFrame | None, adds: list[AddTablet]) -
     return bool(rows)
 
 
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
+
+
+def _same_kind(spark_type: str, value: object) -> bool:
+    """A source key value compares with the target column as the join's equality does: same
+    kind of type (Spark would otherwise coerce one side, ordering them differently)."""
+    t = spark_type.lower()
+    if isinstance(value, bool):
+        return t == "boolean"
+    if isinstance(value, int):
+        return t in _INTEGRAL
+    if isinstance(value, str):
+        return t == "string"
+    return type(value).__name__ == "date" and t == "date"
+
+
 def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
     # row ids always: every statement reports the target rows its result depends on
     scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
-    frame = scan.frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
+    frame = scan.frame
+    types = dict(plan.column_types)
+    for col, lo, hi in run.ranges or ():
+        # rows outside the source's key range cannot pair: Spark's Parquet reader skips their
+        # row groups by their statistics (pruning inside the tablets the log could not rule out)
+        if lo is not None and hi is not None and _same_kind(types.get(col, ""), lo):
+            frame = frame.filter(F.col(f"`{col}`").between(F.lit(lo), F.lit(hi)))
+    frame = frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
     return replace(scan, frame=frame)
 
 
