@@ -1,9 +1,15 @@
 """Runs a Plan on Spark and commits it once.
 
 Jobs, in order (each only when the plan needs it):
-1. the source, persisted (read exactly once, even if non-deterministic), counted, and the
-   min/max of its join keys taken for tablet pruning, in one pass;
-2. the base join: a small source is broadcast into one streaming scan of the target;
+1. the source, read exactly once (even if non-deterministic): below the broadcast threshold by
+   Spark's estimate it is collected as Arrow and becomes a local relation (count, row ids and
+   key ranges taken on the driver); else it is persisted, counted, and the min/max of its join
+   keys taken, in one pass. The key ranges prune tablets by the log's statistics and row groups
+   inside the rest by Parquet's (a range filter on the target scan);
+2. the base join: a small source is broadcast into one streaming scan of the target. When the
+   statement inserts, each pair also sends a marker to the task that gets every source row as
+   a candidate insert (``_one_shuffle``), so unpaired rows need no second pass. ON FALSE
+   (microbatch, replace_where) reads target and source once each, with no join (``_unpaired``);
 3. both streams in one shuffle: row ids of deletes and of old images of updates hashed by tablet
    id, so each tablet's new deletion vector is written by exactly one task (homecoming), with
    inserts and new images of updates written as new tablets by the same tasks. With
