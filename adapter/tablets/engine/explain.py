@@ -28,11 +28,12 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
     if spec.source is not None:
         join = (
             f"[Join] {JOIN_NAMES[plan.join or 'inner']} ON {plan.on}\n"
-            f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}, {S_MARK}: TRUE (read once, persisted)\n"
+            f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}, {S_MARK}: TRUE (read once)\n"
             f"   \\_ {scan_t}\n"
-            "   strategy: a source below spark.sql.autoBroadcastJoinThreshold is broadcast into one scan of the\n"
-            "   target, deletion vectors applied to the pairs only; source rows without a pair by an anti join\n"
-            "   on source row ids. A larger source: a shuffle join."
+            "   strategy: a source below spark.sql.autoBroadcastJoinThreshold is collected once (a local relation)\n"
+            "   and broadcast into one scan of the target, deletion vectors applied to the pairs only; each pair\n"
+            "   sends a marker to the task holding the source rows as candidate inserts, which inserts those\n"
+            "   without one. A larger source: persisted, and a shuffle join. ON FALSE: no join at all."
         )
     else:
         join = scan_t
