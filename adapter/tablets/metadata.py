@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tablets.exceptions import SchemaMismatch, TabletsError
@@ -36,7 +36,7 @@ from tablets.sql.metadata import (
     parse_metadata,
 )
 from tablets.sqltext import quote_ident, sql_string
-from tablets.storage.metadata import KEY_COLUMNS
+from tablets.storage.metadata import KEY_COLUMNS, MetadataChange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -48,6 +48,7 @@ DESCRIBE_COLUMNS = ("col_name", "data_type", "comment")
 DESCRIBE_COLUMN_COLUMNS = ("info_name", "info_value")
 PROPERTIES_COLUMNS = ("key", "value")
 PROVIDER = "tablets"
+SET_COMMENTS = "SET COMMENTS"  # the operation of set_comments' commits
 # the rows of DESCRIBE EXTENDED t <column> that Spark fills from ANALYZE TABLE's statistics
 _COLUMN_STATS = ("min", "max", "num_nulls", "distinct_count", "avg_col_len", "max_col_len", "histogram")
 
@@ -214,6 +215,18 @@ def _frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], names: Seq
 
     columns = {n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)}
     return spark.createDataFrame(pa.table(columns))
+
+
+def set_comments(
+    table: TabletTable,
+    comment: str | None,
+    column_comments: Mapping[str, str],
+    parameters: Mapping[str, str] | None = None,
+) -> int | None:
+    """The table's comment (unless None) and these columns' comments, in one commit (dbt's
+    ``persist_docs``); None when they are already so."""
+    change = MetadataChange(comment=comment, column_comments=tuple(column_comments.items()))
+    return table.alter_metadata(change, SET_COMMENTS, parameters)
 
 
 def _check_type(spec: AlterMetadataSpec, meta: Metadata) -> None:

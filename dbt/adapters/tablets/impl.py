@@ -9,7 +9,9 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
   the next statement;
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
-  rename, add / drop / retype columns, drop the tablet tables of a schema.
+  rename, add / drop / retype columns, drop the tablet tables of a schema;
+- ``persist_tablet_docs``: ``persist_docs`` as the table's comments (one commit); the docs
+  catalog carries every relation's comments (``docs.py``).
 
 Errors of the engine (``tablets.TabletsError``) become ``DbtRuntimeError`` with the engine's
 message and its ``Help:`` line.
@@ -24,11 +26,12 @@ from typing import TYPE_CHECKING, Any
 from dbt.adapters.base import available
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.events.logging import AdapterLogger
-from dbt.adapters.spark.impl import SparkAdapter
+from dbt.adapters.spark.impl import GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.tablets.config import INCREMENTAL, MERGE_TABLETS, MergeConfig, parse_merge_config
 from dbt.adapters.tablets.connections import TabletsConnectionManager
+from dbt.adapters.tablets.docs import describe_comments
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 from dbt.adapters.tablets.snapshot import SnapshotConfig, parse_snapshot_config
@@ -226,6 +229,21 @@ class TabletsAdapter(SparkAdapter):
                 catalog.drop_table(spark, name, if_exists=True)
         return ""
 
+    @available
+    def persist_tablet_docs(
+        self, relation: BaseRelation, description: str | None, columns: Mapping[str, str]
+    ) -> str:
+        """The model's description and column descriptions as the tablet table's comments, in
+        one commit (none when they are already so)."""
+        from tablets.metadata import set_comments
+
+        db = self._database()
+        with engine_errors(f"persisting the docs of {relation}"):
+            set_comments(
+                db.table_of(self._name(relation)), description, columns, {"dbt_relation": str(relation)}
+            )
+        return ""
+
     # --- relations and the docs catalog -----------------------------------------------------------
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
@@ -235,8 +253,17 @@ class TabletsAdapter(SparkAdapter):
             logger.debug(f"tablets: no statistics for {relation}: {e}")
             stats = None
         extra = catalog_stats(stats) if stats is not None else {}
-        for column in super()._get_columns_for_catalog(relation):
+        try:  # comments: see tablets docs.py
+            rows = self.execute_macro(GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, kwargs={"relation": relation})
+            table_comment, comments = describe_comments(rows)
+        except DbtRuntimeError as e:
+            logger.debug(f"tablets: no comments for {relation}: {e}")
+            table_comment, comments = None, {}
+        for index, column in enumerate(super()._get_columns_for_catalog(relation), start=1):
             column.update(extra)
+            column["column_index"] = index  # 1-based, as every other adapter's catalog
+            column["table_comment"] = table_comment
+            column["column_comment"] = comments.get(column.get("column_name") or "")
             yield column
 
     @classmethod
