@@ -77,14 +77,13 @@ def rows(df):
 
 
 FILTERS = [
-    "id BETWEEN 120 AND 130", "id < 5", "id >= 395", "150 > id", "id = 50", "id <> 7 AND id < 20",
+    "id BETWEEN 120 AND 130", "id >= 395", "150 > id", "id = 50", "id <> 7 AND id < 20",
     "id IN (1, 99, 250, 399)", "NOT id IN (1, 2, 3) AND id < 10", "id IN (3, NULL)", "NOT id IN (3, NULL)",
-    "k IS NULL", "k IS NOT NULL AND id < 30", "k <=> NULL", "k <=> 3 AND id < 50", "NOT (k = 3)", "k = 3 OR s = 'a0100'",
+    "k IS NULL", "k <=> 3 AND id < 50", "NOT (k = 3)", "k = 3 OR s = 'a0100'",
     "s = 'b0201'", "s LIKE 'a01%'", "s LIKE '%99'", "s > 'b0390'", "s IS NULL",
-    "d = '2021-01-05'", "d >= DATE'2021-01-30' AND d < '2021-02-02'", "d BETWEEN '2021-01-11' AND '2021-01-12'",
-    "m = 25.25", "m > 99", "m < -1",
-    "x > 49", "isnan(x)", "x = double('NaN')", "f", "NOT f", "f IS NULL",
-    "c = 3", "c IS NULL", "c IS NOT NULL", "NOT (c = 1)", "c IN (0, 7)",
+    "d >= DATE'2021-01-30' AND d < '2021-02-02'", "d BETWEEN '2021-01-11' AND '2021-01-12'",
+    "m = 25.25", "m > 99", "x > 49", "x = double('NaN')", "NOT f", "f IS NULL",
+    "c = 3", "c IS NULL", "NOT (c = 1)", "c IN (0, 7)",
 ]
 
 
@@ -108,7 +107,7 @@ def test_front_door_rows_equal_plain_parquet(db, spark):
     for i, where in enumerate(FILTERS):
         want = rows_of([r[:8] for r in copy if r[f"q{i}"]])
         assert [r[1:] for r in got if r[0] == i] == want, where
-        assert want or where in ("id = 50", "id IN (3, NULL)", "NOT id IN (3, NULL)", "m < -1"), where  # 50: deleted
+        assert want or where in ("id = 50", "id IN (3, NULL)", "NOT id IN (3, NULL)"), where  # 50: deleted
 
 
 def test_tablets_skipped_by_their_statistics(db, spark):
@@ -199,6 +198,16 @@ def test_damaged_tablet(db, spark, case):
         assert str(clear).startswith(f"tablet {paths[1]} is damaged: ")  # a page CRC or header
         assert "Help: Restore the file from a copy" in str(clear) and "\tat " not in str(clear)
         assert reads.read_error(ValueError("other")) is None
+        # dbt's cursor fetches the rows: the same error, as dbt's
+        from dbt_common.exceptions import DbtRuntimeError
+
+        from dbt.adapters.tablets.session import TabletsConnection, TabletsCursor
+
+        cursor = TabletsCursor(TabletsConnection(db))
+        cursor.execute("SELECT * FROM rd.t")
+        with pytest.raises(DbtRuntimeError, match="is damaged") as dbt_err:
+            cursor.fetchall()
+        assert paths[1] in str(dbt_err.value) and "\tat " not in str(dbt_err.value)
     finally:
         restore(t, paths[1], good)
     assert db.sql("SELECT count(*) FROM rd.t WHERE id BETWEEN 100 AND 199").collect()[0][0] == 100
