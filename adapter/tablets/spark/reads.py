@@ -17,7 +17,8 @@ read, as a DataFrame of the Python source does).
 Statements: queries, and ``INSERT`` / ``CREATE TABLE ... AS`` of other tables. Not views, which
 read the newest version each time they are queried (and a permanent view cannot refer to a
 temporary one). Left to the Python source: names that a temporary view of the session shadows,
-tables whose files Spark's Hadoop file system cannot read (``frames.native_scan``), statements
+tables whose files Spark's Hadoop file system cannot read (``frames.native_scan``), Spark Connect
+sessions (the server analyzes a statement only when it runs: the views would be gone), statements
 ``tablets.sql.reads`` is not sure about, and every read when ``spark.tablets.read.native``
 (``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door has no hook
 for this: a Python data source cannot hand Spark another plan, so plain Spark SQL reads keep the
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import FormatError
 from tablets.spark import catalog
 from tablets.spark.frames import read_frame, reads_natively
+from tablets.spark.session import is_connect
 from tablets.sql.reads import TableRef, references, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
@@ -104,7 +106,8 @@ def views(spark: SparkSession, text: str) -> Iterator[str]:
 
 
 def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
-    if not reads_natively(spark) or not catalog.may_name_a_tablet_table(spark, text):
+    # Spark Connect analyzes a statement when it runs, after the views would be gone
+    if is_connect(spark) or not reads_natively(spark) or not catalog.may_name_a_tablet_table(spark, text):
         return text
     refs = references(text)
     if not refs:
