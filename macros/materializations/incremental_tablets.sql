@@ -10,15 +10,21 @@
   them; the config turns the bounds into the window the batch's MERGE replaces. The first batch
   of a new table (or of --full-refresh) creates it from the batch's rows.
   Any other file_format is dbt-spark's incremental materialization, unchanged.
+  Python models write tablet tables whatever the file_format default (python_model.sql).
 --#}
 {% materialization incremental, adapter='tablets', supported_languages=['sql', 'python'] -%}
+  {%- if model['language'] == 'python' -%}
+    {% do tablets_python_check('incremental') %}
+    {%- set cfg = tablets_merge_config('incremental') -%}
+    {{ run_hooks(pre_hooks) }}
+    {#-- here, not in a macro: dbt submits Python only from the materialization's own statement --#}
+    {%- call statement('python_model', language='python') -%}
+      {{ tablets_python_script(compiled_code) }}
+    {%- endcall -%}
+    {{ return(tablets_python_materialize(cfg)) }}
+  {%- endif -%}
   {%- if config.get('file_format') != 'tablets' -%}
     {{ return(materialization_incremental_spark()) }}
-  {%- endif -%}
-  {%- if model['language'] != 'sql' -%}
-    {{ exceptions.raise_compiler_error(
-        "Model '" ~ model.name ~ "': Python models cannot write tablet tables yet (file_format='tablets').\n"
-        ~ "Help: make it a SQL model, or use another file_format.") }}
   {%- endif -%}
   {%- set cfg = tablets_merge_config('incremental') -%}
   {{ return(tablets_materialize(cfg)) }}

@@ -1,13 +1,17 @@
 {#-- The body shared by merge_tablets and incremental on a tablet table: create (first run,
-     --full-refresh, or the relation is not a tablet table yet) or merge into the table. --#}
-{% macro tablets_materialize(cfg) %}
+     --full-refresh, or the relation is not a tablet table yet) or merge into the table.
+     A Python model gives the query of its frame's view (select_sql) and runs the hooks itself. --#}
+{% macro tablets_materialize(cfg, select_sql=none, hooks=true) %}
+  {%- set select_sql = compiled_code if select_sql is none else select_sql -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- set existing_is_tablets = adapter.is_tablet_table(existing_relation) -%}
   {%- set full_refresh = should_full_refresh() -%}
   {%- set grant_config = config.get('grants') -%}
 
-  {{ run_hooks(pre_hooks) }}
+  {%- if hooks -%}
+    {{ run_hooks(pre_hooks) }}
+  {%- endif -%}
 
   {%- if existing_relation is none or full_refresh or not existing_is_tablets -%}
     {%- if existing_relation is not none and not existing_is_tablets -%}
@@ -16,17 +20,19 @@
     {%- endif -%}
     {% do adapter.set_statement_options(cfg) %}
     {%- call statement('main') -%}
-      {{ tablets_create_table_as_sql(target_relation, compiled_code, cfg.table_properties()) }}
+      {{ tablets_create_table_as_sql(target_relation, select_sql, cfg.table_properties()) }}
     {%- endcall -%}
   {%- else -%}
-    {% do tablets_merge_into(cfg, target_relation, existing_relation) %}
+    {% do tablets_merge_into(cfg, target_relation, existing_relation, select_sql) %}
   {%- endif -%}
 
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=full_refresh) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}
 
-  {{ run_hooks(post_hooks) }}
+  {%- if hooks -%}
+    {{ run_hooks(post_hooks) }}
+  {%- endif -%}
 
   {{ return({'relations': [target_relation]}) }}
 {% endmacro %}

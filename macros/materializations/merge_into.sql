@@ -2,10 +2,10 @@
      table (on_schema_change), and the statement rendered from the config runs on the engine as
      one commit. It is the 'main' statement, so it lands in target/run/ and its response
      (MERGE n (inserted .., updated .., deleted .., unchanged ..)) is the run's message. --#}
-{% macro tablets_merge_into(cfg, target_relation, existing_relation) %}
+{% macro tablets_merge_into(cfg, target_relation, existing_relation, select_sql=none) %}
   {%- set tmp_relation = make_temp_relation(target_relation, '__dbt_tmp') -%}
   {%- call statement('create_tmp_relation') -%}
-    {{ create_temporary_view(tmp_relation, compiled_code) }}
+    {{ create_temporary_view(tmp_relation, compiled_code if select_sql is none else select_sql) }}
   {%- endcall -%}
 
   {#-- dbt's process_schema_changes already described the model's columns, unless 'ignore' --#}

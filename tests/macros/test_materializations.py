@@ -129,12 +129,6 @@ class TestIncremental(MaterializationTest):
             == "INSERT INTO analytics.m (`id`, `v`) SELECT `id`, `v` FROM m__dbt_tmp"
         )
 
-    def test_python_models_are_refused_on_tablet_tables(self):
-        self.config.update(file_format="tablets")
-        self.context["model"]["language"] = "python"
-        with pytest.raises(RuntimeError, match="Python models cannot write tablet tables"):
-            self.run_macro("materialization_incremental_tablets")
-
 
 class TestIsIncremental(MacroTestBase):
     @pytest.mark.parametrize(

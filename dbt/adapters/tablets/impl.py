@@ -23,8 +23,10 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.base import available
+from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.base.impl import log_code_execution
 from dbt.adapters.base.relation import BaseRelation
+from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
@@ -32,6 +34,11 @@ from dbt_common.exceptions import DbtRuntimeError
 from dbt.adapters.tablets.config import INCREMENTAL, MERGE_TABLETS, MergeConfig, parse_merge_config
 from dbt.adapters.tablets.connections import TabletsConnectionManager
 from dbt.adapters.tablets.docs import describe_comments
+from dbt.adapters.tablets.python_models import (
+    SUBMISSION_METHOD,
+    SessionPythonJobHelper,
+    submission_method,
+)
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 from dbt.adapters.tablets.snapshot import SnapshotConfig, parse_snapshot_config
@@ -164,6 +171,27 @@ class TabletsAdapter(SparkAdapter):
             "version": snap.version,
             "location": root,
         }
+
+    # --- Python models (python_models.py) -------------------------------------------------------
+
+    @property
+    def default_python_submission_method(self) -> str:
+        return SUBMISSION_METHOD
+
+    @property
+    def python_submission_helpers(self) -> dict[str, type[PythonJobHelper]]:
+        return {SUBMISSION_METHOD: SessionPythonJobHelper}
+
+    @log_code_execution
+    def submit_python_job(self, parsed_model: dict, compiled_code: str) -> AdapterResponse:
+        """Run a Python model in this process, on this thread's Spark session (dbt-core calls it
+        from the materialization's ``statement(language='python')``); its frame becomes a view."""
+        helper = self.python_submission_helpers[submission_method(parsed_model)]
+        job = helper(parsed_model, self.connections.profile.credentials, database=self._database())  # type: ignore[call-arg]
+        return self.generate_python_submission_response(job.submit(compiled_code))
+
+    def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
+        return submission_result.response()
 
     # --- DDL Spark cannot do on a tablet table ------------------------------------------------------
 
