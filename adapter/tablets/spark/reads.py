@@ -21,8 +21,12 @@ tables whose files Spark's Hadoop file system cannot read (``frames.native_scan`
 sessions (the server analyzes a statement only when it runs: the views would be gone), statements
 ``tablets.sql.reads`` is not sure about, and every read when ``spark.tablets.read.native``
 (``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door has no hook
-for this: a Python data source cannot hand Spark another plan, so plain Spark SQL reads keep the
-Python source. Nor do the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE
+for this, so plain Spark SQL reads keep the Python source: the per-table provider
+(``tablets.spark.catalog``) can only return a Python data source, whose reader Spark plans itself;
+swapping its scan for a Parquet scan would take an optimizer rule or a catalog plugin, both JVM
+classes (``spark.sql.extensions``, ``spark.sql.catalog.*``) that a pip-installed Python package
+does not ship; and a catalog view over the tablet files would be stale after every commit and
+could not apply deletion vectors. Nor do the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE
 TABLE ... USING tablets AS``): the engine tells from the source's plan whether it reads the
 target, which its conflict rules depend on.
 
