@@ -2,6 +2,7 @@
 else stays dbt-spark's."""
 
 import pytest
+from dbt.adapters.tablets.config import parse_table_config
 
 from tests.macros.base import MacroTestBase, Relation
 
@@ -9,6 +10,10 @@ pytestmark = pytest.mark.macros
 
 
 class TestCreateTableAs(MacroTestBase):
+    def setup_method(self) -> None:
+        super().setup_method()
+        self.adapter.table_config.side_effect = parse_table_config  # the real validation
+
     def test_tablets_format_is_create_or_replace_using_tablets(self):
         self.config.update(
             file_format="tablets", unique_key=["id", "day"], tblproperties={"owner": "o'k"}
@@ -19,6 +24,13 @@ class TestCreateTableAs(MacroTestBase):
             "('owner' = 'o\\'k') as select 1 as id"
         )
         assert not self.called("spark__create_table_as")
+
+    def test_table_options_are_the_models(self):
+        self.config.update(file_format="tablets", liquid_clustered_by="day", target_tablet_rows=10)
+        sql = self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1 as day")
+        assert "tblproperties ('target_tablet_rows' = '10', 'cluster_by' = 'day')" in sql
+        (cfg,), _ = self.adapter.set_statement_options.call_args
+        assert cfg.statement_options()["cluster_by"] == ("day",)
 
     @pytest.mark.parametrize(
         ("temporary", "file_format"), [(True, "tablets"), (False, "parquet"), (False, None)]

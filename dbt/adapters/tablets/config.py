@@ -8,7 +8,12 @@ naming the model, each bad key, the bad value, the allowed values and the fix.
 
 The same parser serves ``materialized='incremental'`` with ``file_format='tablets'``
 (``materialization=INCREMENTAL``): dbt's aliases ``DBT_INTERNAL_SOURCE`` / ``DBT_INTERNAL_DEST``,
-an optional ``unique_key`` and the ``incremental_strategy`` key.
+an optional ``unique_key`` and the ``incremental_strategy`` key. ``materialized='table'`` with
+``file_format='tablets'`` has the table options only (:func:`parse_table_config`).
+
+dbt-databricks' keys: its merge keys shape the statement (``clauses.py``);
+``liquid_clustered_by`` is ``cluster_by``; the ones a tablet table cannot honour
+(``DATABRICKS_IGNORED``) are ignored with one warning per model (:func:`config_warnings`).
 """
 
 from __future__ import annotations
@@ -34,14 +39,19 @@ from dbt.adapters.tablets.problems import MergeConfigError, Problems
 __all__ = [
     "INCREMENTAL",
     "MERGE_TABLETS",
+    "TABLE",
     "ClauseConfig",
     "MergeConfig",
     "MergeConfigError",
+    "TableConfig",
+    "config_warnings",
     "parse_merge_config",
+    "parse_table_config",
 ]
 
 MERGE_TABLETS = "merge_tablets"
 INCREMENTAL = "incremental"
+TABLE = "table"
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
 INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite", "delete+insert", "microbatch")
 # dbt-core's microbatch window of the batch being run (set on the model's config per batch)
@@ -52,13 +62,57 @@ DEFAULT_ALIASES = {
     INCREMENTAL: ("DBT_INTERNAL_SOURCE", "DBT_INTERNAL_DEST"),
 }
 
+# dbt-databricks' name of cluster_by (liquid clustering): honoured as cluster_by, with a warning
+LIQUID_CLUSTERED_BY = "liquid_clustered_by"
+# dbt-databricks keys a tablet table cannot honour: (why, what to do instead); each model that
+# sets any of them gets one warning naming them (ignored_keys_warning), and runs without them
+DATABRICKS_IGNORED = {
+    "zorder": (
+        "Z-ordering is Delta's OPTIMIZE ... ZORDER BY",
+        "set cluster_by: new tablets are sorted by it and merges skip tablets by its ranges",
+    ),
+    "auto_liquid_cluster": (
+        "Databricks picks the clustering columns itself",
+        "name them with cluster_by",
+    ),
+    "table_format": (
+        "it makes Databricks write Iceberg; a tablet table is its own format",
+        "remove it (file_format: tablets)",
+    ),
+    "databricks_tags": (
+        "they are Unity Catalog tags, which Spark's catalog does not have",
+        "record them as tblproperties",
+    ),
+    "query_tags": ("they tag queries of a Databricks SQL warehouse", "remove them"),
+    "include_full_name_in_path": (
+        "the table goes to <location_root>/<alias> (dbt-spark's location_root)",
+        "remove it, or put the schema in location_root",
+    ),
+    "merge_with_schema_evolution": (
+        "it is Delta's MERGE WITH SCHEMA EVOLUTION",
+        "set on_schema_change: append_new_columns",
+    ),
+    "unique_tmp_table_suffix": (
+        "the new rows are a temporary view of this dbt session, which no other run sees",
+        "remove it",
+    ),
+    "use_safer_relation_operations": (
+        "a tablet table is replaced in one commit of its own",
+        "remove it",
+    ),
+    "incremental_apply_config_changes": (
+        "tablet tables keep their settings (tblproperties) from creation",
+        "remove it; ALTER TABLE ... SET TBLPROPERTIES changes a table's properties",
+    ),
+}
 # every key read here; unknown keys close to these are reported as likely typos
 KNOWN_KEYS = (
     "unique_key", "null_safe_keys", *CATEGORIES, "on_conflict", "merge_update_columns",
     "merge_exclude_columns", "source_alias", "target_alias", "skip_unchanged",
     "incremental_predicates", "predicates", "on_schema_change", "target_tablet_rows", "cluster_by",
     "prune_tablets", "incremental_strategy", "file_format", "partition_by", "clustered_by",
-    "buckets", "tblproperties", "replace_where", *DATABRICKS_KEYS,
+    "buckets", "tblproperties", "replace_where", *DATABRICKS_KEYS, LIQUID_CLUSTERED_BY,
+    *DATABRICKS_IGNORED,
 )  # fmt: skip
 # dbt's own config keys that look like ours but are not typos
 _DBT_KEYS = frozenset(
@@ -138,6 +192,46 @@ class MergeConfig:
         if self.materialization == MERGE_TABLETS:  # Delta's autoOptimize.autoCompact (README, "Maintenance")
             props.setdefault("auto_compact", "true")
         return props
+
+
+@dataclass(frozen=True)
+class TableConfig:
+    """A ``table`` model's tablet-table options (``file_format='tablets'``). Built only by
+    :func:`parse_table_config`."""
+
+    model: str
+    target_tablet_rows: int | None = None
+    cluster_by: tuple[str, ...] = ()
+    tblproperties: tuple[tuple[str, str], ...] = ()
+
+    def statement_options(self) -> dict[str, Any]:
+        """The engine's options for the CREATE TABLE ... AS statement."""
+        return {
+            "target_tablet_rows": self.target_tablet_rows,
+            "cluster_by": self.cluster_by,
+            "parameters": (("dbt_model", self.model), ("dbt_materialization", TABLE)),
+        }
+
+    def table_properties(self) -> dict[str, str]:
+        """TBLPROPERTIES of the created table: ``tblproperties``, tablet size, ``cluster_by``."""
+        props = dict(self.tblproperties)
+        if self.target_tablet_rows is not None:
+            props["target_tablet_rows"] = str(self.target_tablet_rows)
+        if self.cluster_by:  # OPTIMIZE sorts the tablets it writes by it
+            props.setdefault("cluster_by", ",".join(self.cluster_by))
+        return props
+
+
+def parse_table_config(config: Mapping[str, Any] | None, model: str) -> TableConfig:
+    """Validate a ``table`` model's tablet-table options; one error names every problem.
+
+    >>> parse_table_config({"liquid_clustered_by": "day"}, "daily").cluster_by
+    ('day',)
+    """
+    p = Problems()
+    options = _table_options(p, dict(config or {}), TABLE)
+    p.raise_if_any(model, TABLE)
+    return TableConfig(model=model, **options)
 
 
 def parse_merge_config(
@@ -497,9 +591,54 @@ def _table_options(p: Problems, config: Mapping[str, Any], materialization: str)
             "write tblproperties: {owner: data-team}",
         )
         props = {}
+    cluster_by = p.str_list(config, "cluster_by", what="column name", example="[customer_id]")
+    if config.get(LIQUID_CLUSTERED_BY) is not None:
+        if config.get("cluster_by") is not None:
+            p.add(
+                LIQUID_CLUSTERED_BY,
+                config.get(LIQUID_CLUSTERED_BY),
+                "cluster_by is set too: on a tablet table they are the same setting",
+                "one of them",
+                "remove liquid_clustered_by (cluster_by is its name here)",
+            )
+        else:
+            cluster_by = p.str_list(
+                config, LIQUID_CLUSTERED_BY, what="column name", example="[customer_id]"
+            )
     return {
         "target_tablet_rows": rows,
-        "cluster_by": p.str_list(config, "cluster_by", what="column name", example="[customer_id]")
-        or (),
+        "cluster_by": cluster_by or (),
         "tblproperties": tuple((str(k), str(v)) for k, v in props.items()),
     }
+
+
+def _is_set(value: Any) -> bool:
+    return value is not None and value is not False and value != "" and value != [] and value != {}
+
+
+def config_warnings(config: Mapping[str, Any] | None, model: str) -> list[str]:
+    """The warnings a model's config earns on a tablet table (the run goes on): dbt-databricks'
+    ``liquid_clustered_by`` taken as ``cluster_by``, and one for the dbt-databricks keys that
+    are ignored, naming each with why and what to do instead.
+
+    >>> config_warnings({"zorder": ["id"]}, "orders")[0].splitlines()[1]
+    "  - zorder = ['id']: Z-ordering is Delta's OPTIMIZE ... ZORDER BY"
+    """
+    config = dict(config or {})
+    out = []
+    liquid = config.get(LIQUID_CLUSTERED_BY)
+    if _is_set(liquid) and config.get("cluster_by") is None:
+        out.append(
+            f"Model '{model}': liquid_clustered_by = {liquid!r} (Databricks' liquid clustering) is "
+            "cluster_by on a tablet table: new tablets are sorted by these columns and merges skip "
+            "tablets by their ranges.\nHelp: name the key cluster_by to silence this warning."
+        )
+    ignored = [k for k in DATABRICKS_IGNORED if _is_set(config.get(k))]
+    if ignored:
+        lines = [f"Model '{model}': ignored, as a tablet table cannot honour these dbt-databricks settings:"]
+        for key in ignored:
+            why, fix = DATABRICKS_IGNORED[key]
+            lines.append(f"  - {key} = {config[key]!r}: {why}")
+            lines.append(f"      fix: {fix}")
+        out.append("\n".join(lines))
+    return out

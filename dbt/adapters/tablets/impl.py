@@ -6,6 +6,8 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``merge_config(config, model_name)``: the validated, frozen config (every problem in one error);
 - ``render_merge(cfg, target, source, target_columns, source_columns)``: the statement;
 - ``snapshot_config(config, name)``: a dbt snapshot's tablet-table options (validated);
+- ``table_config(config, model_name)``: a ``table`` model's tablet-table options (validated);
+  these three also warn, once per model, of dbt-databricks keys a tablet table ignores;
 - ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
   the next statement;
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
@@ -31,7 +33,15 @@ from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.spark.impl import GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, SparkAdapter
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.tablets.config import INCREMENTAL, MERGE_TABLETS, MergeConfig, parse_merge_config
+from dbt.adapters.tablets.config import (
+    INCREMENTAL,
+    MERGE_TABLETS,
+    MergeConfig,
+    TableConfig,
+    config_warnings,
+    parse_merge_config,
+    parse_table_config,
+)
 from dbt.adapters.tablets.connections import TabletsConnectionManager
 from dbt.adapters.tablets.docs import describe_comments
 from dbt.adapters.tablets.python_models import (
@@ -110,12 +120,32 @@ class TabletsAdapter(SparkAdapter):
         """The model's config, validated before any SQL runs (raises one error listing every problem)."""
         if materialization not in (MERGE_TABLETS, INCREMENTAL):
             raise DbtRuntimeError(f"merge_config: unknown materialization {materialization!r}")
-        return parse_merge_config(config, model_name, materialization)
+        cfg = parse_merge_config(config, model_name, materialization)
+        self._warn_config(config, model_name)
+        return cfg
 
     @available
     def snapshot_config(self, config: Mapping[str, Any], name: str) -> SnapshotConfig:
         """A dbt snapshot's tablet-table options, validated before any SQL runs."""
-        return parse_snapshot_config(config, name)
+        cfg = parse_snapshot_config(config, name)
+        self._warn_config(config, name)
+        return cfg
+
+    @available
+    def table_config(self, config: Mapping[str, Any], model_name: str) -> TableConfig:
+        """A ``table`` model's tablet-table options (file_format='tablets'), validated."""
+        cfg = parse_table_config(config, model_name)
+        self._warn_config(config, model_name)
+        return cfg
+
+    def _warn_config(self, config: Mapping[str, Any], model_name: str) -> None:
+        """The config's warnings, each once per model and dbt command (microbatch runs the
+        materialization once per batch)."""
+        warned = self.__dict__.setdefault("_tablets_warned", set())
+        for text in config_warnings(config, model_name):
+            if (model_name, text) not in warned:
+                warned.add((model_name, text))
+                logger.warning(text)
 
     @available
     def render_merge(
@@ -136,7 +166,7 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig | SnapshotConfig) -> str:
+    def set_statement_options(self, cfg: MergeConfig | SnapshotConfig | TableConfig) -> str:
         """Engine options for this thread's next statement (consumed by it)."""
         conn = self.connections.get_thread_connection()
         conn.handle.handle.set_options(cfg.statement_options())

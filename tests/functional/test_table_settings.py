@@ -1,0 +1,66 @@
+"""Table settings in real dbt runs: tblproperties shown by SHOW TBLPROPERTIES and DESCRIBE
+EXTENDED, dbt-databricks' liquid_clustered_by honoured as cluster_by (also on the table
+materialization), and the dbt-databricks keys a tablet table cannot honour named in one warning
+per model (a microbatch model's batches included)."""
+
+from __future__ import annotations
+
+import pytest
+from dbt.tests.adapter.incremental.test_incremental_microbatch import _input_model_sql
+from dbt.tests.util import patch_microbatch_end_time, run_dbt_and_capture
+
+ORDERS = """
+{{ config(
+    materialized='merge_tablets',
+    unique_key='id',
+    liquid_clustered_by=['day'],
+    zorder=['id'],
+    databricks_tags={'team': 'crm'},
+    tblproperties={'team': 'crm', 'purpose': "orders' daily"},
+) }}
+select 1 as id, date'2024-01-02' as day union all select 2 as id, date'2024-01-01' as day
+"""
+DAILY = """
+{{ config(materialized='table', file_format='tablets', liquid_clustered_by='day', target_tablet_rows=1) }}
+select id, date_add(date'2024-01-01', 3 - id) as day from values (1), (2), (3) as v(id)
+"""
+EVENTS = """
+{{ config(materialized='incremental', file_format='tablets', incremental_strategy='microbatch',
+          event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1),
+          merge_with_schema_evolution=true) }}
+select * from {{ ref('input_model') }}
+"""
+
+
+class TestTableSettings:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"orders.sql": ORDERS, "daily.sql": DAILY, "events.sql": EVENTS, "input_model.sql": _input_model_sql}
+
+    def props(self, project, name):
+        return dict(project.run_sql(f"show tblproperties {project.test_schema}.{name}", fetch="all"))
+
+    def test_properties_and_warnings(self, project):
+        with patch_microbatch_end_time("2020-01-03 13:57:00"):
+            _, out = run_dbt_and_capture(["run"])
+        assert self.props(project, "orders") == {
+            "auto_compact": "true", "cluster_by": "day", "key_columns": "id", "purpose": "orders' daily", "team": "crm",
+        }
+        described = project.run_sql(f"describe extended {project.test_schema}.orders", fetch="all")
+        assert {r[0]: r[1] for r in described}["Table Properties"] == (
+            "[auto_compact=true, cluster_by=day, key_columns=id, purpose=orders' daily, team=crm]"
+        )
+        assert self.props(project, "daily") == {"cluster_by": "day", "target_tablet_rows": "1"}
+        # the CREATE ran with the model's options: one row per tablet
+        history = project.run_sql(f"describe history {project.test_schema}.daily", fetch="all")
+        assert history[0][4]["tablets_added"] == "3"
+
+        assert out.count("Model 'orders': liquid_clustered_by = ['day'] (Databricks' liquid clustering) is cluster_by") == 1
+        assert out.count("Model 'orders': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
+        assert "  - zorder = ['id']: Z-ordering is Delta's OPTIMIZE ... ZORDER BY" in out
+        assert "  - databricks_tags = {'team': 'crm'}: they are Unity Catalog tags" in out
+        assert out.count("Model 'daily': liquid_clustered_by = 'day'") == 1
+        # three batches, one warning
+        assert out.count("Model 'events': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
+        assert "  - merge_with_schema_evolution = True: it is Delta's MERGE WITH SCHEMA EVOLUTION" in out
+        assert len(project.run_sql(f"select * from {project.test_schema}.events", fetch="all")) == 3
