@@ -10,6 +10,8 @@
     when_not_matched=[
         {'action': 'insert', 'values': {'item': 's.item', 'qty_on_hand': 's.qty_sold'}},
     ],
+    persist_docs={'relation': true, 'columns': true},
+    post_hook="{{ tablets_vacuum(this) }}",
 ) }}
 {% if is_incremental() %}
 select item, qty_sold from {{ ref('daily_sales') }} where phase = {{ var('phase') }}
