@@ -1,9 +1,11 @@
 """The SQL front door: ``tablets.connect()`` and ``Database.sql()``.
 
 Statements that write a tablet table (MERGE, INSERT ... ON CONFLICT, UPDATE, DELETE,
-CREATE TABLE ... USING tablets, DROP TABLE) go to the engine; everything else goes to Spark SQL
-unchanged. Spark itself refuses row-level statements on Python data sources, so routing happens
-before Spark parses the text.
+CREATE TABLE ... USING tablets, DROP TABLE) go to the engine; its maintenance (DESCRIBE HISTORY,
+RESTORE, VACUUM, OPTIMIZE) and its metadata (DESCRIBE, SHOW TBLPROPERTIES, properties and
+comments) are answered from its log (``tablets.maintenance``, ``tablets.metadata``); everything
+else goes to Spark SQL unchanged. Spark itself refuses row-level statements on Python data
+sources, so routing happens before Spark parses the text.
 
 Example::
 
@@ -127,7 +129,7 @@ class Database:
             if self._tablet_target(inner) is not None:
                 return self.explain(inner)
             return self._spark_sql(text)
-        done = maintenance.run(self.spark, text)  # DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE
+        done = maintenance.run(self.spark, text)  # maintenance; DESCRIBE, SHOW TBLPROPERTIES, comments
         if done is not None:
             return done
         routed = self._tablet_target(text)
