@@ -47,6 +47,7 @@ from dbt.adapters.tablets.docs import describe_comments
 from dbt.adapters.tablets.python_models import (
     SUBMISSION_METHOD,
     SessionPythonJobHelper,
+    drop_views,
     submission_method,
 )
 from dbt.adapters.tablets.relation import TabletsRelation
@@ -222,6 +223,10 @@ class TabletsAdapter(SparkAdapter):
 
     def generate_python_submission_response(self, submission_result: Any) -> AdapterResponse:
         return submission_result.response()
+
+    def post_model_hook(self, config: Mapping[str, Any], context: Any) -> None:
+        super().post_model_hook(config, context)
+        drop_views(self._database)  # a Python model's view, left by a failed materialization
 
     # --- DDL Spark cannot do on a tablet table ------------------------------------------------------
 

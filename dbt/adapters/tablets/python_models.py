@@ -22,8 +22,10 @@ model, the Python exception and the model file's lines in the traceback.
 from __future__ import annotations
 
 import linecache
+import threading
 import time
 import traceback
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -40,6 +42,9 @@ if TYPE_CHECKING:
 SUBMISSION_METHOD = "session"
 VIEW_VARIABLE = "dbt_tablets_view"
 MAX_MESSAGE = 2000
+
+_lock = threading.Lock()
+_views: dict[int, set[str]] = {}  # thread -> the views its Python models registered
 
 
 @dataclass(frozen=True)
@@ -110,7 +115,18 @@ def run_python_model(db: Database, parsed_model: Mapping[str, Any], compiled_cod
     result = _call(lambda: namespace["model"](dbt, db.spark), name, filename)
     frame = as_spark_frame(result, db.spark, name)
     _call(lambda: frame.createOrReplaceTempView(view), name, filename)
+    with _lock:
+        _views.setdefault(threading.get_ident(), set()).add(view)
     return PythonModelRun(name, view, tuple(frame.columns), time.monotonic() - start)
+
+
+def drop_views(database: Callable[[], Database]) -> None:
+    """Drop the views this thread's Python models registered: the materialization drops its own,
+    except when its SQL failed (dbt's post_model_hook calls this after every model)."""
+    with _lock:
+        views = _views.pop(threading.get_ident(), set())
+    for view in sorted(views):
+        database().spark.sql(f"DROP VIEW IF EXISTS {view}")
 
 
 def as_spark_frame(result: Any, spark: SparkSession, model: str) -> DataFrame:
@@ -121,7 +137,9 @@ def as_spark_frame(result: Any, spark: SparkSession, model: str) -> DataFrame:
         return result
     kind = f"{type(result).__module__}.{type(result).__qualname__}"
     if kind.startswith("pyspark.pandas.") and hasattr(result, "to_spark"):
-        return result.to_spark()
+        with warnings.catch_warnings():  # its index is dropped, as pandas' is below
+            warnings.simplefilter("ignore")
+            return result.to_spark()
     if _is_pandas(result) or _is_arrow_table(result):
         try:
             return spark.createDataFrame(result)
