@@ -69,15 +69,18 @@ dbt_tablets_view = {{ tojson(tablets_python_view()) }}
 
 {#-- table: CREATE OR REPLACE TABLE ... USING tablets AS the view (a view or an ordinary table of
      that name is dropped first). --#}
-{% macro tablets_python_table() %}
+{% macro tablets_python_table(cfg) %}
   {%- set view = tablets_python_view() -%}
   {%- set target_relation = this.incorporate(type='table') -%}
   {%- set existing_relation = load_cached_relation(this) -%}
   {%- if existing_relation is not none and not adapter.is_tablet_table(existing_relation) -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
+  {#-- rendered before the options are set: a contract's column check runs a query of its own --#}
+  {%- set sql = tablets_create_table_as_sql(target_relation, 'select * from ' ~ view, cfg.table_properties()) -%}
+  {% do adapter.set_statement_options(cfg) %}
   {%- call statement('main') -%}
-    {{ tablets_create_table_as_sql(target_relation, 'select * from ' ~ view, config.get('tblproperties') or {}) }}
+    {{ sql }}
   {%- endcall -%}
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, config.get('grants'), should_revoke) %}

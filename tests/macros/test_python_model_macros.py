@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from dbt.adapters.tablets.config import parse_merge_config
+from dbt.adapters.tablets.config import parse_merge_config, parse_table_config
 from dbt.adapters.tablets.render import render_merge
 from tests.macros.base import MacroTestBase, Relation, squash
 
@@ -30,6 +30,7 @@ class PythonTest(MacroTestBase):
         self.context["tojson"] = json.dumps
         self.adapter.quote.side_effect = lambda name: f"`{name}`"
         self.adapter.merge_config.side_effect = parse_merge_config
+        self.adapter.table_config.side_effect = parse_table_config
         self.adapter.render_merge.side_effect = lambda cfg, t, s, tc, sc: render_merge(
             cfg, str(t), str(s), [c.name for c in tc], [c.name for c in sc]
         )
@@ -70,11 +71,23 @@ class TestScript(PythonTest):
 
 
 class TestTable(PythonTest):
+    def test_bad_table_options_fail_before_the_python_code_runs(self):
+        self.config.update(partition_by="day")
+        with pytest.raises(RuntimeError, match="partition_by"):
+            self.run_macro("materialization_table_tablets")
+        assert self.statements == [] and not self.called("run_hooks")
+
     def test_python_table_is_create_or_replace_from_the_view(self):
+        self.config.update(target_tablet_rows=100, cluster_by="id")
         result = self.run_macro("materialization_table_tablets")
         assert [str(r) for r in result["relations"]] == ["analytics.m"]
         assert self.names() == ["python_model", "main", "drop_python_view"]
-        assert self.statements[1][1] == f"create or replace table analytics.m using tablets as select * from {VIEW}"
+        assert self.statements[1][1] == (
+            "create or replace table analytics.m using tablets tblproperties "
+            f"('target_tablet_rows' = '100', 'cluster_by' = 'id') as select * from {VIEW}"
+        )
+        options = self.adapter.set_statement_options.call_args.args[0]
+        assert options.target_tablet_rows == 100 and options.cluster_by == ("id",)
         assert self.statements[2][1] == f"drop view if exists {VIEW}"
         self.adapter.drop_relation.assert_not_called()
 
