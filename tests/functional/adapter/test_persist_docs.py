@@ -21,6 +21,9 @@ from dbt.tests.adapter.persist_docs.test_persist_docs import (
 )
 from dbt.tests.util import run_dbt
 
+slow = pytest.mark.skipif(
+    not os.environ.get("TABLETS_SLOW"), reason="opt-in (TABLETS_SLOW=1): the quoted-name suites, ~6 s each"
+)
 TABLETS_DOCS = {"+file_format": "tablets", "+persist_docs": {"relation": True, "columns": True}}
 COLUMNS_ONLY = {"+file_format": "tablets", "+persist_docs": {"columns": True}}
 
@@ -52,12 +55,16 @@ class TestPersistDocsAllColumnsMissingTablets(BasePersistDocsAllColumnsMissing):
         return {"models": {"test": COLUMNS_ONLY}}
 
 
+@pytest.mark.slow
+@slow
 class TestPersistDocsQuotedColumnCaseSensitiveTablets(BasePersistDocsQuotedColumnCaseSensitive):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"models": {"test": COLUMNS_ONLY}}
 
 
+@pytest.mark.slow
+@slow
 class TestPersistDocsQuotedDescriptionNotAppliedOnMismatchTablets(
     BasePersistDocsQuotedDescriptionNotAppliedOnMismatch
 ):
