@@ -421,7 +421,14 @@ def test_statements_on_a_table_named_by_path(db, base):
     db.sql(f"DELETE FROM {t} WHERE id = 5")
     joined = db.sql(f"SELECT a.id, b.v FROM {t} a JOIN tablets.`{p}` AS b ON a.id = b.id WHERE a.id < 3")
     assert rows(joined) == [(1, "a!"), (2, "BB")]
-    assert db.spark.sql("SHOW TABLES").filter("tableName LIKE 'tablets_path_%'").count() >= 1  # temp views
+    from tablets.spark import reads
+
+    report = reads.last_report()
+    if base.startswith("s3://"):  # Spark has no s3 file system here: the path's view over the Python source
+        assert report is None
+        assert db.spark.sql("SHOW TABLES").filter("tableName LIKE 'tablets_path_%'").count() >= 1
+    else:  # Spark's Parquet scan, both sides at one version
+        assert report is not None and [t["version"] for t in report.tables] == [7, 7]
     # a table named by path as a MERGE source
     db.sql(f"CREATE TABLE tablets.`{p}_copy` (id BIGINT, v STRING) USING tablets")
     res = db.sql(f"MERGE INTO tablets.`{p}_copy` t USING {t} s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
