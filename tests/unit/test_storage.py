@@ -202,3 +202,26 @@ def test_checkpoint_hint_lists_from_the_checkpoint(base):
     assert t.snapshot().live_rows == log.CHECKPOINT_INTERVAL + 2
     with pytest.raises(FormatError, match="missing version"):
         t.read(version=10)
+
+
+def test_outside_share_is_what_a_range_filter_could_skip():
+    import datetime
+
+    from tablets.storage.actions import AddTablet, ColumnStats
+    from tablets.storage.transaction import outside_share
+
+    def add(lo, hi, nulls=0):
+        return AddTablet("t", "tablets/t.parquet", 10, 100, (("id", ColumnStats(lo, hi, nulls)),))
+
+    assert outside_share(add(5, 9), "id", 0, 10) == 0.0
+    assert outside_share(add(0, 10), "id", 0, 10) == 0.0
+    assert outside_share(add(0, 100), "id", 0, 10) == 0.9
+    assert outside_share(add(0, 100), "id", 90, 200) == 0.9
+    assert outside_share(add(0, 10_000_000), "id", 17, 20_000_000) < 0.001  # random keys: no use
+    assert outside_share(add(7, 7), "id", 0, 5) == 1.0
+    assert outside_share(add(None, None, 10), "id", 0, 10) == 0.0  # only NULLs
+    assert outside_share(add("a", "b"), "id", 0, 10) is None  # values that do not compare
+    assert outside_share(AddTablet("t", "tablets/t.parquet", 10, 100), "id", 0, 10) is None  # no stats
+    assert outside_share(add("2024-01-01", "2024-01-11"), "id", datetime.date(2024, 1, 6), datetime.date(2024, 2, 1)) == 0.5
+    assert outside_share(add("aa", "zz"), "id", "ab", "zy") < 0.01
+    assert outside_share(add("aa", "zz"), "id", "m", "n") > 0.9

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -301,6 +302,49 @@ def outside(add: AddTablet, ranges: Sequence[KeyRange]) -> bool:
         if (below is not None and below[0] < below[1]) or (above is not None and above[0] > above[1]):
             return True
     return False
+
+
+def outside_share(add: AddTablet, col: str, lo: Any, hi: Any) -> float | None:
+    """The share of the tablet's value range of ``col`` (its min to max) that lies outside
+    ``lo``..``hi``, its values taken as evenly spread: what a range filter on the column could
+    skip of it. 0.0 when the range holds all of it (or it has only NULLs); None where the stats
+    cannot tell (no stats, values that do not compare)."""
+    st = add.column_stats(col)
+    if st is None:
+        return None
+    if st.min is None and st.max is None:
+        return 0.0
+    low, high = _comparable(st.min, lo), _comparable(st.max, hi)
+    if low is None or high is None:
+        return None
+    if low[0] >= low[1] and high[0] <= high[1]:
+        return 0.0
+    points = [_point(v) for v in (st.min, st.max, lo, hi)]
+    if any(p is None for p in points):
+        return None
+    t_lo, t_hi, s_lo, s_hi = points
+    span = t_hi - t_lo  # type: ignore[operator]
+    if span <= 0:
+        return 1.0  # one value, and it is outside
+    out = max(0.0, s_lo - t_lo) + max(0.0, t_hi - s_hi)  # type: ignore[operator]
+    return min(1.0, out / span)
+
+
+def _point(v: Any) -> float | None:
+    """A value as a point on a line: numbers, dates (and their ISO text), and other text by
+    its first 8 bytes (in the byte order Parquet's statistics compare in)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if hasattr(v, "toordinal"):
+        return float(v.toordinal())
+    if isinstance(v, str):
+        try:
+            return float(datetime.date.fromisoformat(v).toordinal())
+        except ValueError:
+            return float(int.from_bytes(v.encode()[:8].ljust(8, b"\0"), "big"))
+    return None
 
 
 MayMatch = Callable[[list[AddTablet]], bool]
