@@ -18,6 +18,9 @@ metastore for the process's life, and a second process gets ``MetastoreInUse`` (
 first) before its JVM starts. Several processes share a warehouse through a metastore server
 (``metastore_uri="thrift://host:port"``, served by ``python -m tablets.spark.metastore``).
 
+A new local JVM maps a class-data-sharing archive of Spark's classes (``tablets.spark.jvm``):
+a fresh process starts in about two thirds of the time.
+
 Every session (built here, or adopted by ``get_or_create_session``) gets the ``tablets`` package
 shipped to its executors (``tablets.spark.ship``): on a cluster or a Spark Connect server they
 need only the ``worker`` extra's third-party packages.
@@ -189,8 +192,10 @@ def build_session(
     session holds the warehouse's embedded metastore, or raises ``MetastoreInUse`` at once if
     another process does.
     """
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from tablets.spark import jvm
     from tablets.spark.catalog import configure, register_sources
     from tablets.spark.ship import ship
 
@@ -201,10 +206,14 @@ def build_session(
             builder = builder.config(k, v)
     else:
         conf = _prepare_env(master, conf)
-        java_version()  # a clear error instead of the JVM gateway's when Java is missing
+        java = java_version()  # a clear error instead of the JVM gateway's when Java is missing
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)
         full = session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri)
+        if SparkContext._active_spark_context is None:  # a JVM to start: with the class archive
+            archive = jvm.options(java, full)
+            if archive:
+                full["spark.driver.extraJavaOptions"] = f"{full.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
         if hive:
             _metastore_ready(wh, full, user_conf=conf)
             builder = builder.enableHiveSupport()
