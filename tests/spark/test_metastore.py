@@ -435,6 +435,18 @@ def test_statements_on_a_table_named_by_path(db, base):
     assert res.metrics.rows_inserted == 3
 
 
+def test_a_parquet_directory_read_by_path_is_a_merge_source(db, tmp_path, spark):
+    src = str(tmp_path / "changes.v1")  # a dot in the path: the name must keep its quotes
+    spark.range(2, 5).selectExpr("id", "'new' AS v").write.parquet(src)
+    db.sql("CREATE TABLE by_path_target (id BIGINT, v STRING) USING tablets")
+    db.sql("INSERT INTO by_path_target VALUES (1, 'a'), (2, 'b')")
+    res = db.sql(f"MERGE INTO by_path_target t USING parquet.`{src}` s ON t.id = s.id "
+                 "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 2)
+    assert rows(db.sql("SELECT * FROM by_path_target")) == [(1, "a"), (2, "new"), (3, "new"), (4, "new")]
+    db.sql("DROP TABLE by_path_target")
+
+
 def test_a_path_that_is_not_a_tablet_table_is_a_clear_error(db, tmp_path, spark):
     from tablets.exceptions import TableNotFound, TabletsError
 

@@ -147,3 +147,12 @@ def test_char_and_varchar_columns_are_strings_and_defaults_are_refused():
     assert parse_statement("ALTER TABLE db.t ADD COLUMNS (c varchar(200))").columns == (("c", "string"),)
     with pytest.raises(StatementParseError, match="column c: DEFAULT 'x' is not supported"):
         parse_statement("ALTER TABLE db.t ADD COLUMN c varchar(200) DEFAULT 'x'")
+
+
+def test_a_file_read_by_path_as_the_source_keeps_its_quotes():
+    spec = parse_statement("MERGE INTO t USING parquet.`/data/a.b/src` s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert (spec.source, spec.source_alias) == (Source(query="SELECT * FROM parquet.`/data/a.b/src`"), "s")
+    spec = parse_statement("MERGE INTO t USING parquet.`/data/src/` ON t.id = src.id WHEN MATCHED THEN DELETE")
+    assert (spec.source, spec.source_alias) == (Source(query="SELECT * FROM parquet.`/data/src/`"), "src")
+    spec = parse_statement("MERGE INTO t USING tablets.`/data/x` s ON t.id = s.id WHEN MATCHED THEN DELETE")
+    assert spec.source == Source(table="tablets./data/x")  # a tablet table by path: the catalog resolves it

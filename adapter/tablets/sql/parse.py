@@ -155,6 +155,10 @@ def table_name(table: exp.Expr) -> str:
     return ".".join(p.name for p in parts if p is not None and p.name)
 
 
+def _needs_quotes(ident: exp.Expr) -> bool:
+    return not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ident.name or "")
+
+
 def _sql(e: exp.Expr | None) -> str:
     return e.sql(dialect=DIALECT) if e is not None else ""
 
@@ -230,6 +234,12 @@ def _source(using: exp.Expr, default_alias: str) -> tuple[Source, str]:
     alias = _alias_of(using)
     if isinstance(using, exp.Table):
         name = table_name(using)
+        fmt = using.args.get("db")
+        if fmt is not None and fmt.name.lower() != "tablets" and _needs_quotes(using.this):
+            # a file read by path (parquet.`/data/x`): a name without its quotes means nothing
+            bare = using.copy()
+            bare.set("alias", None)
+            return Source(query=f"SELECT * FROM {_sql(bare)}"), alias or using.name.rstrip("/").rsplit("/", 1)[-1]
         return Source(table=name), alias or using.name
     if isinstance(using, exp.Subquery):
         return Source(query=_sql(using.this)), alias or default_alias
