@@ -229,14 +229,18 @@ class SparkFloor(SparkSystem):
     source keys (the columns a skip-unchanged check needs for no-op) and write the changed rows."""
 
     name = "spark_floor"
+    # the matched keys come from an inner join that streams the target past the broadcast
+    # source; a RIGHT JOIN of target and source cannot broadcast the source (the preserved
+    # side), so Spark sort-merge joined all 10M target keys: 4.64 s against 1.65 s (quiet, 10M)
+    MATCHED = "(SELECT t.id{cols} FROM target t JOIN source s2 ON t.id = s2.id) m"
     QUERIES = {
-        "upsert": "SELECT s.*, t.id IS NOT NULL AS matched FROM (SELECT id FROM target) t "
-                  "RIGHT JOIN source s ON t.id = s.id",
+        "upsert": "SELECT s.*, m.id IS NOT NULL AS matched FROM source s "
+                  f"LEFT JOIN {MATCHED.format(cols='')} ON s.id = m.id",
         "sync": "SELECT s.*, t.id AS deleted FROM (SELECT id FROM target) t FULL OUTER JOIN source s "
                 "ON t.id = s.id WHERE s.id IS NOT NULL OR t.id % 100 = 0",
         "delete-heavy": "SELECT t.id FROM (SELECT id FROM target) t LEFT SEMI JOIN source s ON t.id = s.id",
-        "no-op": "SELECT s.* FROM (SELECT id, v, s FROM target) t RIGHT JOIN source s ON t.id = s.id "
-                 "WHERE t.id IS NULL OR t.v <> s.v OR t.s <> s.s",
+        "no-op": f"SELECT s.* FROM source s LEFT JOIN {MATCHED.format(cols=', t.v, t.s')} ON s.id = m.id "
+                 "WHERE m.id IS NULL OR m.v <> s.v OR m.s <> s.s",
     }
     QUERIES["insert-only"] = QUERIES["upsert"]
 
