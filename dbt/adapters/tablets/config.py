@@ -196,28 +196,30 @@ class MergeConfig:
 
 @dataclass(frozen=True)
 class TableConfig:
-    """A ``table`` model's tablet-table options (``file_format='tablets'``). Built only by
-    :func:`parse_table_config`."""
+    """The tablet-table options of a ``table`` model (``file_format='tablets'``) or a snapshot.
+    Built only by :func:`parse_table_config` and ``snapshot.parse_snapshot_config``."""
 
     model: str
     target_tablet_rows: int | None = None
     cluster_by: tuple[str, ...] = ()
     tblproperties: tuple[tuple[str, str], ...] = ()
+    materialization: str = TABLE
 
     def statement_options(self) -> dict[str, Any]:
-        """The engine's options for the CREATE TABLE ... AS statement."""
+        """The engine's options for the statement (the CREATE TABLE ... AS, a snapshot's MERGE)."""
         return {
             "target_tablet_rows": self.target_tablet_rows,
             "cluster_by": self.cluster_by,
-            "parameters": (("dbt_model", self.model), ("dbt_materialization", TABLE)),
+            "parameters": (("dbt_model", self.model), ("dbt_materialization", self.materialization)),
         }
 
     def table_properties(self) -> dict[str, str]:
-        """TBLPROPERTIES of the created table: ``tblproperties``, tablet size, ``cluster_by``."""
+        """TBLPROPERTIES of the created table: ``tblproperties``, tablet size, ``cluster_by`` (a
+        table model's; a snapshot's has never been recorded)."""
         props = dict(self.tblproperties)
         if self.target_tablet_rows is not None:
             props["target_tablet_rows"] = str(self.target_tablet_rows)
-        if self.cluster_by:  # OPTIMIZE sorts the tablets it writes by it
+        if self.cluster_by and self.materialization == TABLE:  # OPTIMIZE sorts the tablets it writes by it
             props.setdefault("cluster_by", ",".join(self.cluster_by))
         return props
 

@@ -52,7 +52,7 @@ from dbt.adapters.tablets.python_models import (
 )
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
-from dbt.adapters.tablets.snapshot import SnapshotConfig, parse_snapshot_config
+from dbt.adapters.tablets.snapshot import parse_snapshot_config
 
 if TYPE_CHECKING:
     from tablets.db import Database
@@ -126,7 +126,7 @@ class TabletsAdapter(SparkAdapter):
         return cfg
 
     @available
-    def snapshot_config(self, config: Mapping[str, Any], name: str) -> SnapshotConfig:
+    def snapshot_config(self, config: Mapping[str, Any], name: str) -> TableConfig:
         """A dbt snapshot's tablet-table options, validated before any SQL runs."""
         cfg = parse_snapshot_config(config, name)
         self._warn_config(config, name)
@@ -167,7 +167,7 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig | SnapshotConfig | TableConfig) -> str:
+    def set_statement_options(self, cfg: MergeConfig | TableConfig) -> str:
         """Engine options for this thread's next statement (consumed by it)."""
         conn = self.connections.get_thread_connection()
         conn.handle.handle.set_options(cfg.statement_options())

@@ -14,42 +14,16 @@ in dbt's semantics), and no ``partition_by`` / ``clustered_by``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from dbt.adapters.tablets.config import _table_options
+from dbt.adapters.tablets.config import TableConfig, _table_options
 from dbt.adapters.tablets.problems import Problems
 
 SNAPSHOT = "snapshot"
 
 
-@dataclass(frozen=True)
-class SnapshotConfig:
-    """A snapshot's tablet-table options. Built only by :func:`parse_snapshot_config`."""
-
-    name: str
-    target_tablet_rows: int | None = None
-    cluster_by: tuple[str, ...] = ()
-    tblproperties: tuple[tuple[str, str], ...] = ()
-
-    def statement_options(self) -> dict[str, Any]:
-        """The engine's options for the snapshot's statement (the CTAS or the MERGE)."""
-        return {
-            "target_tablet_rows": self.target_tablet_rows,
-            "cluster_by": self.cluster_by,
-            "parameters": (("dbt_model", self.name), ("dbt_materialization", SNAPSHOT)),
-        }
-
-    def table_properties(self) -> dict[str, str]:
-        """TBLPROPERTIES of the created table (no key columns)."""
-        props = dict(self.tblproperties)
-        if self.target_tablet_rows is not None:
-            props["target_tablet_rows"] = str(self.target_tablet_rows)
-        return props
-
-
-def parse_snapshot_config(config: Mapping[str, Any] | None, name: str) -> SnapshotConfig:
-    """Validate a snapshot's config into a :class:`SnapshotConfig`; one error names every problem."""
+def parse_snapshot_config(config: Mapping[str, Any] | None, name: str) -> TableConfig:
+    """Validate a snapshot's config into a ``TableConfig``; one error names every problem."""
     config = dict(config or {})
     p = Problems()
     options = _table_options(p, config, SNAPSHOT)
@@ -66,4 +40,4 @@ def parse_snapshot_config(config: Mapping[str, Any] | None, name: str) -> Snapsh
                 "remove key_columns from tblproperties",
             )
     p.raise_if_any(name, SNAPSHOT)
-    return SnapshotConfig(name=name, **options)
+    return TableConfig(model=name, materialization=SNAPSHOT, **options)
