@@ -546,7 +546,7 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame
     types = dict(plan.column_types)
-    adds = [run.snapshot.tablets[t].add for t in tablets]
+    adds = [run.snapshot.tablets[t].add for t in tablets] if run.ranges else []
     for col, lo, hi in run.ranges or ():
         # rows outside the source's key range cannot pair: Spark's Parquet reader skips their
         # row groups by their statistics (pruning inside the tablets the log could not rule
@@ -555,7 +555,7 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
         # key space (an upsert of random keys) would pay for nothing
         if lo is None or hi is None or not _same_kind(types.get(col, ""), lo):
             continue
-        shares = [outside_share(a, col, lo, hi) for a in adds]
+        shares = (outside_share(a, col, lo, hi) for a in adds)
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):
             frame = frame.filter(F.col(f"`{col}`").between(F.lit(lo), F.lit(hi)))
     frame = frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
