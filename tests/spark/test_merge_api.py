@@ -118,3 +118,41 @@ def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(
     )
     assert got == want
     assert rows(db, "SELECT count(*) FROM api.groups") == [(n - n // 10 + 10,)]
+
+
+def _jobs(spark, fn):
+    sc = spark.sparkContext
+    sc.setJobGroup("tablets-local-source", "probe")
+    try:
+        fn()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return len(sc.statusTracker().getJobIdsForGroup("tablets-local-source"))
+
+
+def test_a_source_under_one_mib_is_collected_once_as_a_local_relation(db, spark):
+    """Sessions built by tablets skip Spark's ConvertToLocalRelation, so a MERGE takes a source of
+    up to 1 MiB (here ~0.5 MiB, above the 256 KiB of other sessions) as one local relation:
+    fewer jobs than the cached path, and the same rows."""
+    from tablets.engine.executor import LOCAL_RULE
+
+    key = "spark.sql.optimizer.excludedRules"
+    assert LOCAL_RULE in (spark.conf.get(key, None) or "")
+    spark.range(0, 20_000).selectExpr("id * 3 AS id", "repeat('x', 20) AS pad").createOrReplaceTempView("api_big_source")
+    stmt = ("MERGE INTO api.local_src t USING api_big_source s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET pad = 'y' WHEN NOT MATCHED THEN INSERT *")
+    counts, results, ours = {}, {}, spark.conf.get(key)
+    for path, rules in (("local", ours), ("cached", "")):
+        fresh(db, "api.local_src", "id BIGINT, pad STRING")
+        db.sql("INSERT INTO api.local_src SELECT id, 'old' FROM range(0, 80000, 2)")
+        spark.conf.set(key, rules)
+        try:
+            counts[path] = _jobs(spark, lambda: db.sql(stmt))
+        finally:
+            spark.conf.set(key, ours)
+        results[path] = rows(db, "SELECT pad, count(*), sum(id) FROM api.local_src GROUP BY pad")
+    old = sum(range(0, 80000, 2)) - sum(range(0, 60000, 6))
+    assert results["local"] == results["cached"] == [
+        ("old", 30000, old), ("x" * 20, 10000, sum(range(3, 60000, 6))), ("y", 10000, sum(range(0, 60000, 6)))
+    ]
+    assert counts["local"] < counts["cached"], counts

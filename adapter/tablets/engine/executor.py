@@ -1,7 +1,8 @@
 """Runs a Plan on Spark and commits it once.
 
 Jobs, in order (each only when the plan needs it):
-1. the source, read exactly once (even if non-deterministic): below ``LOCAL_SOURCE_BYTES`` by
+1. the source, read exactly once (even if non-deterministic): below ``LOCAL_SOURCE_BYTES`` (or
+   ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it: ``_local_rule_off``) by
    Spark's estimate it is collected as Arrow and becomes a local relation (count, row ids and
    key ranges taken on the driver); else it is persisted, counted, and the min/max of its join
    keys taken, in one pass. The key ranges prune tablets by the log's statistics and row groups
@@ -24,6 +25,7 @@ from __future__ import annotations
 import math
 import re
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -38,7 +40,6 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
-    CLAUSE,
     IMAGE_PREFIX,
     K_CANDIDATE,
     K_DELETE,
@@ -54,7 +55,7 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import Plan, plan_merge
+from tablets.engine.plan import JOIN_NAMES, Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -65,6 +66,7 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark.frames import TabletScan, tablet_scan
+from tablets.sqltext import quote_ident
 from tablets.storage import (
     DVFragment,
     Snapshot,
@@ -76,11 +78,7 @@ from tablets.storage import (
 )
 from tablets.storage.actions import AddTablet, RemoveTablet
 from tablets.storage.fileio import normalize
-from tablets.storage.table import ROW_NUMBER, ROW_TABLET
 from tablets.storage.transaction import begin, outside, outside_share
-
-# a matched pair that no clause acts on (kind K_MATCHED): the statement's result depends on it
-_MATCHED = "__tablets_matched"
 
 
 @dataclass(frozen=True)
@@ -103,6 +101,7 @@ class _Run:
     broadcast: bool = False  # the source is small enough to broadcast into the target scan
     ranges: list[tuple[str, object, object]] | None = None  # the source's join key ranges (no BY SOURCE clause)
     persisted: list[DataFrame] = field(default_factory=list)
+    views: list[str] = field(default_factory=list)  # temp views of the statement's query
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -146,10 +145,16 @@ def execute(
 
 SMALL_BYTES = 64 << 20
 # a source Spark estimates below this is collected and becomes a local relation. Not up to the
-# broadcast threshold: Spark's optimizer evaluates projections over a local relation row by row
-# on the driver (ConvertToLocalRelation), 3-4 s of planning for a 100k-row (3.5 MiB) source,
-# about 35 us a row; the cached path's three jobs cost 0.5-0.8 s
+# broadcast threshold where Spark's ConvertToLocalRelation rule runs: it evaluates projections
+# over a local relation row by row on the driver while optimizing, 3-4 s for a 100k-row
+# (3.5 MiB) source, about 35 us a row; the cached path's three jobs cost 0.3-0.8 s
 LOCAL_SOURCE_BYTES = 256 << 10
+# sessions built by tablets exclude that rule (tablets.spark.session): there a source of up to
+# LOCAL_SOURCE_BYTES_NO_RULE is local. 1M-row upsert, 10k-row source (0.35 MiB): 1.9 -> 1.5 s;
+# but a 100k-row source (3.5 MiB) made the 10M upsert slower (+0.9 s on the driver building
+# the plan, and the local rows shipped in the scan's tasks) than the cached path's 0.45 s
+LOCAL_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
+LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
 # the target scan filters by the source's key range where it may skip this share of a tablet
 RANGE_FILTER_SHARE = 0.1
 
@@ -409,6 +414,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     finally:
         for df in persisted:
             df.unpersist()
+        for name in run.views:
+            run.spark.catalog.dropTempView(name.strip("`"))
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
@@ -423,7 +430,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[s
     a type Arrow cannot carry."""
     limit = _threshold(run.spark)
     size = _size_bytes(source)
-    if limit is None or limit < 0 or size is None or size > min(limit, LOCAL_SOURCE_BYTES):
+    if limit is None or limit < 0 or size is None or size > min(limit, LOCAL_SOURCE_BYTES_NO_RULE if _local_rule_off(run.spark) else LOCAL_SOURCE_BYTES):
         return None
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
@@ -450,6 +457,15 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[s
         lo_hi = pc.min_max(data.column(i))
         ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))
     return frame, ranges
+
+
+def _local_rule_off(spark: SparkSession) -> bool:
+    """The session's optimizer skips ConvertToLocalRelation (``LOCAL_RULE``)."""
+    try:
+        rules = spark.conf.get("spark.sql.optimizer.excludedRules", None) or ""
+    except Exception:  # noqa: BLE001 - cannot tell: the rule runs
+        return False
+    return LOCAL_RULE in {r.strip() for r in rules.split(",")}
 
 
 def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:
@@ -558,54 +574,120 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
         shares = (outside_share(a, col, lo, hi) for a in adds)
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):
             frame = frame.filter(F.col(f"`{col}`").between(F.lit(lo), F.lit(hi)))
-    frame = frame.withColumn(T_MARK, F.lit(True)).alias(plan.spec.target_alias)
     return replace(scan, frame=frame)
 
 
-def _live(run: _Run, scan: TabletScan, df: DataFrame, *, deletes: bool = True) -> DataFrame:
-    """Drop the deleted target rows of ``df`` and name its row ids."""
-    df = scan.live(df, row_ids=True, project=False, deletes=deletes)
-    return df.withColumnRenamed(ROW_TABLET, TID).withColumnRenamed(ROW_NUMBER, ROW)
+# The statement's row pairs are one SQL query over temp views of the target scan, the source
+# and the deletion vectors' words: Spark parses and analyzes it once. Built as DataFrame
+# operations it was ~25 analyses of a growing plan plus a py4j call per expression, 0.3-0.5 s
+# of driver time per statement whatever the data's size.
+
+
+def _view(run: _Run, frame: DataFrame) -> str:
+    """``frame`` as a temp view of this statement (dropped when it ends), by its quoted name."""
+    name = f"__tablets_v{uuid.uuid4().hex}"
+    frame.createOrReplaceTempView(name)
+    run.views.append(name)
+    return quote_ident(name)
+
+
+def _t(run: _Run) -> str:
+    return quote_ident(run.plan.spec.target_alias)
+
+
+def _s(run: _Run) -> str:
+    return quote_ident(run.plan.spec.source_alias)
+
+
+def _target_item(run: _Run, scan: TabletScan, view: str, *, empty: bool = False) -> str:
+    """The FROM item of the target's rows (its columns, file name and row index, a mark)."""
+    cols = [quote_ident(c) for c in scan.columns] + list(scan.internal_columns) + [f"TRUE AS {T_MARK}"]
+    return f"(SELECT {', '.join(cols)} FROM {view}{' WHERE FALSE' if empty else ''}) AS {_t(run)}"
+
+
+def _source_item(run: _Run, view: str, *, empty: bool = False, anti: str | None = None) -> str:
+    """The FROM item of the source's rows (with a mark); ``anti``: without the rows whose source
+    row id is in that view."""
+    rows = f"{view} LEFT ANTI JOIN {anti} USING ({SID})" if anti else view
+    return f"(SELECT *, TRUE AS {S_MARK} FROM {rows}{' WHERE FALSE' if empty else ''}) AS {_s(run)}"
+
+
+def _pair_columns(run: _Run, *, sid: bool) -> list[tuple[str, str]]:
+    """(name, Spark type) of the pair rows: row id, [source row id,] new images, kind."""
+    cols = [(TID, "string"), (ROW, "bigint")] + ([(SID, "bigint")] if sid else [])
+    if any(b.image for b in run.plan.branches):
+        cols += [(f"{IMAGE_PREFIX}{i}", t) for i, (_, t) in enumerate(run.plan.column_types)]
+    return cols + [(KIND, "string")]
+
+
+def _pairs_sql(run: _Run, from_item: str, where: str = "", *, sid: bool = False) -> str:
+    """The classified rows of ``from_item`` (target rows as the target alias, source rows as the
+    source alias) that some clause acts on, and the matched pairs that none acts on (kind
+    K_MATCHED: the result depends on them too): row ids, [source row id,] new images and kind.
+
+    Each column is its own CASE over the clauses' guards in statement order, so the first
+    clause that holds decides: its image, and its kind (an UPDATE whose image equals the old
+    row is K_UNCHANGED). A DO NOTHING clause takes its rows out of the later ones."""
+    plan, t, s = run.plan, _t(run), _s(run)
+    tid, row = TabletScan.row_id_sql(t)
+    cols = [f"{tid} AS {TID}", f"{row} AS {ROW}"]
+    if sid:
+        cols.append(f"{s}.{SID} AS {SID}")
+    types = dict(plan.column_types)
+    names = [n for n, _ in plan.column_types]
+    if any(b.image for b in plan.branches):
+        for i, name in enumerate(names):
+            whens = " ".join(f"WHEN {plan.guard(b)} THEN {dict(b.image)[name] if b.image else 'NULL'}" for b in plan.branches)
+            cols.append(f"CAST(CASE {whens} END AS {types[name]}) AS {IMAGE_PREFIX}{i}")
+    matched = f"CASE WHEN {S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL THEN '{K_MATCHED}' END" if plan.join is not None else "NULL"
+    kinds = []
+    for b in plan.branches:
+        a = b.clause.action
+        if a is ActionKind.UPDATE and run.options.skip_unchanged:
+            same = " AND ".join(f"({v} <=> {t}.{quote_ident(n)})" for n, v in b.image)
+            kind = f"CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END"
+        else:
+            kind = {ActionKind.DELETE: f"'{K_DELETE}'", ActionKind.INSERT: f"'{K_INSERT}'", ActionKind.REFUSE: f"'{K_REFUSE}'",
+                    ActionKind.UPDATE: f"'{K_UPDATE}'"}.get(a, matched)
+        kinds.append(f"WHEN {plan.guard(b)} THEN {kind}")
+    cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
+    return f"SELECT * FROM (SELECT {', '.join(cols)} FROM {from_item}{f' WHERE {where}' if where else ''}) WHERE {KIND} IS NOT NULL"
 
 
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
     """The classified row pairs that some clause acts on, and the matched pairs that none acts
     on (kind K_MATCHED: the result depends on them too): row ids, new images and kind."""
-    plan = run.plan
+    plan, t = run.plan, _t(run)
     scan = _target(run, tablets)
-    target = scan.frame
+    target = _view(run, scan.frame)
+    dv_join, live = scan.live_sql(lambda f: _view(run, f), t)
     if source is None:
-        return _classify(run, _live(run, scan, target)).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
-    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
-    on = F.expr(plan.on or "TRUE")
+        return run.spark.sql(_pairs_sql(run, _target_item(run, scan, target) + dv_join, live))
+    on = plan.on or "TRUE"
     if not run.broadcast:
         # deleted target rows go before the join: a source row paired only with them is NOT MATCHED
-        joined = src.join(_live(run, scan, target), on, plan.join)
-        return _classify(run, joined).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
+        live_target = f"(SELECT {t}.* FROM {_target_item(run, scan, target)}{dv_join}{f' WHERE {live}' if live else ''}) AS {t}"
+        src = _source_item(run, _view(run, source))
+        return run.spark.sql(_pairs_sql(run, f"{src} {JOIN_NAMES[plan.join or 'inner']} JOIN {live_target} ON {on}"))
     # The source is small: stream the target once through a broadcast of it, and apply deletion
     # vectors and name row ids only on the pairs. The preserved side of an outer join cannot be
     # the broadcast one, so source rows without a pair (NOT MATCHED) are found by an anti join of
     # the source with the source row ids that did pair.
+    src_view = _view(run, F.broadcast(source))
     by_source = plan.join in ("right", "full")
-    joined = target.join(F.broadcast(src), on, "left" if by_source else "inner")
-    pairs = _classify(run, _live(run, scan, joined), sid=True)
-    if plan.join in ("inner", "right"):
-        return pairs.filter(F.col(KIND).isNotNull()).drop(CLAUSE, SID)
-    if by_source:  # what acts, and the pairs (kind K_MATCHED at least), whose source row ids the anti join needs
-        pairs = pairs.filter(F.col(KIND).isNotNull())
+    joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src_view)} ON {on}{dv_join}"
+    sid = plan.join in ("left", "full")
+    pairs = run.spark.sql(_pairs_sql(run, joined, live, sid=sid))
+    if not sid:
+        return pairs
     pairs = pairs.persist(StorageLevel.MEMORY_AND_DISK)
     run.persisted.append(pairs)
     pairs.count()  # fill the cache now: both branches below read it, and would each compute it
-    paired = F.broadcast(pairs.filter(F.col(SID).isNotNull()).select(SID).distinct())
-    no_target = target.filter(F.lit(False))  # the target's columns, all NULL after the join
-    alone = src.join(paired, SID, "left_anti").alias(plan.spec.source_alias).join(no_target, F.lit(False), "left")
-    alone = _live(run, scan, alone, deletes=False)  # no target rows here
-    return (
-        pairs.filter(F.col(KIND).isNotNull())
-        .drop(SID)
-        .unionByName(_classify(run, alone).filter(F.col(KIND).isNotNull()))
-        .drop(CLAUSE)
-    )
+    pairs_view = _view(run, pairs)
+    paired = _view(run, F.broadcast(run.spark.sql(f"SELECT DISTINCT {SID} FROM {pairs_view} WHERE {SID} IS NOT NULL")))
+    alone = f"{_source_item(run, src_view, anti=paired)} LEFT OUTER JOIN {_target_item(run, scan, target, empty=True)} ON FALSE"
+    names = ", ".join(c for c, _ in _pair_columns(run, sid=False))
+    return run.spark.sql(f"SELECT {names} FROM {pairs_view} UNION ALL {_pairs_sql(run, alone)}")
 
 
 def _unpaired(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFrame:
@@ -614,17 +696,15 @@ def _unpaired(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFrame
     would plan ON FALSE as a nested-loop join of the two)."""
     plan = run.plan
     scan = _target(run, tablets)
-    target = scan.frame
-    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+    target, src = _view(run, scan.frame), _view(run, source)
     parts = []
     if plan.join in ("right", "full"):  # NOT MATCHED BY SOURCE clauses
-        rows = target.join(src.filter(F.lit(False)), F.lit(False), "left")  # the source's columns, all NULL
-        parts.append(_classify(run, _live(run, scan, rows)))
+        dv_join, live = scan.live_sql(lambda f: _view(run, f), _t(run))
+        rows = f"{_target_item(run, scan, target)} LEFT OUTER JOIN {_source_item(run, src, empty=True)} ON FALSE{dv_join}"
+        parts.append(_pairs_sql(run, rows, live))
     if plan.join in ("left", "full"):  # NOT MATCHED clauses
-        rows = src.join(target.filter(F.lit(False)), F.lit(False), "left")
-        parts.append(_classify(run, _live(run, scan, rows, deletes=False)))
-    out = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
-    return out.filter(F.col(KIND).isNotNull()).drop(CLAUSE)
+        parts.append(_pairs_sql(run, f"{_source_item(run, src)} LEFT OUTER JOIN {_target_item(run, scan, target, empty=True)} ON FALSE"))
+    return run.spark.sql(" UNION ALL ".join(parts))
 
 
 def _one_shuffle_fits(run: _Run, rows_per_tablet: int) -> bool:
@@ -645,70 +725,23 @@ def _one_shuffle(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFr
     (``tasks._resolve_candidates``). One job instead of a cached join, a count and an anti join."""
     plan = run.plan
     scan = _target(run, tablets)
-    target = scan.frame
-    src = source.withColumn(S_MARK, F.lit(True)).alias(plan.spec.source_alias)
+    target, src = _view(run, scan.frame), _view(run, F.broadcast(source))
+    dv_join, live = scan.live_sql(lambda f: _view(run, f), _t(run))
     by_source = plan.join == "full"
-    joined = target.join(F.broadcast(src), F.expr(plan.on or "TRUE"), "left" if by_source else "inner")
-    pairs = _classify(run, _live(run, scan, joined), sid=True).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
-    types = dict(pairs.dtypes)
-    row = F.struct(*[F.col(f"`{c}`") for c in pairs.columns])
-    marker = F.struct(*[
-        (F.col(SID) if c == SID else F.lit(K_PAIRED) if c == KIND else F.lit(None).cast(types[c])).alias(c)
-        for c in pairs.columns
-    ])
-    both = F.when(F.col(SID).isNotNull(), F.array(row, marker)).otherwise(F.array(row))
-    pairs = pairs.select(F.explode(both).alias("r")).select("r.*")
-    no_target = target.filter(F.lit(False))  # the target's columns, all NULL after the join
-    alone = _live(run, scan, src.join(no_target, F.lit(False), "left"), deletes=False)
-    candidates = _classify(run, alone, sid=True).filter(F.col(KIND).isNotNull()).drop(CLAUSE)
-    candidates = candidates.withColumn(
-        KIND, F.when(F.col(KIND) == K_INSERT, F.lit(K_CANDIDATE)).otherwise(F.col(KIND))
+    joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src)} ON {plan.on or 'TRUE'}{dv_join}"
+    cols = _pair_columns(run, sid=True)
+    row = "named_struct(" + ", ".join(f"'{c}', {c}" for c, _ in cols) + ")"
+    marker = "named_struct(" + ", ".join(
+        f"'{c}', " + (SID if c == SID else f"'{K_PAIRED}'" if c == KIND else f"CAST(NULL AS {t})") for c, t in cols
+    ) + ")"
+    alone = f"{_source_item(run, src)} LEFT OUTER JOIN {_target_item(run, scan, target, empty=True)} ON FALSE"
+    names = ", ".join(c for c, _ in cols if c != KIND)
+    return run.spark.sql(
+        f"SELECT inline(CASE WHEN {SID} IS NOT NULL THEN array({row}, {marker}) ELSE array({row}) END) "
+        f"FROM ({_pairs_sql(run, joined, live, sid=True)}) "
+        f"UNION ALL SELECT {names}, CASE WHEN {KIND} = '{K_INSERT}' THEN '{K_CANDIDATE}' ELSE {KIND} END AS {KIND} "
+        f"FROM ({_pairs_sql(run, alone, sid=True)})"
     )
-    return pairs.unionByName(candidates)
-
-
-def _classify(run: _Run, joined: DataFrame, *, sid: bool = False) -> DataFrame:
-    """Row pairs -> (row ids, new images, clause, kind [, source row id]): one CASE picks the
-    clause, the images and the kind follow from it."""
-    plan = run.plan
-    classified = joined.withColumn(CLAUSE, F.expr(plan.case_sql))
-    images = [b for b in plan.branches if b.image]
-    cols: list[Column] = [F.col(TID), F.col(ROW)]
-    if plan.join is not None:  # a pair no clause acts on is still a match
-        cols.append(F.expr(f"{S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL").alias(_MATCHED))
-    if sid:
-        cols.append(F.col(f"{plan.spec.source_alias}.{SID}"))
-    types = dict(plan.column_types)
-    names = [n for n, _ in plan.column_types]
-    if images:
-        for i, name in enumerate(names):
-            whens = " ".join(f"WHEN {b.index} THEN {dict(b.image)[name]}" for b in images)
-            cols.append(F.expr(f"CAST(CASE {CLAUSE} {whens} END AS {types[name]})").alias(f"{IMAGE_PREFIX}{i}"))
-    kinds = []
-    for b in plan.branches:
-        a = b.clause.action
-        if a is ActionKind.DELETE:
-            kinds.append(f"WHEN {b.index} THEN '{K_DELETE}'")
-        elif a is ActionKind.INSERT:
-            kinds.append(f"WHEN {b.index} THEN '{K_INSERT}'")
-        elif a is ActionKind.REFUSE:
-            kinds.append(f"WHEN {b.index} THEN '{K_REFUSE}'")
-        elif a is ActionKind.UPDATE:
-            if run.options.skip_unchanged:
-                same = " AND ".join(
-                    f"({IMAGE_PREFIX}{i} <=> {plan.spec.target_alias}.`{n}`)" for i, n in enumerate(names)
-                )
-                kinds.append(f"WHEN {b.index} THEN CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END")
-            else:
-                kinds.append(f"WHEN {b.index} THEN '{K_UPDATE}'")
-    compare = images and run.options.skip_unchanged and plan.actions(ActionKind.UPDATE)
-    old = [F.col(f"{plan.spec.target_alias}.`{n}`") for n in names] if compare else []
-    projected = classified.select(*cols, F.col(CLAUSE), *old)
-    # the kind needs both the new image and the old row: a second projection over the first
-    matched = f"ELSE CASE WHEN {_MATCHED} THEN '{K_MATCHED}' END" if plan.join is not None else ""
-    kind_expr = F.expr(f"CASE {CLAUSE} {' '.join(kinds)} {matched} END").alias(KIND)
-    keep = [c for c in projected.columns if c in (TID, ROW, SID, CLAUSE) or c.startswith(IMAGE_PREFIX)]
-    return projected.select(*[F.col(f"`{c}`") for c in keep], kind_expr)
 
 
 def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, inserts: bool) -> list:

@@ -58,7 +58,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -257,6 +257,30 @@ class TabletScan:
     frame: DataFrame  # columns + __tablets_file, __tablets_row
     columns: tuple[str, ...]
     with_dv: tuple[TabletState, ...]
+
+    def live_sql(self, register: Callable[[DataFrame], str], alias: str) -> tuple[str, str]:
+        """The deletion vectors in a SQL query over this scan's rows (named ``alias``, quoted):
+        a join clause to append after the FROM item and the condition that keeps the live rows
+        (both empty without deletion vectors). ``register`` names a DataFrame as a temp view."""
+        if not self.with_dv:
+            return "", ""
+        words = register(F.broadcast(_words_frame(self.spark, self.table, self.with_dv)))
+        w = "__tablets_w"
+        join = (
+            f" LEFT OUTER JOIN {words} AS {w} ON {alias}.{_FILE} = {w}.{_DEL_FILE}"
+            f" AND shiftright({alias}.{_ROW}, 6) = {w}.{_DEL_WORD}"
+        )
+        return join, f"({w}.{_BITS} IS NULL OR bit_get({w}.{_BITS}, CAST({alias}.{_ROW} % 64 AS INT)) = 0)"
+
+    @staticmethod
+    def row_id_sql(alias: str) -> tuple[str, str]:
+        """SQL of the row id (tablet id, row number) of a scan row named ``alias`` (quoted)."""
+        return f"substring({alias}.{_FILE}, 1, length({alias}.{_FILE}) - {len(TABLET_SUFFIX)})", f"{alias}.{_ROW}"
+
+    @property
+    def internal_columns(self) -> tuple[str, str]:
+        """The scan frame's file name and row index columns."""
+        return _FILE, _ROW
 
     def live(self, df: DataFrame, *, row_ids: bool = True, project: bool = True, deletes: bool = True) -> DataFrame:
         """``df`` (this scan's frame, or a join of it) without the deleted rows; with ``row_ids``,

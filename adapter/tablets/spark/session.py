@@ -95,6 +95,13 @@ def _local_cores(master: str) -> int | None:
     return (os.cpu_count() or 1) if m.group(1) == "*" else int(m.group(1))
 
 
+# Spark's ConvertToLocalRelation evaluates projections over a local relation row by row on the
+# driver while optimizing (~35 us a row); without it the engine can take a MERGE's source of up
+# to the broadcast threshold as one local relation (tablets.engine.executor._local_source).
+# Queries over VALUES then run their projection as a (small) task instead
+OPTIMIZER_CONF = {"spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"}
+
+
 def session_conf(
     warehouse: str,
     *,
@@ -121,6 +128,7 @@ def session_conf(
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
         "spark.pyspark.python": sys.executable,
         "spark.pyspark.driver.python": sys.executable,
+        **OPTIMIZER_CONF,
     }
     cores = _local_cores(conf["spark.master"])
     if cores:
@@ -202,7 +210,7 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     if remote:
         builder = builder.remote(remote)
-        for k, v in (conf or {}).items():
+        for k, v in {**OPTIMIZER_CONF, **(conf or {})}.items():
             builder = builder.config(k, v)
     else:
         conf = _prepare_env(master, conf)
