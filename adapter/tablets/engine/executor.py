@@ -651,7 +651,12 @@ def _pairs_sql(run: _Run, from_item: str, where: str = "", *, sid: bool = False)
                     ActionKind.UPDATE: f"'{K_UPDATE}'"}.get(a, matched)
         kinds.append(f"WHEN {plan.guard(b)} THEN {kind}")
     cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
-    return f"SELECT * FROM (SELECT {', '.join(cols)} FROM {from_item}{f' WHERE {where}' if where else ''}) WHERE {KIND} IS NOT NULL"
+    # only inserts, new images of updates and refused pairs (their key, for the message) use an
+    # image: the other rows go home without one (a no-op re-merge shuffled 10.7 MiB of them at 10M)
+    written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}')"
+    out = [c if not c.startswith(IMAGE_PREFIX) else f"CASE WHEN {written} THEN {c} END AS {c}" for c, _ in _pair_columns(run, sid=sid)]
+    return (f"SELECT {', '.join(out)} FROM (SELECT {', '.join(cols)} FROM {from_item}{f' WHERE {where}' if where else ''}) "
+            f"WHERE {KIND} IS NOT NULL")
 
 
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
@@ -755,8 +760,10 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
     keys = _key_images(run.plan, images)
     if inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
-        spread = F.lit("") if run.metrics.source_rows < handle.target_tablet_rows else F.xxhash64(*(keys or images)).cast("string")
-        stream = base.repartition(parts, F.coalesce(F.col(TID), spread))
+        one_task = run.metrics.source_rows < handle.target_tablet_rows
+        spread = F.lit("") if one_task else F.xxhash64(*(keys or images)).cast("string")
+        # no more tasks than tablets and the inserts' one: each is a Python task's fixed cost
+        stream = base.repartition(min(parts, n_tablets + 1) if one_task else parts, F.coalesce(F.col(TID), spread))
     else:
         olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
         stream = olds.repartition(max(1, min(n_tablets, parts)), TID)
