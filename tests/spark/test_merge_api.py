@@ -2,6 +2,7 @@
 
 import pytest
 import tablets
+from support.jobs import spark_jobs
 from tablets.storage import TabletTable
 
 pytestmark = pytest.mark.spark
@@ -120,16 +121,6 @@ def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(
     assert rows(db, "SELECT count(*) FROM api.groups") == [(n - n // 10 + 10,)]
 
 
-def _jobs(spark, fn):
-    sc = spark.sparkContext
-    sc.setJobGroup("tablets-local-source", "probe")
-    try:
-        fn()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    return len(sc.statusTracker().getJobIdsForGroup("tablets-local-source"))
-
-
 def test_a_source_under_one_mib_is_collected_once_as_a_local_relation(db, spark):
     """Sessions built by tablets skip Spark's ConvertToLocalRelation, so a MERGE takes a source of
     up to 1 MiB (here ~0.5 MiB, above the 256 KiB of other sessions) as one local relation:
@@ -147,7 +138,7 @@ def test_a_source_under_one_mib_is_collected_once_as_a_local_relation(db, spark)
         db.sql("INSERT INTO api.local_src SELECT id, 'old' FROM range(0, 80000, 2)")
         spark.conf.set(key, rules)
         try:
-            counts[path] = _jobs(spark, lambda: db.sql(stmt))
+            counts[path] = len(spark_jobs(spark, lambda: db.sql(stmt)))
         finally:
             spark.conf.set(key, ours)
         results[path] = rows(db, "SELECT pad, count(*), sum(id) FROM api.local_src GROUP BY pad")

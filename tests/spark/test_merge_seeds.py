@@ -2,6 +2,7 @@
 
 import pytest
 import tablets
+from support.jobs import spark_jobs
 from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError
 from tablets.storage import TabletTable, log
 from tablets.storage.actions import SetDV
@@ -18,17 +19,6 @@ def db(spark):
 
 def rows(db, sql):
     return sorted(tuple(r) for r in db.sql(sql).collect())
-
-
-def jobs_run(db, fn):
-    """The Spark jobs ``fn`` ran (job group trick: only jobs started inside it)."""
-    sc = db.spark.sparkContext
-    sc.setJobGroup("tablets-test-probe", "probe")
-    try:
-        fn()
-    finally:
-        sc.setLocalProperty("spark.jobGroup.id", None)
-    return list(sc.statusTracker().getJobIdsForGroup("tablets-test-probe"))
 
 
 def fresh(db, name, ddl, values):
@@ -130,7 +120,7 @@ def test_degenerate_noop_runs_no_spark_job(db, stmt):
     root = db.table_of("seeds.target").root
     before = TabletTable(root).version
     out = {}
-    assert jobs_run(db, lambda: out.setdefault("r", db.sql(stmt))) == []
+    assert spark_jobs(db.spark, lambda: out.setdefault("r", db.sql(stmt))) == []
     assert out["r"].metrics.noop and out["r"].rows_affected == 0
     assert TabletTable(root).version == before
     assert "degenerate: no-op" in db.sql("EXPLAIN " + stmt)
