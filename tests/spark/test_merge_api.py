@@ -125,10 +125,10 @@ def test_a_source_under_one_mib_is_collected_once_as_a_local_relation(db, spark)
     """Sessions built by tablets skip Spark's ConvertToLocalRelation, so a MERGE takes a source of
     up to 1 MiB (here ~0.5 MiB, above the 256 KiB of other sessions) as one local relation:
     fewer jobs than the cached path, and the same rows."""
-    from tablets.engine.executor import LOCAL_RULE
+    from tablets.spark.session import EXCLUDED_RULES_CONF as key
+    from tablets.spark.session import LOCAL_RELATION_RULE
 
-    key = "spark.sql.optimizer.excludedRules"
-    assert LOCAL_RULE in (spark.conf.get(key, None) or "")
+    assert LOCAL_RELATION_RULE in (spark.conf.get(key, None) or "")
     spark.range(0, 20_000).selectExpr("id * 3 AS id", "repeat('x', 20) AS pad").createOrReplaceTempView("api_big_source")
     stmt = ("MERGE INTO api.local_src t USING api_big_source s ON t.id = s.id "
             "WHEN MATCHED THEN UPDATE SET pad = 'y' WHEN NOT MATCHED THEN INSERT *")

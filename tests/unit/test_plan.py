@@ -41,11 +41,11 @@ def test_classification_case_in_statement_order():
         TARGET,
         SOURCE,
     )
-    assert p.case_sql == (
-        "CASE WHEN __tablets_t IS NULL AND (s.b % 2 = 0) THEN 0 "
-        "WHEN __tablets_t IS NULL AND (s.b < 11) THEN 1 "
-        "WHEN __tablets_s IS NOT NULL AND __tablets_t IS NOT NULL THEN 2 END"
-    )
+    assert [(b.index, p.guard(b)) for b in p.branches] == [
+        (0, "__tablets_t IS NULL AND (s.b % 2 = 0)"),
+        (1, "__tablets_t IS NULL AND (s.b < 11)"),
+        (2, "__tablets_s IS NOT NULL AND __tablets_t IS NOT NULL"),
+    ]
     assert dict(p.branches[1].image) == {"a": "CAST(s.a AS int)", "b": "CAST(100 * s.b AS int)", "c": "CAST(NULL AS string)"}
     assert dict(p.branches[2].image)["c"] == "CAST(t.`c` AS string)"  # unassigned: kept
 
@@ -122,7 +122,7 @@ def test_pruning_keys_only_without_by_source_and_not_null_safe():
 def test_update_without_source_is_target_only():
     p = plan_merge(spec(Clause(NMS, U, "t.a > 3", (("b", "t.b + 1"),)), source=None), TARGET, None)
     assert p.join is None
-    assert p.case_sql == "CASE WHEN (t.a > 3) THEN 0 END"
+    assert [(b.index, p.guard(b)) for b in p.branches] == [(0, "(t.a > 3)")]
 
 
 def test_explain_shows_streams():

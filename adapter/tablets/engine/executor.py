@@ -2,7 +2,7 @@
 
 Jobs, in order (each only when the plan needs it):
 1. the source, read exactly once (even if non-deterministic): below ``LOCAL_SOURCE_BYTES`` (or
-   ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it: ``_local_rule_off``) by
+   ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it: ``_local_limit``) by
    Spark's estimate it is collected as Arrow and becomes a local relation (count, row ids and
    key ranges taken on the driver); else it is persisted, counted, and the min/max of its join
    keys taken, in one pass. The key ranges prune tablets by the log's statistics and row groups
@@ -66,6 +66,7 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark.frames import TabletScan, tablet_scan
+from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.sqltext import quote_ident
 from tablets.storage import (
     DVFragment,
@@ -153,7 +154,6 @@ LOCAL_SOURCE_BYTES = 256 << 10
 # LOCAL_SOURCE_BYTES_NO_RULE is local. 1M-row upsert, 10k-row source (0.35 MiB): 1.9 -> 1.5 s;
 # but a 100k-row source (3.5 MiB) made the 10M upsert slower (+0.9 s on the driver building
 # the plan, and the local rows shipped in the scan's tasks) than the cached path's 0.45 s
-LOCAL_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
 LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
 # the target scan filters by the source's key range where it may skip this share of a tablet
 RANGE_FILTER_SHARE = 0.1
@@ -415,7 +415,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         for df in persisted:
             df.unpersist()
         for name in run.views:
-            run.spark.catalog.dropTempView(name.strip("`"))
+            run.spark.catalog.dropTempView(name)
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
@@ -430,7 +430,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[s
     a type Arrow cannot carry."""
     limit = _threshold(run.spark)
     size = _size_bytes(source)
-    if limit is None or limit < 0 or size is None or size > min(limit, LOCAL_SOURCE_BYTES_NO_RULE if _local_rule_off(run.spark) else LOCAL_SOURCE_BYTES):
+    if limit is None or limit < 0 or size is None or size > min(limit, _local_limit(run.spark)):
         return None
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
@@ -459,13 +459,14 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[s
     return frame, ranges
 
 
-def _local_rule_off(spark: SparkSession) -> bool:
-    """The session's optimizer skips ConvertToLocalRelation (``LOCAL_RULE``)."""
+def _local_limit(spark: SparkSession) -> int:
+    """The largest source taken as a local relation: more where the session's optimizer skips
+    ConvertToLocalRelation (tablets' own sessions)."""
     try:
-        rules = spark.conf.get("spark.sql.optimizer.excludedRules", None) or ""
+        rules = spark.conf.get(EXCLUDED_RULES_CONF, None) or ""
     except Exception:  # noqa: BLE001 - cannot tell: the rule runs
-        return False
-    return LOCAL_RULE in {r.strip() for r in rules.split(",")}
+        rules = ""
+    return LOCAL_SOURCE_BYTES_NO_RULE if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")} else LOCAL_SOURCE_BYTES
 
 
 def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:

@@ -67,14 +67,6 @@ class Plan:
     def needs_row_ids(self) -> bool:
         return self.has_deletes
 
-    @property
-    def case_sql(self) -> str:
-        """The classification: the index of the first clause whose category and condition hold.
-
-        DO NOTHING clauses are in it too: they take rows out of the later clauses."""
-        whens = [f"WHEN {self.guard(b)} THEN {b.index}" for b in self.branches]
-        return "CASE " + " ".join(whens) + " END" if whens else "CAST(NULL AS INT)"
-
     def guard(self, b: Branch) -> str:
         return _guard(self, b)
 

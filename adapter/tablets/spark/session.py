@@ -96,10 +96,12 @@ def _local_cores(master: str) -> int | None:
 
 
 # Spark's ConvertToLocalRelation evaluates projections over a local relation row by row on the
-# driver while optimizing (~35 us a row); without it the engine can take a MERGE's source of up
-# to the broadcast threshold as one local relation (tablets.engine.executor._local_source).
-# Queries over VALUES then run their projection as a (small) task instead
-OPTIMIZER_CONF = {"spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"}
+# driver while optimizing (~35 us a row); without it the engine takes a MERGE's source of up to
+# 1 MiB as one local relation (tablets.engine.executor._local_source). Queries over VALUES then
+# run their projection as a (small) task instead
+LOCAL_RELATION_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
+EXCLUDED_RULES_CONF = "spark.sql.optimizer.excludedRules"
+OPTIMIZER_CONF = {EXCLUDED_RULES_CONF: LOCAL_RELATION_RULE}
 
 
 def session_conf(
