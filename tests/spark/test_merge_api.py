@@ -3,6 +3,7 @@
 import pytest
 import tablets
 from support.jobs import spark_jobs
+from tablets.engine.executor import DRIVER_SCAN_CONF
 from tablets.storage import TabletTable
 
 pytestmark = pytest.mark.spark
@@ -97,13 +98,25 @@ def test_time_travel_through_the_store(db):
     assert table.read().column("id").to_pylist() == [2]
 
 
-def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(db, monkeypatch):
+@pytest.mark.parametrize("driver", [True, False], ids=["driver-scan", "spark-scan"])
+def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(db, spark, monkeypatch, driver):
     """The target scan keeps only the source's key range, so Parquet skips row groups inside a
-    tablet; the row numbers of the groups read, and their deletion vectors, stay exact."""
-    import pyarrow as pa
+    tablet (Spark's reader, or the driver's by the row groups' statistics); the row numbers of
+    the groups read, and their deletion vectors, stay exact."""
     from tablets.storage import tablet
 
     monkeypatch.setattr(tablet, "ROW_GROUP_ROWS", 1000)  # ten row groups in one tablet
+    if not driver:
+        spark.conf.set(DRIVER_SCAN_CONF, "0")
+    try:
+        _row_groups_case(db, driver)
+    finally:
+        spark.conf.unset(DRIVER_SCAN_CONF)
+
+
+def _row_groups_case(db, driver):
+    import pyarrow as pa
+
     fresh(db, "api.groups", "id BIGINT, v INT")
     n = 10_000
     db.table_of("api.groups").append(pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array([0] * n, pa.int32())}))
@@ -111,6 +124,7 @@ def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(
     m = db.sql("MERGE INTO api.groups t USING (SELECT id FROM range(7000, 7100)) s ON t.id = s.id "
                "WHEN MATCHED THEN UPDATE SET v = 1 WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, 2)").metrics
     assert (m.rows_updated, m.rows_inserted) == (90, 10)
+    assert m.tablets_read_on_driver == (1 if driver else 0)
     got = rows(db, "SELECT id, v FROM api.groups WHERE id BETWEEN 6990 AND 7109")
     want = sorted(
         [(i, 0) for i in range(6990, 7000) if i % 10 != 3]
@@ -147,3 +161,47 @@ def test_a_source_under_one_mib_is_collected_once_as_a_local_relation(db, spark)
         ("old", 30000, old), ("x" * 20, 10000, sum(range(3, 60000, 6))), ("y", 10000, sum(range(0, 60000, 6)))
     ]
     assert counts["local"] < counts["cached"], counts
+
+
+def test_a_small_target_is_read_on_the_driver(db, spark):
+    """A local source whose keys Arrow compares as Spark does, into a small target: the driver
+    selects the target rows the source's keys can pair with (deletion vectors applied) and
+    Spark joins only those: the same result as the Spark scan."""
+    def run(driver: bool):
+        fresh(db, "api.drv", "id BIGINT, k INT, s STRING")
+        for i in range(3):  # three tablets
+            db.sql(f"INSERT INTO api.drv SELECT id, CAST(id % 7 AS INT), CAST(id AS STRING) FROM range({i * 500}, {(i + 1) * 500})")
+        db.sql("DELETE FROM api.drv WHERE id % 5 = 0")
+        stmt = ("MERGE INTO api.drv t USING (SELECT CAST(id AS INT) AS id, 'new' AS s FROM range(490, 1010, 3)) s "
+                "ON t.id = s.id WHEN MATCHED AND t.k = 1 THEN DELETE WHEN MATCHED THEN UPDATE SET s = s.s "
+                "WHEN NOT MATCHED THEN INSERT (id, k, s) VALUES (s.id, -1, s.s)")
+        if not driver:
+            spark.conf.set(DRIVER_SCAN_CONF, "0")
+        try:
+            m = db.sql(stmt).metrics
+        finally:
+            spark.conf.unset(DRIVER_SCAN_CONF)
+        return m, rows(db, "SELECT * FROM api.drv")
+
+    on, on_rows = run(True)
+    off, off_rows = run(False)
+    assert on.tablets_read_on_driver == 3 and off.tablets_read_on_driver == 0
+    assert on_rows == off_rows
+    assert (on.rows_updated, on.rows_deleted, on.rows_inserted) == (off.rows_updated, off.rows_deleted, off.rows_inserted)
+    assert on.rows_inserted == len([i for i in range(490, 1010, 3) if i >= 1500 or i % 5 == 0])
+
+
+@pytest.mark.parametrize(
+    "source, on",
+    [
+        ("SELECT CAST(id AS STRING) AS id FROM range(0, 10)", "t.id = s.id"),  # Spark casts one side
+        ("SELECT id FROM range(0, 10)", "t.id = s.id + 0"),  # an expression, not a column
+        ("SELECT CAST(id AS DOUBLE) AS id FROM range(0, 10)", "t.id = s.id"),
+    ],
+    ids=["string-vs-bigint", "expression", "double"],
+)
+def test_keys_arrow_cannot_compare_as_spark_does_are_scanned_in_spark(db, source, on):
+    fresh(db, "api.drv_types", "id BIGINT, v INT")
+    db.sql("INSERT INTO api.drv_types SELECT id, 0 FROM range(0, 100)")
+    m = db.sql(f"MERGE INTO api.drv_types t USING ({source}) s ON {on} WHEN MATCHED THEN UPDATE SET v = 1").metrics
+    assert m.tablets_read_on_driver == 0 and m.rows_updated == 10

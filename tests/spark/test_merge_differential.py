@@ -4,7 +4,9 @@ must be equal as multisets, and when DuckDB refuses (a target row modified twice
 
 Every case runs twice: on local disk (Spark's native Parquet scan) and in a bucket of a real
 S3-compatible server, which Spark here cannot read (no hadoop-aws), so the engine scans the
-tablets with its own Arrow reader in Python tasks.
+tablets with its own Arrow reader in Python tasks. Half the cases turn off the driver scan
+(``spark.tablets.merge.driverScanBytes``): the others select the target rows that can pair on
+the driver where the statement allows it.
 
 TABLETS_DIFF_CASES=2000 runs more cases (opt-in).
 """
@@ -16,7 +18,7 @@ from collections import Counter
 import duckdb
 import pyarrow as pa
 import pytest
-from tablets.engine.executor import MergeOptions, execute
+from tablets.engine.executor import DRIVER_SCAN_CONF, MergeOptions, execute
 from tablets.exceptions import CardinalityViolation
 from tablets.sql import parse_statement
 from tablets.storage import RowLevelSink, TabletTable
@@ -121,11 +123,15 @@ def test_merge_matches_duckdb(spark, tmp_path, request, case, where):
     # every third case without broadcasting the source: the shuffle join plan
     if case % 3 == 1:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    # half the cases scan the target in Spark even where the driver could select its rows
+    if (case // 2) % 2 == 1:
+        spark.conf.set(DRIVER_SCAN_CONF, "0")
     try:
         root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
         got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0)
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset(DRIVER_SCAN_CONF)
     assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
 
 

@@ -35,6 +35,12 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
             "   sends a marker to the task holding the source rows as candidate inserts, which inserts those\n"
             "   without one. A larger source: persisted, and a shuffle join. ON FALSE: no join at all."
         )
+        if plan.prune_keys:
+            join += (
+                "\n   driver scan: with a local source and target tablets (after pruning) of at most\n"
+                "   spark.tablets.merge.driverScanBytes, the driver selects the target rows whose keys the\n"
+                "   source holds, and only those are joined"
+            )
     else:
         join = scan_t
     whens = []

@@ -58,7 +58,7 @@ import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -338,6 +338,49 @@ def tablet_scan(
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
     return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
+
+
+def driver_scan(
+    spark: SparkSession,
+    table: TabletTable,
+    snapshot: Snapshot,
+    columns: Sequence[str],
+    tablet_ids: Sequence[str],
+    values: Mapping[str, pa.Array],
+    max_rows: int,
+) -> TabletScan | None:
+    """``tablet_scan``'s frame restricted to the live rows whose key columns hold the source's
+    values (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the
+    driver and handed to Spark as a local relation, deletion vectors already applied. For a
+    statement whose source is small and whose target is small enough to read here: it spares
+    the Spark job that streams every target row through the join. None when more than
+    ``max_rows`` rows are selected (the statement then scans in Spark)."""
+    from tablets.storage.tablet import select_rows
+    from tablets.storage.types import schema_to_arrow
+
+    struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
+    assert isinstance(struct, StructType)
+    by_name = {f.name: f for f in struct.fields}
+    cols = list(columns)
+    arrow_schema = schema_to_arrow(snapshot.metadata.schema)
+    parts, n = [], 0
+    for tid in tablet_ids:
+        st = snapshot.tablets[tid]
+        if st.live_rows == 0:
+            continue
+        rows, positions = select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, values)
+        n += rows.num_rows
+        if n > max_rows:
+            return None
+        if rows.num_rows:
+            rows = rows.append_column(_FILE, pa.array([_file_name(st)] * rows.num_rows, pa.string()))
+            parts.append(rows.append_column(_ROW, positions))
+    out = StructType([by_name[c] for c in cols] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
+    if parts:
+        frame = spark.createDataFrame(pa.concat_tables(parts), schema=out)
+    else:
+        frame = spark.createDataFrame([], out)
+    return TabletScan(spark, table, frame, tuple(cols), ())
 
 
 def snapshot_frame(

@@ -12,7 +12,7 @@ import contextlib
 import datetime as dt
 import decimal
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -139,8 +139,10 @@ def missing(path: str) -> FormatError:
     return FormatError(f"tablet {path} is missing (the log references it)", help=DAMAGED_HELP)
 
 
-def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) -> pa.Table:
-    """The columns of one tablet file (those it has), after checking it is the log's tablet."""
+@contextlib.contextmanager
+def _verified(io: FileIO, path: str, add: AddTablet) -> Iterator[pq.ParquetFile]:
+    """One tablet file, open, after checking it is the log's tablet (size, footer id, row
+    count); page CRCs are checked as pages are read. Failures are ``FormatError``s naming it."""
     try:
         with io.open_input(path, add.bytes) as f:
             pf = pq.ParquetFile(f, page_checksum_verification=True)
@@ -149,8 +151,7 @@ def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) ->
                 raise damaged(path, f"it holds tablet {found.decode(errors='replace')}, not {add.tablet_id} (a swapped file)")
             if pf.metadata.num_rows != add.rows:
                 raise damaged(path, f"{pf.metadata.num_rows} rows, the log says {add.rows}")
-            present = set(pf.schema_arrow.names)
-            return pf.read(columns=[c for c in columns if c in present])
+            yield pf
     except FileNotFoundError:
         raise missing(path) from None
     except SizeMismatch as e:
@@ -159,6 +160,13 @@ def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) ->
         raise  # not the file's fault
     except (OSError, pa.ArrowException) as e:  # a page CRC, the footer, or bytes that do not decode
         raise damaged(path, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from None
+
+
+def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) -> pa.Table:
+    """The columns of one tablet file (those it has), after checking it is the log's tablet."""
+    with _verified(io, path, add) as pf:
+        present = set(pf.schema_arrow.names)
+        return pf.read(columns=[c for c in columns if c in present])
 
 
 def read_tablet(
@@ -185,6 +193,80 @@ def read_tablet(
         bm = read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
         data = data.filter(pa.array(live_mask(bm, add.rows)))
     return data
+
+
+def _comparable(column: pa.ChunkedArray | pa.Array, values: pa.Array) -> tuple[pa.ChunkedArray | pa.Array, pa.Array]:
+    """A key column and values in one type for ``is_in``: integers widened to int64, else the
+    column's own type (strings and dates compare as they are)."""
+    if pa.types.is_integer(column.type) and pa.types.is_integer(values.type):
+        return column.cast(pa.int64()), values.cast(pa.int64())
+    return column, values.cast(column.type)
+
+
+def _may_hold(meta: pq.RowGroupMetaData, index: int, values: pa.Array) -> bool:
+    """Whether a row group's min/max statistics of column ``index`` can hold one of ``values``."""
+    stats = meta.column(index).statistics
+    if stats is None or not stats.has_min_max or len(values) == 0:
+        return len(values) > 0
+    bounds = pc.min_max(values)
+    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    try:
+        return not (hi < stats.min or lo > stats.max)
+    except TypeError:  # statistics of another physical type (e.g. bytes): cannot tell
+        return True
+
+
+def select_rows(
+    io: FileIO,
+    root: str,
+    add: AddTablet,
+    dv: SetDV | None,
+    schema: pa.Schema,
+    columns: list[str],
+    values: Mapping[str, pa.Array],
+) -> tuple[pa.Table, pa.Array]:
+    """The live rows of one tablet whose every column named in ``values`` holds one of that
+    column's values (NULL holds none): ``columns`` conformed to ``schema``, and the rows'
+    positions in the file. Verified as ``read_tablet``; reads the ``values`` columns only of the
+    row groups whose statistics can hold the values, and the other columns only of the row
+    groups with a selected row."""
+    wanted = pa.schema([schema.field(c) for c in columns])
+    path = join(root, add.path)
+    parts, positions = [], []
+    with _verified(io, path, add) as pf:
+        names = pf.schema_arrow.names
+        present = [c for c in columns if c in names]
+        keys = {c: v for c, v in values.items() if c in names}
+        if len(keys) < len(values):  # a key column added after this tablet: NULL in every row
+            keys = {}
+        live = None
+        if dv is not None and keys:
+            live = live_mask(read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality)), add.rows)
+        start = 0
+        for g in range(pf.metadata.num_row_groups if keys else 0):
+            meta = pf.metadata.row_group(g)
+            n = meta.num_rows
+            at = start
+            start += n
+            if not all(_may_hold(meta, names.index(c), v) for c, v in keys.items()):
+                continue
+            group = pf.read_row_group(g, columns=list(keys))
+            mask = None
+            for c, v in keys.items():
+                col, vals = _comparable(group.column(c), v)
+                hit = pc.is_in(col, value_set=vals, skip_nulls=True)
+                mask = hit if mask is None else pc.and_(mask, hit)
+            local = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False)
+            if live is not None:
+                local = local[live[at + local]]
+            if len(local) == 0:
+                continue
+            rows = pf.read_row_group(g, columns=present).take(pa.array(local))
+            parts.append(conform(rows, wanted, len(local)))
+            positions.append(pa.array(local + at, pa.int64()))
+    if not parts:
+        return wanted.empty_table(), pa.array([], pa.int64())
+    return pa.concat_tables(parts), pa.concat_arrays(positions)
 
 
 # Above this many tablets, one listing of tablets/ is cheaper than a HEAD per file.

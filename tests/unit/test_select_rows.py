@@ -1,0 +1,91 @@
+"""The driver's selection of a tablet's rows by key values (storage.tablet.select_rows): the
+same rows a filter of the live rows gives, with their positions, row groups skipped by their
+statistics, NULL keys never selected, tablets verified."""
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from tablets.exceptions import FormatError
+from tablets.storage import RowLevelSink, TabletTable, tablet
+from tablets.storage.tablet import select_rows
+
+pytestmark = pytest.mark.unit
+
+SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("s", pa.string())])
+
+
+@pytest.fixture
+def table(tmp_path, monkeypatch):
+    monkeypatch.setattr(tablet, "ROW_GROUP_ROWS", 100)  # ten row groups
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
+    ids = list(range(1000))
+    t.append(pa.table({
+        "id": pa.array([None if i % 97 == 0 else i for i in ids], pa.int64()),
+        "k": pa.array([i % 10 for i in ids], pa.int32()),
+        "s": pa.array([f"s{i}" for i in ids]),
+    }))
+    (tid,) = t.snapshot().tablets
+    handle = t.begin_delete()
+    sink = RowLevelSink(handle)
+    sink.delete([tid] * 100, list(range(0, 1000, 10)))  # every tenth row deleted
+    t.finish(handle, sink.finish())
+    return t
+
+
+def select(t, values, columns=("id", "k", "s")):
+    (st,) = t.snapshot().tablets.values()
+    return select_rows(t.io, t.root, st.add, st.dv, SCHEMA, list(columns), values)
+
+
+def test_selects_the_live_rows_holding_the_values_with_their_positions(table):
+    wanted = [5, 10, 97, 194, 333, 999, 5000]  # 10 deleted, 97 and 194 NULL ids, 5000 absent
+    rows, positions = select(table, {"id": pa.array(wanted, pa.int64())})
+    assert rows.column("id").to_pylist() == [5, 333, 999]
+    assert positions.to_pylist() == [5, 333, 999]
+    assert rows.column("s").to_pylist() == ["s5", "s333", "s999"]
+
+
+def test_two_key_columns_and_integers_of_other_widths(table):
+    rows, positions = select(table, {"id": pa.array([11, 12, 13], pa.int8()), "k": pa.array([2, 3], pa.int64())})
+    assert positions.to_pylist() == [12, 13]
+
+
+def test_null_values_select_nothing(table):
+    rows, _ = select(table, {"id": pa.array([None], pa.int64())})
+    assert rows.num_rows == 0 and rows.schema == SCHEMA
+
+
+def test_row_groups_outside_the_values_are_not_read(table, monkeypatch):
+    read = []
+    real = tablet.pq.ParquetFile.read_row_group
+
+    def spy(self, i, *args, **kwargs):
+        read.append(i)
+        return real(self, i, *args, **kwargs)
+
+    monkeypatch.setattr(tablet.pq.ParquetFile, "read_row_group", spy)
+    rows, positions = select(table, {"id": pa.array([431, 455], pa.int64())})
+    assert positions.to_pylist() == [431, 455]
+    assert set(read) == {4}
+
+
+def test_a_damaged_tablet_is_a_format_error(table):
+    (st,) = table.snapshot().tablets.values()
+    path = table.tablet_path(st)
+    with open(path, "r+b") as f:
+        f.seek(200)
+        b = f.read(1)
+        f.seek(200)
+        f.write(bytes([b[0] ^ 0xFF]))
+    with pytest.raises(FormatError, match="damaged"):
+        select(table, {"id": pa.array(np.arange(1000), pa.int64())})
+
+
+def test_a_key_column_the_tablet_predates_holds_no_value(table):
+    table.add_columns([("late", "bigint")])
+    schema = SCHEMA.append(pa.field("late", pa.int64()))
+    (st,) = table.snapshot().tablets.values()
+    rows, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"late": pa.array([1], pa.int64())})
+    assert rows.num_rows == 0
+    rows, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())})
+    assert rows.to_pylist() == [{"id": 1, "late": None}]
