@@ -36,7 +36,7 @@ from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
@@ -65,7 +65,7 @@ from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
 )
-from tablets.spark.frames import TabletScan, driver_scan, tablet_scan
+from tablets.spark.frames import TabletScan, driver_rows, driver_scan, scan_struct, tablet_scan
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.sqltext import quote_ident
 from tablets.storage import (
@@ -104,6 +104,10 @@ class _Run:
     persisted: list[DataFrame] = field(default_factory=list)
     views: list[str] = field(default_factory=list)  # temp views of the statement's query
     keys: dict[str, pa.Array] | None = None  # a local source's join key values, by target column
+    key_sources: dict[str, str] = field(default_factory=dict)  # target key column -> its source column
+    local: tuple[pa.Table, StructType] | None = None  # a local source's rows (with SID) and type
+    selected: dict[tuple[str, ...], pa.Table | None] = field(default_factory=dict)  # driver_rows, by tablets
+    on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -453,6 +457,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[s
         return None
     run.metrics.source_rows = data.num_rows
     run.keys = _key_values(run, data)
+    run.local = (data, schema)
     keys = run.plan.prune_keys if run.options.prune else ()
     if not keys:
         return frame, None
@@ -492,6 +497,7 @@ def _key_values(run: _Run, data: pa.Table) -> dict[str, pa.Array] | None:
             or (spark == "date" and pa.types.is_date32(arrow))
         ):
             out[col] = pc.unique(data.column(i).combine_chunks().drop_null())
+            run.key_sources[col] = data.column_names[i]
     return out or None
 
 
@@ -603,16 +609,30 @@ def _driver_scan_bytes(spark: SparkSession) -> int:
     return DRIVER_SCAN_BYTES if size is None else size
 
 
+def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
+    """The target rows of ``tablets`` that the local source's keys can pair with, selected on the
+    driver (``frames.driver_rows``); None where the statement scans the target in Spark: no
+    such keys, tablets above ``DRIVER_SCAN_CONF`` bytes, or too many rows selected."""
+    if run.keys is None or not tablets:
+        return None
+    at = tuple(tablets)
+    if at not in run.selected:
+        rows = None
+        if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= _driver_scan_bytes(run.spark):
+            limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
+            rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
+        run.selected[at] = rows
+        if rows is not None:
+            run.metrics.tablets_read_on_driver = len(tablets)
+            run.on_driver = True
+    return run.selected[at]
+
+
 def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
-    if run.keys is not None and tablets:
-        states = [run.snapshot.tablets[t] for t in tablets]
-        if sum(st.add.bytes for st in states) <= _driver_scan_bytes(run.spark):
-            limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
-            scan = driver_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), list(tablets), run.keys, limit)
-            if scan is not None:
-                run.metrics.tablets_read_on_driver = len(tablets)
-                return scan
+    rows = _selected(run, tablets)
+    if rows is not None:
+        return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
     scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame
@@ -714,10 +734,75 @@ def _pairs_sql(run: _Run, from_item: str, where: str = "", *, sid: bool = False)
             f"WHERE {KIND} IS NOT NULL")
 
 
+_PAIR = "__tablets_pair"  # a pair of the driver's join (else a source row alone)
+
+
+def _paired(run: _Run, tablets: Sequence[str]) -> str | None:
+    """Where the driver selected the target rows (``_selected``) of a local source's statement:
+    the pairs of target and source rows with equal keys, joined here, and every source row once
+    alone, as ONE local relation (a temp view's quoted name) whose struct columns are named by
+    the aliases, so the statement's ``t.col`` and ``s.col`` read their fields. Spark then only
+    checks the whole ON condition and classifies: no broadcast, no join. Columns: the target
+    alias (NULL for a row alone), the source alias, the marks, ``_PAIR``."""
+    rows = _selected(run, tablets)
+    if rows is None or run.local is None:
+        return None
+    data, source_type = run.local
+    keys = list(run.keys or {})
+    on_t, on_s = {}, {}
+    for i, col in enumerate(keys):
+        tcol, scol = rows.column(col), data.column(run.key_sources[col])
+        if pa.types.is_integer(tcol.type):
+            tcol, scol = tcol.cast(pa.int64()), scol.cast(pa.int64())
+        else:
+            scol = scol.cast(tcol.type)
+        on_t[f"k{i}"], on_s[f"k{i}"] = tcol, scol
+    on_t["i"] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
+    on_s["j"] = pa.array(np.arange(data.num_rows, dtype=np.int64))
+    left, right = pa.table(on_t), pa.table(on_s)
+    for i in range(len(keys)):  # a NULL key pairs with nothing
+        right = right.filter(pc.is_valid(right.column(f"k{i}")))
+    pairs = left.join(right, keys=[f"k{i}" for i in range(len(keys))], join_type="inner")
+    ti, sj = pairs.column("i").combine_chunks(), pairs.column("j").combine_chunks()
+    t_rows, s_rows = rows.take(ti).combine_chunks(), data.take(sj).combine_chunks()
+    everyone = data.combine_chunks()
+
+    def struct(table: pa.Table) -> pa.StructArray:
+        return pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns],
+                                          fields=list(table.schema))
+
+    t_type = struct(rows.slice(0, 0).combine_chunks()).type
+    n, m = t_rows.num_rows, everyone.num_rows
+    yes, no = pa.array([True] * (n + m)), pa.array([True] * n + [False] * m)
+    frame = pa.table({
+        "t": pa.concat_arrays([struct(t_rows), pa.nulls(m, t_type)]),
+        "s": pa.concat_arrays([struct(s_rows), struct(everyone)]),
+        T_MARK: pa.concat_arrays([pa.array([True] * n), pa.nulls(m, pa.bool_())]),
+        S_MARK: yes,
+        _PAIR: no,
+    })
+    def nullable(struct: StructType) -> StructType:  # a NULL struct's fields are NULL too
+        return StructType([StructField(f.name, f.dataType, True) for f in struct.fields])
+
+    spark_type = StructType([
+        StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.plan.target_columns))),
+        StructField(run.plan.spec.source_alias, nullable(source_type)),
+        StructField(T_MARK, BooleanType()),
+        StructField(S_MARK, BooleanType()),
+        StructField(_PAIR, BooleanType()),
+    ])
+    frame = frame.rename_columns([f.name for f in spark_type.fields])
+    return _view(run, run.spark.createDataFrame(frame, schema=spark_type))
+
+
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
     """The classified row pairs that some clause acts on, and the matched pairs that none acts
     on (kind K_MATCHED: the result depends on them too): row ids, new images and kind."""
     plan, t = run.plan, _t(run)
+    if source is not None and plan.join == "inner":  # the pairs alone: maybe joined on the driver
+        paired = _paired(run, tablets)
+        if paired is not None:
+            return run.spark.sql(_pairs_sql(run, paired, f"{_PAIR} AND ({plan.on or 'TRUE'})"))
     scan = _target(run, tablets)
     target = _view(run, scan.frame)
     dv_join, live = scan.live_sql(lambda f: _view(run, f), t)
@@ -733,10 +818,10 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
     # vectors and name row ids only on the pairs. The preserved side of an outer join cannot be
     # the broadcast one, so source rows without a pair (NOT MATCHED) are found by an anti join of
     # the source with the source row ids that did pair.
+    sid = plan.join in ("left", "full")
     src_view = _view(run, F.broadcast(source))
     by_source = plan.join in ("right", "full")
     joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src_view)} ON {on}{dv_join}"
-    sid = plan.join in ("left", "full")
     pairs = run.spark.sql(_pairs_sql(run, joined, live, sid=sid))
     if not sid:
         return pairs
@@ -784,23 +869,29 @@ def _one_shuffle(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFr
     source row as a candidate insert, which inserts the candidates without a marker
     (``tasks._resolve_candidates``). One job instead of a cached join, a count and an anti join."""
     plan = run.plan
-    scan = _target(run, tablets)
-    target, src = _view(run, scan.frame), _view(run, F.broadcast(source))
-    dv_join, live = scan.live_sql(lambda f: _view(run, f), _t(run))
-    by_source = plan.join == "full"
-    joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src)} ON {plan.on or 'TRUE'}{dv_join}"
+    paired = _paired(run, tablets) if plan.join == "left" else None
+    if paired is not None:  # pairs joined on the driver: Spark checks ON and classifies
+        pairs = _pairs_sql(run, paired, f"{_PAIR} AND ({plan.on or 'TRUE'})", sid=True)
+        alone = _pairs_sql(run, paired, f"NOT {_PAIR}", sid=True)
+    else:
+        scan = _target(run, tablets)
+        target, src = _view(run, scan.frame), _view(run, F.broadcast(source))
+        dv_join, live = scan.live_sql(lambda f: _view(run, f), _t(run))
+        by_source = plan.join == "full"
+        joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src)} ON {plan.on or 'TRUE'}{dv_join}"
+        pairs = _pairs_sql(run, joined, live, sid=True)
+        alone = _pairs_sql(run, f"{_source_item(run, src)} LEFT OUTER JOIN {_target_item(run, scan, target, empty=True)} ON FALSE", sid=True)
     cols = _pair_columns(run, sid=True)
     row = "named_struct(" + ", ".join(f"'{c}', {c}" for c, _ in cols) + ")"
     marker = "named_struct(" + ", ".join(
         f"'{c}', " + (SID if c == SID else f"'{K_PAIRED}'" if c == KIND else f"CAST(NULL AS {t})") for c, t in cols
     ) + ")"
-    alone = f"{_source_item(run, src)} LEFT OUTER JOIN {_target_item(run, scan, target, empty=True)} ON FALSE"
     names = ", ".join(c for c, _ in cols if c != KIND)
     return run.spark.sql(
         f"SELECT inline(CASE WHEN {SID} IS NOT NULL THEN array({row}, {marker}) ELSE array({row}) END) "
-        f"FROM ({_pairs_sql(run, joined, live, sid=True)}) "
+        f"FROM ({pairs}) "
         f"UNION ALL SELECT {names}, CASE WHEN {KIND} = '{K_INSERT}' THEN '{K_CANDIDATE}' ELSE {KIND} END AS {KIND} "
-        f"FROM ({_pairs_sql(run, alone, sid=True)})"
+        f"FROM ({alone})"
     )
 
 
@@ -813,16 +904,22 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
     keys = _key_images(run.plan, images)
-    if inserts:
+    task = merge_task(handle, names, images, inserts=inserts, keys=keys)
+    if not inserts:
+        base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
+    if run.on_driver:
+        # few rows (the target's were selected on the driver): one task's work, done here, with
+        # no shuffle and no Python worker (the first in a fresh process costs seconds)
+        rows = [r for b in task(iter(base.toArrow().to_batches())) for r in b.to_pylist()]
+    elif inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
         one_task = run.metrics.source_rows < handle.target_tablet_rows
         spread = F.lit("") if one_task else F.xxhash64(*(keys or images)).cast("string")
         # no more tasks than tablets and the inserts' one: each is a Python task's fixed cost
         stream = base.repartition(min(parts, n_tablets + 1) if one_task else parts, F.coalesce(F.col(TID), spread))
+        rows = stream.mapInArrow(task, MERGE_RESULT).collect()
     else:
-        olds = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
-        stream = olds.repartition(max(1, min(n_tablets, parts)), TID)
-    rows = stream.mapInArrow(merge_task(handle, names, images, inserts=inserts, keys=keys), MERGE_RESULT).collect()
+        rows = base.repartition(max(1, min(n_tablets, parts)), TID).mapInArrow(task, MERGE_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     _check_keys(run, handle, fragments, rows)
     dups = sum(r["duplicates"] for r in rows)

@@ -340,27 +340,23 @@ def tablet_scan(
     return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
 
 
-def driver_scan(
-    spark: SparkSession,
+def driver_rows(
     table: TabletTable,
     snapshot: Snapshot,
     columns: Sequence[str],
     tablet_ids: Sequence[str],
     values: Mapping[str, pa.Array],
     max_rows: int,
-) -> TabletScan | None:
-    """``tablet_scan``'s frame restricted to the live rows whose key columns hold the source's
-    values (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the
-    driver and handed to Spark as a local relation, deletion vectors already applied. For a
-    statement whose source is small and whose target is small enough to read here: it spares
-    the Spark job that streams every target row through the join. None when more than
-    ``max_rows`` rows are selected (the statement then scans in Spark)."""
+) -> pa.Table | None:
+    """The live rows of the tablets ``tablet_ids`` whose key columns hold the source's values
+    (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the driver:
+    ``columns`` plus the file name and row index, as ``tablet_scan``'s frame has them (the
+    deletion vectors already applied). For a statement whose source is small and whose target
+    is small enough to read here: it spares the Spark job that streams every target row through
+    the join. None when more than ``max_rows`` rows are selected (the statement scans in Spark)."""
     from tablets.storage.tablet import select_rows
     from tablets.storage.types import schema_to_arrow
 
-    struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
-    assert isinstance(struct, StructType)
-    by_name = {f.name: f for f in struct.fields}
     cols = list(columns)
     arrow_schema = schema_to_arrow(snapshot.metadata.schema)
     parts, n = [], 0
@@ -372,15 +368,27 @@ def driver_scan(
         n += rows.num_rows
         if n > max_rows:
             return None
-        if rows.num_rows:
-            rows = rows.append_column(_FILE, pa.array([_file_name(st)] * rows.num_rows, pa.string()))
-            parts.append(rows.append_column(_ROW, positions))
-    out = StructType([by_name[c] for c in cols] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
-    if parts:
-        frame = spark.createDataFrame(pa.concat_tables(parts), schema=out)
-    else:
-        frame = spark.createDataFrame([], out)
-    return TabletScan(spark, table, frame, tuple(cols), ())
+        rows = rows.append_column(_FILE, pa.array([_file_name(st)] * rows.num_rows, pa.string()))
+        parts.append(rows.append_column(_ROW, positions))
+    if not parts:
+        empty = pa.schema([arrow_schema.field(c) for c in cols] + [pa.field(_FILE, pa.string()), pa.field(_ROW, pa.int64())])
+        return empty.empty_table()
+    return pa.concat_tables(parts)
+
+
+def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
+    """The Spark type of ``tablet_scan``'s (and ``driver_rows``') rows: ``columns``, file name, row index."""
+    struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
+    assert isinstance(struct, StructType)
+    by_name = {f.name: f for f in struct.fields}
+    return StructType([by_name[c] for c in columns] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
+
+
+def driver_scan(spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table) -> TabletScan:
+    """A ``TabletScan`` of ``driver_rows``' rows: a local relation, no deletion vector left to apply."""
+    struct = scan_struct(snapshot, columns)
+    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else spark.createDataFrame([], struct)
+    return TabletScan(spark, table, frame, tuple(columns), ())
 
 
 def snapshot_frame(
