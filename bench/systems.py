@@ -174,7 +174,7 @@ class Ours(SparkSystem):
         res = self.db.sql(STATEMENTS[workload].format(t="bench.target", s="source"))
         m = res.metrics  # type: ignore[union-attr]
         return {"message": res.message, "tablets_scanned": m.tablets_scanned, "tablets_pruned": m.tablets_pruned,
-                "timings_ms": m.timings_ms}
+                "tablets_read_on_driver": m.tablets_read_on_driver, "timings_ms": m.timings_ms}
 
     def final(self) -> pa.Table:
         return self.spark.table("bench.target").toArrow()

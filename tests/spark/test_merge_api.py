@@ -205,3 +205,14 @@ def test_keys_arrow_cannot_compare_as_spark_does_are_scanned_in_spark(db, source
     db.sql("INSERT INTO api.drv_types SELECT id, 0 FROM range(0, 100)")
     m = db.sql(f"MERGE INTO api.drv_types t USING ({source}) s ON {on} WHEN MATCHED THEN UPDATE SET v = 1").metrics
     assert m.tablets_read_on_driver == 0 and m.rows_updated == 10
+
+
+@pytest.mark.parametrize("stmt", [
+    "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",  # the one-shuffle plan
+    "WHEN MATCHED THEN UPDATE SET v = s.v",  # pairs only
+])
+def test_a_source_whose_keys_pair_with_nothing_on_the_driver(db, stmt):
+    fresh(db, "api.drv_none", "id BIGINT, v INT", "(1, 0), (9, 0)")  # 7: inside the key range, not pruned
+    m = db.sql(f"MERGE INTO api.drv_none t USING (SELECT 7 AS id, 5 AS v) s ON t.id = s.id {stmt}").metrics
+    assert m.tablets_read_on_driver == 1 and m.rows_updated == 0
+    assert rows(db, "SELECT * FROM api.drv_none") == sorted([(1, 0), (9, 0)] + ([(7, 5)] if "INSERT" in stmt else []))
