@@ -232,12 +232,6 @@ def _size_bytes(frame: DataFrame) -> int | None:
         return None
 
 
-def _small(frame: DataFrame) -> bool:
-    """Spark's size estimate says one task can write it."""
-    size = _size_bytes(frame)
-    return size is not None and size < SMALL_BYTES
-
-
 _WIDTHS = {"boolean": 1, "byte": 1, "tinyint": 1, "short": 2, "smallint": 2, "int": 4, "integer": 4, "date": 4,
            "float": 4, "long": 8, "bigint": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8}
 
@@ -785,24 +779,22 @@ def _paired(run: _Run, tablets: Sequence[str]) -> str | None:
     t_type = struct(rows.slice(0, 0).combine_chunks()).type
     n, m = t_rows.num_rows, everyone.num_rows
     flag = pa.bool_()
-    frame = pa.table({
-        "t": pa.concat_arrays([struct(t_rows), pa.nulls(m, t_type)]),
-        "s": pa.concat_arrays([struct(s_rows), struct(everyone)]),
-        T_MARK: pa.array([True] * n + [None] * m, flag),
-        S_MARK: pa.array([True] * (n + m), flag),
-        _PAIR: pa.array([True] * n + [False] * m, flag),
-    })
+    frame = pa.table([
+        pa.concat_arrays([struct(t_rows), pa.nulls(m, t_type)]),
+        pa.concat_arrays([struct(s_rows), struct(everyone)]),
+        pa.array([True] * n + [None] * m, flag),
+        pa.array([True] * (n + m), flag),
+        pa.array([True] * n + [False] * m, flag),
+    ], names=[run.plan.spec.target_alias, run.plan.spec.source_alias, T_MARK, S_MARK, _PAIR])
+
     def nullable(struct: StructType) -> StructType:  # a NULL struct's fields are NULL too
         return StructType([StructField(f.name, f.dataType, True) for f in struct.fields])
 
     spark_type = StructType([
         StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.plan.target_columns))),
         StructField(run.plan.spec.source_alias, nullable(source_type)),
-        StructField(T_MARK, BooleanType()),
-        StructField(S_MARK, BooleanType()),
-        StructField(_PAIR, BooleanType()),
+        *(StructField(c, BooleanType()) for c in (T_MARK, S_MARK, _PAIR)),
     ])
-    frame = frame.rename_columns([f.name for f in spark_type.fields])
     return _view(run, run.spark.createDataFrame(frame, schema=spark_type))
 
 
@@ -829,10 +821,10 @@ def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFr
     # vectors and name row ids only on the pairs. The preserved side of an outer join cannot be
     # the broadcast one, so source rows without a pair (NOT MATCHED) are found by an anti join of
     # the source with the source row ids that did pair.
-    sid = plan.join in ("left", "full")
     src_view = _view(run, F.broadcast(source))
     by_source = plan.join in ("right", "full")
     joined = f"{_target_item(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_item(run, src_view)} ON {on}{dv_join}"
+    sid = plan.join in ("left", "full")
     pairs = run.spark.sql(_pairs_sql(run, joined, live, sid=sid))
     if not sid:
         return pairs
