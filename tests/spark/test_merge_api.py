@@ -216,3 +216,23 @@ def test_a_source_whose_keys_pair_with_nothing_on_the_driver(db, stmt):
     m = db.sql(f"MERGE INTO api.drv_none t USING (SELECT 7 AS id, 5 AS v) s ON t.id = s.id {stmt}").metrics
     assert m.tablets_read_on_driver == 1 and m.rows_updated == 0
     assert rows(db, "SELECT * FROM api.drv_none") == sorted([(1, 0), (9, 0)] + ([(7, 5)] if "INSERT" in stmt else []))
+
+
+@pytest.mark.parametrize("driver", [True, False], ids=["driver-scan", "spark-scan"])
+def test_clause_conditions_with_subqueries_on_both_paths(db, spark, driver):
+    """Subqueries in clause conditions, one correlated with the target row: the driver's pairs
+    carry the aliases as struct columns, which Spark resolves inside subqueries too."""
+    fresh(db, "api.drv_sub", "id BIGINT, v INT", "(1, 10), (2, 20), (3, 30), (4, 40)")
+    spark.createDataFrame([(2,), (30,)], "x BIGINT").createOrReplaceTempView("api_drv_sub_other")
+    stmt = ("MERGE INTO api.drv_sub t USING (SELECT id, id * 100 AS v FROM range(1, 6)) s ON t.id = s.id "
+            "WHEN MATCHED AND t.v IN (SELECT x FROM api_drv_sub_other) THEN DELETE "
+            "WHEN MATCHED AND EXISTS (SELECT 1 FROM api_drv_sub_other o WHERE o.x = t.id) THEN UPDATE SET v = -1 "
+            "WHEN NOT MATCHED AND s.id NOT IN (SELECT x FROM api_drv_sub_other) THEN INSERT *")
+    if not driver:
+        spark.conf.set(DRIVER_SCAN_CONF, "0")
+    try:
+        m = db.sql(stmt).metrics
+    finally:
+        spark.conf.unset(DRIVER_SCAN_CONF)
+    assert m.tablets_read_on_driver == (1 if driver else 0)
+    assert rows(db, "SELECT * FROM api.drv_sub") == [(1, 10), (2, -1), (4, 40), (5, 500)]
