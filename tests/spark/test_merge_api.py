@@ -20,6 +20,16 @@ def rows(db, sql):
     return sorted(tuple(r) for r in db.sql(sql).collect())
 
 
+def merge(db, spark, stmt, *, driver=True):
+    """Run ``stmt``, its metrics; ``driver=False`` turns the driver's selection of small targets off."""
+    if not driver:
+        spark.conf.set(DRIVER_SCAN_CONF, "0")
+    try:
+        return db.sql(stmt).metrics
+    finally:
+        spark.conf.unset(DRIVER_SCAN_CONF)
+
+
 def fresh(db, name, ddl, values=None):
     db.sql(f"DROP TABLE IF EXISTS {name}")
     db.sql(f"CREATE TABLE {name} ({ddl}) USING tablets")
@@ -103,26 +113,16 @@ def test_row_groups_outside_the_source_keys_are_skipped_and_deletes_still_apply(
     """The target scan keeps only the source's key range, so Parquet skips row groups inside a
     tablet (Spark's reader, or the driver's by the row groups' statistics); the row numbers of
     the groups read, and their deletion vectors, stay exact."""
+    import pyarrow as pa
     from tablets.storage import tablet
 
     monkeypatch.setattr(tablet, "ROW_GROUP_ROWS", 1000)  # ten row groups in one tablet
-    if not driver:
-        spark.conf.set(DRIVER_SCAN_CONF, "0")
-    try:
-        _row_groups_case(db, driver)
-    finally:
-        spark.conf.unset(DRIVER_SCAN_CONF)
-
-
-def _row_groups_case(db, driver):
-    import pyarrow as pa
-
     fresh(db, "api.groups", "id BIGINT, v INT")
     n = 10_000
     db.table_of("api.groups").append(pa.table({"id": pa.array(range(n), pa.int64()), "v": pa.array([0] * n, pa.int32())}))
     db.sql("DELETE FROM api.groups WHERE id % 10 = 3")
-    m = db.sql("MERGE INTO api.groups t USING (SELECT id FROM range(7000, 7100)) s ON t.id = s.id "
-               "WHEN MATCHED THEN UPDATE SET v = 1 WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, 2)").metrics
+    m = merge(db, spark, "MERGE INTO api.groups t USING (SELECT id FROM range(7000, 7100)) s ON t.id = s.id "
+              "WHEN MATCHED THEN UPDATE SET v = 1 WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, 2)", driver=driver)
     assert (m.rows_updated, m.rows_inserted) == (90, 10)
     assert m.tablets_read_on_driver == (1 if driver else 0)
     got = rows(db, "SELECT id, v FROM api.groups WHERE id BETWEEN 6990 AND 7109")
@@ -175,13 +175,7 @@ def test_a_small_target_is_read_on_the_driver(db, spark):
         stmt = ("MERGE INTO api.drv t USING (SELECT CAST(id AS INT) AS id, 'new' AS s FROM range(490, 1010, 3)) s "
                 "ON t.id = s.id WHEN MATCHED AND t.k = 1 THEN DELETE WHEN MATCHED THEN UPDATE SET s = s.s "
                 "WHEN NOT MATCHED THEN INSERT (id, k, s) VALUES (s.id, -1, s.s)")
-        if not driver:
-            spark.conf.set(DRIVER_SCAN_CONF, "0")
-        try:
-            m = db.sql(stmt).metrics
-        finally:
-            spark.conf.unset(DRIVER_SCAN_CONF)
-        return m, rows(db, "SELECT * FROM api.drv")
+        return merge(db, spark, stmt, driver=driver), rows(db, "SELECT * FROM api.drv")
 
     on, on_rows = run(True)
     off, off_rows = run(False)
@@ -228,11 +222,6 @@ def test_clause_conditions_with_subqueries_on_both_paths(db, spark, driver):
             "WHEN MATCHED AND t.v IN (SELECT x FROM api_drv_sub_other) THEN DELETE "
             "WHEN MATCHED AND EXISTS (SELECT 1 FROM api_drv_sub_other o WHERE o.x = t.id) THEN UPDATE SET v = -1 "
             "WHEN NOT MATCHED AND s.id NOT IN (SELECT x FROM api_drv_sub_other) THEN INSERT *")
-    if not driver:
-        spark.conf.set(DRIVER_SCAN_CONF, "0")
-    try:
-        m = db.sql(stmt).metrics
-    finally:
-        spark.conf.unset(DRIVER_SCAN_CONF)
+    m = merge(db, spark, stmt, driver=driver)
     assert m.tablets_read_on_driver == (1 if driver else 0)
     assert rows(db, "SELECT * FROM api.drv_sub") == [(1, 10), (2, -1), (4, 40), (5, 500)]
