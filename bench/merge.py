@@ -211,7 +211,8 @@ def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[st
         tab = []
         for size in sizes:
             r = results[size]["ours"].get("result") or {}
-            tab.append([f"{size:,}", *(str(r.get(k, "-")) for k in ("tablets_scanned", "tablets_pruned", "tablets_read_on_driver"))])
+            counts = ("tablets_scanned", "tablets_pruned", "tablets_read_on_driver")
+            tab.append([f"{size:,}", *(str(r.get(k, "-")) for k in counts)])
         out += ["", "ours: tablets the MERGE read, skipped by key range, and read on the driver (MergeMetrics "
                 "tablets_scanned, tablets_pruned, tablets_read_on_driver), last run:", "",
                 table(["target rows", "tablets scanned", "tablets pruned", "tablets read on the driver"], tab)]

@@ -2,8 +2,8 @@
 else stays dbt-spark's."""
 
 import pytest
-from dbt.adapters.tablets.config import parse_table_config
 
+from dbt.adapters.tablets.config import parse_table_config
 from tests.macros.base import MacroTestBase, Relation
 
 pytestmark = pytest.mark.macros

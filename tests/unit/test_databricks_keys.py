@@ -2,6 +2,7 @@
 tablet table cannot honour make one warning per model naming each, why, and what to do."""
 
 import pytest
+
 from dbt.adapters.tablets.config import (
     DATABRICKS_IGNORED,
     MergeConfigError,
