@@ -225,3 +225,61 @@ def test_clause_conditions_with_subqueries_on_both_paths(db, spark, driver):
     m = merge(db, spark, stmt, driver=driver)
     assert m.tablets_read_on_driver == (1 if driver else 0)
     assert rows(db, "SELECT * FROM api.drv_sub") == [(1, 10), (2, -1), (4, 40), (5, 500)]
+
+
+def test_a_re_merge_of_the_same_rows_runs_no_spark_job(db, spark):
+    """dbt's incremental run with nothing new: every source row pairs with an equal target row,
+    so the driver tells the statement changes nothing: no Spark job after the source's, no commit."""
+    fresh(db, "api.same_again", "id BIGINT, v DOUBLE, s STRING, d DATE")
+    db.sql("INSERT INTO api.same_again SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), "
+           "DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)")
+    src = ("SELECT id, id / 2 AS v, IF(id % 3 = 0, NULL, CAST(id AS STRING)) AS s, DATE'2024-01-01' + CAST(id AS INT) AS d "
+           "FROM range(100, 200)")
+    stmt = f"MERGE INTO api.same_again t USING ({src}) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    version = db.table_of("api.same_again").version
+    results = []
+    jobs = spark_jobs(spark, lambda: results.append(db.sql(stmt).metrics))
+    m = results[0]
+    assert (m.rows_unchanged, m.rows_updated, m.rows_inserted, m.version) == (100, 0, 0, None)
+    assert "unchanged" in m.timings_ms and db.table_of("api.same_again").version == version
+    assert len(jobs) <= 2, jobs  # the source's (its collect; reading its input's schema)
+
+
+@pytest.mark.parametrize("change, why", [
+    ("IF(id = 152, 'x', IF(id % 3 = 0, NULL, CAST(id AS STRING)))", "one value differs"),
+    ("IF(id = 151, NULL, IF(id % 3 = 0, NULL, CAST(id AS STRING)))", "a value becomes NULL"),
+    ("IF(id % 3 = 0, 'was null', CAST(id AS STRING))", "NULLs get values"),
+])
+def test_a_re_merge_with_a_change_still_writes_it(db, change, why):
+    fresh(db, "api.same_changed", "id BIGINT, s STRING")
+    db.sql("INSERT INTO api.same_changed SELECT id, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range(0, 300)")
+    stmt = (f"MERGE INTO api.same_changed t USING (SELECT id, {change} AS s FROM range(100, 200)) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    m = db.sql(stmt).metrics
+    assert m.rows_updated > 0 and m.version is not None, why
+    got = dict(rows(db, "SELECT id, s FROM api.same_changed WHERE id BETWEEN 100 AND 199"))
+    want = dict(rows(db, f"SELECT id, {change} FROM range(100, 200)"))
+    assert got == want
+
+
+@pytest.mark.parametrize("stmt, result", [
+    # a source row alone is inserted
+    ("MERGE INTO api.same_other t USING (SELECT id, 0 AS v FROM range(8, 12)) s ON t.id = s.id "
+     "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *", "inserted 2"),
+    # two source rows for one target row: refused, as without the driver
+    ("MERGE INTO api.same_other t USING (SELECT 1 AS id, 0 AS v UNION ALL SELECT 1, 0) s ON t.id = s.id "
+     "WHEN MATCHED THEN UPDATE SET *", "modified more than once"),
+    # a condition on the first MATCHED clause: Spark decides
+    ("MERGE INTO api.same_other t USING (SELECT id, 0 AS v FROM range(0, 5)) s ON t.id = s.id "
+     "WHEN MATCHED AND s.id = 3 THEN DELETE WHEN MATCHED THEN UPDATE SET *", "deleted 1"),
+])
+def test_statements_the_driver_cannot_call_unchanged(db, stmt, result):
+    from tablets.exceptions import CardinalityViolation
+
+    fresh(db, "api.same_other", "id BIGINT, v INT")
+    db.sql("INSERT INTO api.same_other SELECT id, 0 FROM range(0, 10)")
+    try:
+        message = db.sql(stmt).message
+    except CardinalityViolation as e:
+        message = str(e)
+    assert result in message

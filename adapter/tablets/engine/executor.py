@@ -75,7 +75,14 @@ from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
 )
-from tablets.spark.frames import TabletScan, driver_rows, driver_scan, scan_struct, tablet_scan
+from tablets.spark.frames import (
+    ROW_ID_COLUMNS,
+    TabletScan,
+    driver_rows,
+    driver_scan,
+    scan_struct,
+    tablet_scan,
+)
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.sqltext import quote_ident
 from tablets.storage import (
@@ -379,6 +386,9 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 tablets = _prune(run, tablets, ranges)
                 run.ranges = ranges
         m.tablets_scanned = len(tablets)
+        if source is not None and _unchanged_on_driver(run, tablets):
+            run.phase("unchanged", t0)  # a re-merge of the same rows: no Spark job, no commit
+            return m
         handle = begin(
             run.snapshot,
             run.table.root,
@@ -742,41 +752,105 @@ def _pairs_sql(run: _Run, from_item: str, where: str = "", *, sid: bool = False)
 _PAIR = "__tablets_pair"  # a pair of the driver's join (else a source row alone)
 
 
-def _paired(run: _Run, tablets: Sequence[str]) -> str | None:
+def _key_pairs(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | None:
     """Where the driver selected the target rows (``_selected``) of a local source's statement:
-    the pairs of target and source rows with equal keys, joined here, and every source row once
-    alone, as ONE local relation (a temp view's quoted name) whose struct columns are named by
-    the aliases, so the statement's ``t.col`` and ``s.col`` read their fields. Spark then only
-    checks the whole ON condition and classifies: no broadcast, no join. Columns: the target
-    alias (NULL for a row alone), the source alias, the marks, ``_PAIR``."""
+    the pairs of target and source rows with equal keys, joined here (a NULL key pairs with
+    nothing), as two tables of equal length, row i of one paired with row i of the other."""
     rows = _selected(run, tablets)
     if rows is None or run.local is None:
         return None
-    data, source_type = run.local
-    keys = list(run.keys or {})
+    data = run.local[0]
     on_t, on_s = {}, {}
-    for i, col in enumerate(keys):
+    for i, col in enumerate(run.keys or {}):
         tcol, scol = rows.column(col), data.column(run.key_sources[col])
         if pa.types.is_integer(tcol.type):
             tcol, scol = tcol.cast(pa.int64()), scol.cast(pa.int64())
         else:
             scol = scol.cast(tcol.type)
         on_t[f"k{i}"], on_s[f"k{i}"] = tcol, scol
+    keys = list(on_s)
     on_t["i"] = pa.array(np.arange(rows.num_rows, dtype=np.int64))
     on_s["j"] = pa.array(np.arange(data.num_rows, dtype=np.int64))
-    left, right = pa.table(on_t), pa.table(on_s)
-    for i in range(len(keys)):  # a NULL key pairs with nothing
-        right = right.filter(pc.is_valid(right.column(f"k{i}")))
-    pairs = left.join(right, keys=[f"k{i}" for i in range(len(keys))], join_type="inner")
-    ti, sj = pairs.column("i").combine_chunks(), pairs.column("j").combine_chunks()
-    t_rows, s_rows = rows.take(ti).combine_chunks(), data.take(sj).combine_chunks()
+    right = pa.table(on_s)
+    for k in keys:
+        right = right.filter(pc.is_valid(right.column(k)))
+    pairs = pa.table(on_t).join(right, keys=keys, join_type="inner")
+    return rows.take(pairs.column("i").combine_chunks()), data.take(pairs.column("j").combine_chunks())
+
+
+_IMAGE_REF = re.compile(r"CAST\((`?)(\w+)\1\.(`?)([^`]+?)\3 AS ([^)]+)\)")
+
+
+def _unchanged_on_driver(run: _Run, tablets: Sequence[str]) -> bool:
+    """Whether the driver can tell, without Spark, that the statement changes nothing: ON is
+    exactly the key equalities the driver pairs on, every source row pairs, no target row pairs
+    twice, and the first MATCHED clause is unconditional and either DO NOTHING or an UPDATE
+    whose every new value is a column of the pair (a source column of the target column's own
+    type) that Arrow finds equal to the old one (equal here implies equal in Spark; anything
+    Arrow cannot compare, or finds different, goes to Spark). Sets the unchanged rows' count."""
+    plan = run.plan
+    if not (run.options.skip_unchanged and plan.on_is_keys and run.local is not None
+            and len(run.key_sources) == len(plan.prune_keys)):
+        return False
+    pairs = _key_pairs(run, tablets)
+    if pairs is None:
+        return False
+    t_rows, s_rows = pairs
+    data, source_type = run.local
+    if pc.count_distinct(s_rows.column(SID)).as_py() != data.num_rows:
+        return False  # a source row alone: a NOT MATCHED clause may act on it
+    if t_rows.group_by(list(ROW_ID_COLUMNS)).aggregate([([], "count_all")]).num_rows != t_rows.num_rows:
+        return False  # a target row paired twice: Spark tells whether that is an error
+    matched = [b for b in plan.branches if b.clause.category is Category.MATCHED]
+    if not matched:
+        return True
+    first = matched[0]
+    if first.clause.condition or first.clause.action not in (ActionKind.UPDATE, ActionKind.DO_NOTHING):
+        return False
+    if first.clause.action is ActionKind.DO_NOTHING:
+        return True
+    types = dict(plan.column_types)
+    source_types = {f.name.lower(): (f.name, f.dataType.simpleString().lower()) for f in source_type.fields}
+    t_alias, s_alias = plan.spec.target_alias.lower(), plan.spec.source_alias.lower()
+    for col, value in first.image:
+        ref = _IMAGE_REF.fullmatch(value)
+        if ref is None or ref.group(5).lower() != types[col].lower():
+            return False
+        alias, name = ref.group(2).lower(), ref.group(4)
+        if alias == t_alias and name.lower() == col.lower():
+            continue  # the old value itself
+        source = source_types.get(name.lower())
+        if alias != s_alias or source is None or source[1] != types[col].lower():
+            return False
+        old, new = t_rows.column(col), s_rows.column(source[0])
+        try:
+            same = pc.or_kleene(pc.equal(old, new.cast(old.type)), pc.and_(pc.is_null(old), pc.is_null(new)))
+        except (pa.ArrowException, NotImplementedError):
+            return False
+        if not pc.all(pc.fill_null(same, False)).as_py():
+            return False
+    run.metrics.rows_unchanged = t_rows.num_rows
+    return True
+
+
+def _paired(run: _Run, tablets: Sequence[str]) -> str | None:
+    """``_key_pairs``, and every source row once alone, as ONE local relation (a temp view's
+    quoted name) whose struct columns are named by the aliases, so the statement's ``t.col`` and
+    ``s.col`` read their fields. Spark then only checks the whole ON condition and classifies:
+    no broadcast, no join. Columns: the target alias (NULL for a row alone), the source alias,
+    the marks, ``_PAIR``."""
+    pairs = _key_pairs(run, tablets)
+    if pairs is None or run.local is None:
+        return None
+    t_rows, s_rows = (p.combine_chunks() for p in pairs)
+    data, source_type = run.local
     everyone = data.combine_chunks()
 
     def struct(table: pa.Table) -> pa.StructArray:
         return pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns],
                                           fields=list(table.schema))
 
-    t_type = struct(rows.slice(0, 0).combine_chunks()).type
+    t_type = struct(t_rows.slice(0, 0)).type
     n, m = t_rows.num_rows, everyone.num_rows
     flag = pa.bool_()
     frame = pa.table([

@@ -42,6 +42,7 @@ class Plan:
     prune_keys: tuple[tuple[str, str], ...]  # (target column, source expression) equi-join pairs
     column_types: tuple[tuple[str, str], ...]  # target schema (name, Spark type)
     key_columns: tuple[str, ...] = ()  # the table's key: inserted keys are checked for duplicates
+    on_is_keys: bool = False  # every conjunct of ON is one of prune_keys (no other condition)
 
     @property
     def noop(self) -> bool:
@@ -309,6 +310,7 @@ def plan_merge(
         prune_keys=prune,
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),
+        on_is_keys=bool(prune) and len(prune) == len(_conjuncts(sqlglot.parse_one(on_sql, read="spark"))),
     )
 
 

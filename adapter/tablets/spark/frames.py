@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
 _FILE = "__tablets_file"
 _ROW = "__tablets_row"
+ROW_ID_COLUMNS = (_FILE, _ROW)  # a scan row's file name and row index
 _WORD = "__tablets_word"
 _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
@@ -280,7 +281,7 @@ class TabletScan:
     @property
     def internal_columns(self) -> tuple[str, str]:
         """The scan frame's file name and row index columns."""
-        return _FILE, _ROW
+        return ROW_ID_COLUMNS
 
     def live(self, df: DataFrame, *, row_ids: bool = True, project: bool = True, deletes: bool = True) -> DataFrame:
         """``df`` (this scan's frame, or a join of it) without the deleted rows; with ``row_ids``,
