@@ -27,7 +27,8 @@ applied) and joins them with the source on those keys (``_paired``: one local re
 and lone source rows). Spark checks the whole ON condition and classifies in one job, whose
 rows the merge task writes on the driver: no scan job, no broadcast, no shuffle, no Python
 worker. Where it cannot pair there (a left join the one-shuffle plan does not take), the
-selected rows still replace the target scan.
+selected rows still replace the target scan. A re-merge of rows the target already holds ends
+there (``_unchanged_on_driver``): no Spark job, no commit.
 """
 
 from __future__ import annotations
