@@ -125,6 +125,7 @@ class _Run:
     key_sources: dict[str, str] = field(default_factory=dict)  # target key column -> its source column
     local: tuple[pa.Table, StructType] | None = None  # a local source's rows (with SID) and type
     selected: dict[tuple[str, ...], pa.Table | None] = field(default_factory=dict)  # driver_rows, by tablets
+    pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # _key_pairs, by tablets
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
 
     def phase(self, name: str, start: float) -> float:
@@ -756,7 +757,15 @@ _PAIR = "__tablets_pair"  # a pair of the driver's join (else a source row alone
 def _key_pairs(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | None:
     """Where the driver selected the target rows (``_selected``) of a local source's statement:
     the pairs of target and source rows with equal keys, joined here (a NULL key pairs with
-    nothing), as two tables of equal length, row i of one paired with row i of the other."""
+    nothing), as two tables of equal length, row i of one paired with row i of the other.
+    Joined once per statement: the unchanged check and the pairs' relation share it."""
+    at = tuple(tablets)
+    if at not in run.pairs:
+        run.pairs[at] = _join_keys(run, tablets)
+    return run.pairs[at]
+
+
+def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | None:
     rows = _selected(run, tablets)
     if rows is None or run.local is None:
         return None

@@ -149,7 +149,7 @@ def native_scan(spark: SparkSession, table: TabletTable, probe: str) -> bool:
     return is_local(table.root) or _hadoop_knows(spark, probe)
 
 
-def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str], struct: StructType) -> DataFrame:
+def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str]) -> DataFrame:
     """The native scan's frame (``cols``, file name, row index), read by Python tasks through
     the tablets store: one task per tablet."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -157,8 +157,7 @@ def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, st
     from tablets.storage.tablet import read_tablet
     from tablets.storage.types import schema_to_arrow
 
-    by_name = {f.name: f for f in struct.fields}
-    out = StructType([by_name[c] for c in cols] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
+    out = scan_struct(snapshot, cols)
     out_arrow = to_arrow_schema(out, timezone="UTC")
     table_schema = schema_to_arrow(snapshot.metadata.schema)
     adds = {st.add.tablet_id: st.add for st in states}
@@ -331,7 +330,7 @@ def tablet_scan(
     with_dv = tuple(st for st in states if st.dv is not None)
     paths = [table.tablet_path(st) for st in states]
     if not native_scan(spark, table, paths[0]):
-        frame = _arrow_frame(spark, table, snapshot, states, cols, struct)
+        frame = _arrow_frame(spark, table, snapshot, states, cols)
         return TabletScan(spark, table, frame, tuple(cols), with_dv)
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     df = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
