@@ -203,13 +203,14 @@ def _comparable(column: pa.ChunkedArray | pa.Array, values: pa.Array) -> tuple[p
     return column, values.cast(column.type)
 
 
-def _may_hold(meta: pq.RowGroupMetaData, index: int, values: pa.Array) -> bool:
-    """Whether a row group's min/max statistics of column ``index`` can hold one of ``values``."""
+def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> bool:
+    """Whether a row group's min/max statistics of column ``index`` can hold a value in [lo, hi]
+    (None: no values)."""
+    if lo is None or hi is None:
+        return False
     stats = meta.column(index).statistics
-    if stats is None or not stats.has_min_max or len(values) == 0:
-        return len(values) > 0
-    bounds = pc.min_max(values)
-    lo, hi = bounds["min"].as_py(), bounds["max"].as_py()
+    if stats is None or not stats.has_min_max:
+        return True
     try:
         return not (hi < stats.min or lo > stats.max)
     except TypeError:  # statistics of another physical type (e.g. bytes): cannot tell
@@ -242,26 +243,34 @@ def select_rows(
         live = None
         if dv is not None and keys:
             live = live_mask(read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality)), add.rows)
+        bounds = {}
+        for c, v in keys.items():
+            mm = pc.min_max(v)
+            bounds[c] = (mm["min"].as_py(), mm["max"].as_py())
+        rest = [c for c in present if c not in keys]
         start = 0
         for g in range(pf.metadata.num_row_groups if keys else 0):
             meta = pf.metadata.row_group(g)
-            n = meta.num_rows
             at = start
-            start += n
-            if not all(_may_hold(meta, names.index(c), v) for c, v in keys.items()):
+            start += meta.num_rows
+            if not all(_may_hold(meta, names.index(c), *bounds[c]) for c in keys):
                 continue
             group = pf.read_row_group(g, columns=list(keys))
             mask = None
             for c, v in keys.items():
-                col, vals = _comparable(group.column(c), v)
-                hit = pc.is_in(col, value_set=vals, skip_nulls=True)
+                col, keys[c] = _comparable(group.column(c), v)  # the values cast once per tablet
+                hit = pc.is_in(col, value_set=keys[c], skip_nulls=True)
                 mask = hit if mask is None else pc.and_(mask, hit)
             local = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False)
             if live is not None:
                 local = local[live[at + local]]
             if len(local) == 0:
                 continue
-            rows = pf.read_row_group(g, columns=present).take(pa.array(local))
+            picked = pa.array(local)
+            # the key columns were read above: only the others are read for the selected rows
+            others = pf.read_row_group(g, columns=rest).take(picked) if rest else None
+            keyed = group.take(picked)
+            rows = pa.table({c: (keyed if c in keys else others).column(c) for c in present})
             parts.append(conform(rows, wanted, len(local)))
             positions.append(pa.array(local + at, pa.int64()))
     if not parts:
