@@ -22,8 +22,8 @@ order: sum(v) compares exactly across systems.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -113,37 +113,127 @@ def normalize(table: pa.Table) -> pa.Table:
     return pa.table([table.column(c).cast(SCHEMA.field(c).type) for c in COLUMNS], schema=SCHEMA)
 
 
-def fingerprint(table: pa.Table) -> dict[str, object]:
-    """rows, sum(v), an order-free checksum of the ids, and a digest of every column in id order."""
-    t = normalize(table).combine_chunks()
-    t = t.take(pc.sort_indices(t, [("id", "ascending")])).combine_chunks()
-    ids = t.column("id").to_numpy().astype(np.uint64)
-    z = ids + np.uint64(0x9E3779B97F4A7C15)  # splitmix64 finalizer: a sum of it changes with any id
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MASK = (1 << 64) - 1
+_SLICE = 1_000_000  # rows hashed at a time: a 100M-row table never sits in memory at once
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    """splitmix64's finalizer, elementwise on uint64 (wrapping arithmetic)."""
+    z = z + _GOLDEN
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    z ^= z >> np.uint64(31)
-    h = hashlib.sha1()
-    for col in t.columns:  # the values, not the buffers (validity bitmaps may differ for equal data)
-        for start in range(0, len(col), 1_000_000):  # in slices: a 100M-row column is no one Python list
-            h.update(repr(col.slice(start, 1_000_000).to_pylist()).encode())
-    return {"rows": t.num_rows, "sum_v": float(pc.sum(t.column("v")).as_py() or 0.0),
-            "id_sum": f"{int(z.sum(dtype=np.uint64)):016x}", "digest": h.hexdigest()[:12]}
+    return z ^ (z >> np.uint64(31))
+
+
+def _string_hash(col: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each string: its bytes weighted by their position, and its length."""
+    col = col.cast(pa.large_string())
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[col.offset:col.offset + len(col) + 1]
+    buf = col.buffers()[2]
+    raw = np.frombuffer(buf, dtype=np.uint8)[offsets[0]:offsets[-1]] if buf is not None else np.zeros(0, np.uint8)
+    starts, lengths = offsets[:-1] - offsets[0], np.diff(offsets)
+    position = np.arange(len(raw), dtype=np.int64) - np.repeat(starts, lengths)
+    weighted = np.append(raw.astype(np.uint64) * _mix(position.astype(np.uint64)), np.uint64(0))
+    sums = np.where(lengths > 0, np.add.reduceat(weighted, np.minimum(starts, len(raw))), np.uint64(0))
+    return _mix(sums ^ lengths.astype(np.uint64))
+
+
+def _column_hash(col: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each value of one SCHEMA column (NULL hashes to a constant)."""
+    if pa.types.is_string(col.type):
+        h = _string_hash(col)
+    else:
+        numeric = col.view(pa.int32()) if pa.types.is_date32(col.type) else col
+        numeric = numeric.cast(pa.int64()) if pa.types.is_int32(numeric.type) else numeric
+        h = _mix(numeric.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64))
+    valid = col.is_valid().to_numpy(zero_copy_only=False)
+    return np.where(valid, h, np.uint64(0x5BD1E995))
+
+
+def _signed(x: int) -> int:
+    return x - (1 << 64) if x >> 63 else x
+
+
+class Fingerprint:
+    """rows, sum(v), an order-free checksum of the ids, and an order-free digest of every row
+    (a sum of 64-bit row hashes): fed in any order, in pieces, and merged across processes."""
+
+    def __init__(self) -> None:
+        self.rows, self.sum_v, self.id_sum, self.row_sum = 0, 0.0, 0, 0  # the sums modulo 2**64
+
+    def add(self, table: pa.Table | pa.RecordBatch) -> Fingerprint:
+        t = table if isinstance(table, pa.Table) else pa.Table.from_batches([table])
+        t = normalize(t)
+        for start in range(0, t.num_rows, _SLICE):
+            part = t.slice(start, _SLICE).combine_chunks()
+            cols = [part.column(c).chunk(0) if part.column(c).num_chunks else pa.array([], SCHEMA.field(c).type)
+                    for c in COLUMNS]
+            row = np.zeros(part.num_rows, dtype=np.uint64)
+            for i, col in enumerate(cols):  # each column's hash mixed in at its own place
+                row = _mix(row * np.uint64(31) + _column_hash(col) + np.uint64(i))
+            self.rows += part.num_rows
+            self.sum_v += float(pc.sum(part.column("v")).as_py() or 0.0)
+            ids = _mix(cols[0].fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64))
+            self.id_sum = (self.id_sum + int(ids.sum(dtype=np.uint64))) & _MASK
+            self.row_sum = (self.row_sum + int(row.sum(dtype=np.uint64))) & _MASK
+        return self
+
+    def partial(self) -> dict[str, int | float]:
+        """The state, for merge() in another process (uint64s as signed int64s: Spark's LongType)."""
+        return {"rows": self.rows, "sum_v": self.sum_v, "id_sum": _signed(self.id_sum),
+                "row_sum": _signed(self.row_sum)}
+
+    def merge(self, part: dict[str, int | float]) -> Fingerprint:
+        self.rows += int(part["rows"])
+        self.sum_v += float(part["sum_v"])
+        self.id_sum = (self.id_sum + int(part["id_sum"])) & _MASK
+        self.row_sum = (self.row_sum + int(part["row_sum"])) & _MASK
+        return self
+
+    def result(self) -> dict[str, object]:
+        return {"rows": self.rows, "sum_v": self.sum_v, "id_sum": f"{self.id_sum:016x}",
+                "digest": f"{self.row_sum:016x}"}
+
+
+def fingerprint(tables: pa.Table | Iterable[pa.Table]) -> dict[str, object]:
+    """The Fingerprint result of a table, or of the pieces of one (``expected_parts``)."""
+    fp = Fingerprint()
+    for t in [tables] if isinstance(tables, pa.Table) else tables:
+        fp.add(t)
+    return fp.result()
+
+
+def expected_parts(data_dir: str, workload: str) -> Iterator[pa.Table]:
+    """The final table after the workload's MERGE, computed with pyarrow joins, one target file
+    at a time (the source is at most 10% of the target and stays in memory): the reference answer."""
+    tpath, spath = paths(data_dir, workload)
+    s = pq.read_table(spath)
+    s_ids = s.select(["id"])
+    matched = []
+    for name in sorted(os.listdir(tpath)):
+        if not name.endswith(".parquet"):
+            continue
+        t = pq.read_table(os.path.join(tpath, name), schema=SCHEMA)
+        if workload == "degenerate":
+            yield t
+            continue
+        kept = t.join(s_ids, "id", join_type="left anti")
+        if workload == "sync":  # WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE
+            kept = kept.filter(pa.array(kept.column("id").to_numpy() % 100 != 0))
+        yield normalize(kept)
+        if workload != "delete-heavy":
+            updated = t.select(["id", "k", "d"]).join(s.select(["id", "v", "s"]), "id", join_type="inner")
+            matched.append(updated.select(["id"]))
+            yield normalize(updated)
+    if workload not in ("degenerate", "delete-heavy"):
+        seen = pa.concat_tables(matched) if matched else s_ids.schema.empty_table()
+        yield normalize(s.join(seen, "id", join_type="left anti"))
 
 
 def expected(data_dir: str, workload: str) -> pa.Table:
-    """The final table after the workload's MERGE, computed with pyarrow joins: the reference answer."""
-    tpath, spath = paths(data_dir, workload)
-    t, s = pq.read_table(tpath, schema=SCHEMA), pq.read_table(spath)
-    if workload == "degenerate":
-        return t
-    if workload == "delete-heavy":
-        return t.join(s.select(["id"]), "id", join_type="left anti")
-    kept = t.join(s.select(["id"]), "id", join_type="left anti")
-    updated = t.select(["id", "k", "d"]).join(s.select(["id", "v", "s"]), "id", join_type="inner")
-    inserted = s.join(t.select(["id"]), "id", join_type="left anti")
-    if workload == "sync":  # WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE
-        kept = kept.filter(pa.array(kept.column("id").to_numpy() % 100 != 0))
-    return pa.concat_tables([normalize(x) for x in (kept, updated, inserted)])
+    """``expected_parts`` as one table (small targets)."""
+    return pa.concat_tables(list(expected_parts(data_dir, workload)))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ import pyarrow.parquet as pq
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import data  # noqa: E402
 
+PARTIAL = pa.schema([("rows", pa.int64()), ("sum_v", pa.float64()), ("id_sum", pa.int64()), ("row_sum", pa.int64())])
+
 
 class NotApplicable(Exception):
     """The system has nothing to measure for this workload."""
@@ -120,6 +122,12 @@ class System:
     def merge(self, workload: str) -> object: ...
     def final(self) -> pa.Table | None: ...
     def versions(self) -> dict[str, str]: ...
+
+    def fingerprint(self) -> dict[str, object] | None:
+        """data.fingerprint of the final table (None: the system keeps none)."""
+        final = self.final()
+        return data.fingerprint(final) if final is not None else None
+
     def written(self) -> str:
         """The directory a run writes into."""
         return self.live
@@ -129,6 +137,29 @@ class System:
 
 
 class SparkSystem(System):
+    TABLE: str | None = None  # the system's table in its Spark session (None: it keeps Parquet files or nothing)
+
+    def fingerprint(self) -> dict[str, object] | None:
+        """Each Spark task fingerprints its own rows of TABLE (data.Fingerprint adds up): a
+        100M-row table is never collected."""
+        if self.TABLE is None:
+            return super().fingerprint()
+        from pyspark import cloudpickle
+
+        cloudpickle.register_pickle_by_value(data)  # the workers cannot import bench/data.py
+
+        def part(batches):
+            fp = data.Fingerprint()
+            for b in batches:
+                fp.add(b)
+            yield pa.RecordBatch.from_pylist([fp.partial()], schema=PARTIAL)
+
+        rows = self.spark.table(self.TABLE).mapInArrow(part, "rows long, sum_v double, id_sum long, row_sum long")
+        fp = data.Fingerprint()
+        for r in rows.collect():
+            fp.merge(r.asDict())
+        return fp.result()
+
     def open(self) -> None:
         from pyspark.sql import SparkSession
 
@@ -151,6 +182,7 @@ class SparkSystem(System):
 
 class Ours(SparkSystem):
     name = "ours"
+    TABLE = "bench.target"
 
     def open(self) -> None:
         import tablets
@@ -175,9 +207,6 @@ class Ours(SparkSystem):
         m = res.metrics  # type: ignore[union-attr]
         return {"message": res.message, "tablets_scanned": m.tablets_scanned, "tablets_pruned": m.tablets_pruned,
                 "tablets_read_on_driver": m.tablets_read_on_driver, "timings_ms": m.timings_ms}
-
-    def final(self) -> pa.Table:
-        return self.spark.table("bench.target").toArrow()
 
     def versions(self) -> dict[str, str]:
         from importlib.metadata import version
@@ -381,10 +410,6 @@ class Iceberg(SparkSystem):
                 "deleted-records", "removed-data-files")
         return {k: v for k, v in (snap["summary"] if snap else {}).items() if k in keep}
 
-    def final(self) -> pa.Table:
-        batches = self.spark.table(self.TABLE)._collect_as_arrow()  # PySpark 3.5 has no DataFrame.toArrow
-        return pa.Table.from_batches(batches) if batches else data.SCHEMA.empty_table()
-
     def versions(self) -> dict[str, str]:
         jar = os.path.basename(self.jars[0]) if self.jars else "?"
         mode = self.PROPERTIES.get("write.merge.mode", "copy-on-write")
@@ -482,8 +507,7 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
                 if run or i:
                     times.append(round(time.perf_counter() - start, 4))
                 rec["bytes"] = sys_.bytes_written(before)
-            final = sys_.final()
-            rec["fp"] = data.fingerprint(final) if final is not None else None
+            rec["fp"] = sys_.fingerprint()
         except NotApplicable as e:
             rec["skipped"] = str(e)
         except Exception as e:  # report, and go on with the other workloads
