@@ -283,3 +283,69 @@ def test_statements_the_driver_cannot_call_unchanged(db, stmt, result):
     except CardinalityViolation as e:
         message = str(e)
     assert result in message
+
+
+def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
+    """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
+    itself (``executor._arrow_rows``); the result is the Spark plan's."""
+    def run(driver: bool):
+        fresh(db, "api.plain", "id BIGINT, v DOUBLE, s STRING, d DATE")
+        db.sql("INSERT INTO api.plain SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), "
+               "DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)")
+        src = "SELECT id, id * 3D AS v, CAST(NULL AS STRING) AS s, DATE'2020-01-01' AS d FROM range(990, 1010)"
+        stmt = (f"MERGE INTO api.plain t USING ({src}) s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
+        results = []
+        jobs = spark_jobs(spark, lambda: results.append(merge(db, spark, stmt, driver=driver)))
+        return results[0], jobs, rows(db, "SELECT * FROM api.plain")
+
+    on, jobs, got = run(True)
+    off, _, want = run(False)
+    assert on.merged_on_driver and not off.merged_on_driver
+    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (10, 10)
+    assert got == want
+    assert len(jobs) <= 2, jobs  # the source's (its collect; reading its input's schema)
+
+
+@pytest.mark.parametrize("stmt", [
+    # a copy into a narrower column: Spark's cast decides the value
+    "MERGE INTO api.plain_cast t USING (SELECT id, id * 2 AS v FROM range(0, 6)) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    # an expression in the image
+    "MERGE INTO api.plain_cast t USING (SELECT id, id * 2 AS v FROM range(0, 6)) s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v + 1 WHEN NOT MATCHED THEN INSERT *",
+    # a conditional clause acting on rows at hand
+    "MERGE INTO api.plain_cast t USING (SELECT id, id * 2 AS v FROM range(0, 6)) s ON t.id = s.id "
+    "WHEN MATCHED AND s.v > 2 THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+])
+def test_statements_spark_classifies(db, stmt):
+    fresh(db, "api.plain_cast", "id BIGINT, v INT")
+    db.sql("INSERT INTO api.plain_cast SELECT id, 0 FROM range(0, 4)")
+    m = db.sql(stmt).metrics
+    assert not m.merged_on_driver and m.tablets_read_on_driver == 1
+    assert m.rows_inserted == 2
+
+
+def test_a_conditional_insert_with_no_row_alone_stays_on_the_driver(db):
+    """Clauses that act on no row at hand do not matter: every source row pairs, so a
+    conditional NOT MATCHED clause leaves the statement to the driver."""
+    fresh(db, "api.plain_cond", "id BIGINT, v BIGINT")
+    db.sql("INSERT INTO api.plain_cond SELECT id, 0 FROM range(0, 10)")
+    m = db.sql("MERGE INTO api.plain_cond t USING (SELECT id, 7 AS v FROM range(2, 5)) s ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED AND s.v > 100 THEN INSERT *").metrics
+    assert m.merged_on_driver and m.rows_updated == 3
+    assert rows(db, "SELECT v, count(*) FROM api.plain_cond GROUP BY v") == [(0, 7), (7, 3)]
+
+
+def test_the_driver_merge_sorts_its_inserts_by_cluster_by(db):
+    """One task on the driver writes every insert: sorted by cluster_by, then cut into tablets."""
+    fresh(db, "api.plain_sorted", "id BIGINT, v INT")
+    table = db.table_of("api.plain_sorted")
+    opts = {"cluster_by": ("id",), "target_tablet_rows": 250}
+    db.sql("INSERT INTO api.plain_sorted SELECT id, 0 FROM range(0, 1)")
+    m = db.sql("MERGE INTO api.plain_sorted t USING (SELECT (id * 7919) % 1000 AS id, 1 AS v FROM range(0, 1000)) s "
+               "ON t.id = s.id WHEN NOT MATCHED THEN INSERT *", options=opts).metrics
+    assert m.merged_on_driver and m.rows_inserted == 999
+    ranges = sorted((st.add.column_stats("id").min, st.add.column_stats("id").max) for st in table.snapshot().tablets.values() if st.add.rows > 1)
+    assert len(ranges) == 4
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # disjoint, ordered key ranges

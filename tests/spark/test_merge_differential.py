@@ -2,7 +2,8 @@
 statements (all categories, actions, conditions; NULLs and duplicate keys). The final tables
 must be equal as multisets, and when DuckDB refuses (a target row modified twice) we refuse too.
 
-Every case runs twice: on local disk (Spark's native Parquet scan) and in a bucket of a real
+Sources are local relations (as a small model's rows are); every third case turns broadcasting
+off, which takes the cached source path. Every case runs twice: on local disk (Spark's native Parquet scan) and in a bucket of a real
 S3-compatible server, which Spark here cannot read (no hadoop-aws), so the engine scans the
 tablets with its own Arrow reader in Python tasks. Half the cases turn off the driver scan
 (``spark.tablets.merge.driverScanBytes``): the others select the target rows that can pair on
@@ -84,7 +85,7 @@ def _duckdb(target, source, stmt):
     return Counter(con.execute("SELECT k, a, b FROM target").fetchall())
 
 
-def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged):
+def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=None):
     table = TabletTable.create(root, SCHEMA)
     half, g = len(target) // 2, len(ghosts) // 2
     dead_rows = []  # (tablet id, row numbers) of the ghosts: the last rows of their tablets
@@ -101,10 +102,14 @@ def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged):
         for tid, positions in dead_rows:
             sink.delete([tid] * len(positions), positions)
         table.finish(handle, sink.finish())
-    src = spark.createDataFrame(source, "k INT, a INT, b STRING")
+    # from Arrow: a local relation, as a small model's rows are (a Python list is an RDD of
+    # unknown size, which always takes the cached path)
+    src = spark.createDataFrame(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in source], schema=SCHEMA))
     before = table.version
     try:
-        execute(spark, table, parse_statement(stmt), src, MergeOptions(skip_unchanged=skip_unchanged))
+        m = execute(spark, table, parse_statement(stmt), src, MergeOptions(skip_unchanged=skip_unchanged))
+        if metrics is not None:
+            metrics.append(m)
     except CardinalityViolation:
         assert table.version == before  # nothing committed
         return "cardinality"
@@ -153,3 +158,29 @@ def test_merge_on_false_matches_duckdb(spark, tmp_path, request, case, where):
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
     assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+
+
+PLAIN = {  # unconditional clauses of plain column copies: the driver classifies and writes them
+    "MATCHED": ["UPDATE SET a = s.a, b = s.b", "UPDATE SET b = s.b, a = t.a", "UPDATE SET *", "UPDATE SET a = NULL",
+                "DELETE", None],
+    "NOT MATCHED": ["INSERT *", "INSERT (k, a) VALUES (s.k, s.a)", "INSERT VALUES (s.k, s.a, s.b)", None],
+}
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("case", range(CASES // 3))
+def test_plain_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
+    """Statements the driver runs alone (``executor._arrow_rows``): ON the key, unconditional
+    clauses that copy columns; duplicate and NULL keys on both sides, deleted target rows."""
+    rng = random.Random(20_000 + case)
+    target = _rows(rng, rng.randint(0, 9), 6)
+    source = _rows(rng, rng.randint(0, 7), 6)
+    clauses = [f"WHEN {cat} THEN {a}" for cat, actions in PLAIN.items() if (a := rng.choice(actions))]
+    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED THEN DELETE"])
+    ghosts = _rows(rng, rng.randint(0, 3), 6)
+    expected = _duckdb(target, source, stmt.replace("UPDATE SET *", "UPDATE SET k = s.k, a = s.a, b = s.b"))
+    root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
+    metrics = []
+    got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0, metrics=metrics)
+    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+    assert all(m.merged_on_driver or m.source_rows == 0 for m in metrics), stmt

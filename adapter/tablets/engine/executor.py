@@ -23,12 +23,15 @@ Small statements (``_selected``): with a local source, an ON condition that equa
 columns with source columns of types Arrow compares as Spark does, no BY SOURCE clause, and
 target tablets (after pruning) of at most ``DRIVER_SCAN_CONF`` bytes, the driver reads only the
 target rows holding the source's keys (row groups skipped by their statistics, deletion vectors
-applied) and joins them with the source on those keys (``_paired``: one local relation of pairs
-and lone source rows). Spark checks the whole ON condition and classifies in one job, whose
+applied) and joins them with the source on those keys (``_key_pairs``). Where ON is exactly
+those equalities and the clauses that act on the rows are unconditional copies of plain
+columns (``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE: ``_arrow_rows``), the driver
+classifies the pairs too and runs the merge task itself: no Spark job after the source's, and a
+re-merge that changes nothing ends without a commit. Else the pairs become one local relation
+(``_paired``) that Spark checks against the whole ON condition and classifies in one job, whose
 rows the merge task writes on the driver: no scan job, no broadcast, no shuffle, no Python
 worker. Where it cannot pair there (a left join the one-shuffle plan does not take), the
-selected rows still replace the target scan. A re-merge of rows the target already holds ends
-there (``_unchanged_on_driver``): no Spark job, no commit.
+selected rows still replace the target scan.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import JOIN_NAMES, Plan, plan_merge
+from tablets.engine.plan import JOIN_NAMES, Branch, Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -98,6 +101,7 @@ from tablets.storage import (
 from tablets.storage.actions import AddTablet, RemoveTablet
 from tablets.storage.fileio import normalize
 from tablets.storage.transaction import begin, outside, outside_share
+from tablets.storage.types import schema_to_arrow
 
 
 @dataclass(frozen=True)
@@ -388,8 +392,11 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 tablets = _prune(run, tablets, ranges)
                 run.ranges = ranges
         m.tablets_scanned = len(tablets)
-        if source is not None and _unchanged_on_driver(run, tablets):
-            run.phase("unchanged", t0)  # a re-merge of the same rows: no Spark job, no commit
+        # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
+        rows = _arrow_rows(run, tablets) if source is not None else None
+        m.merged_on_driver = rows is not None
+        if rows is not None and _changes_nothing(run, rows):
+            run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
             return m
         handle = begin(
             run.snapshot,
@@ -406,25 +413,12 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             target_tablet_rows=run.options.target_tablet_rows,
             sort_by=run.options.cluster_by,
         )
-        together = not run.options.cluster_by
-        if source is not None and plan.pairs_nothing and plan.join in ("left", "right", "full"):
-            base = _unpaired(run, source, tablets)
-        elif source is not None and together and _one_shuffle_fits(run, handle.target_tablet_rows):
-            base = _one_shuffle(run, source, tablets)
+        if rows is not None:  # one task, here: it sorts its inserts by cluster_by itself
+            fragments = _delete_stream(run, rows, handle, len(tablets), inserts=plan.has_inserts)
+            t0 = run.phase("merge_on_driver", t0)
         else:
-            base = _base(run, source, tablets)
-        if plan.has_inserts and not together:
-            base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
-            persisted.append(base)
-        fragments = []
-        # the row ids of every target row the statement matched or acts on go home to their
-        # tablet's task (its DV, and the rows the result depends on); the insert stream rides
-        # along, unless cluster_by wants it range-partitioned by its own columns
-        fragments += _delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
-        t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
-        if plan.has_inserts and not together:
-            fragments += _insert_stream(run, base, handle)
-            t0 = run.phase("insert_stream", t0)
+            fragments = _spark_streams(run, source, tablets, handle)
+            t0 = time.perf_counter()
         for f in fragments:
             if isinstance(f, TabletFragment):
                 m.tablets_added += 1
@@ -446,6 +440,31 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             df.unpersist()
         for name in run.views:
             run.spark.catalog.dropTempView(name)
+
+
+def _spark_streams(run: _Run, source: DataFrame | None, tablets: list[str], handle) -> list:
+    """The statement's pairs classified by Spark, and the fragments of its streams' tasks."""
+    plan, persisted, t0 = run.plan, run.persisted, time.perf_counter()
+    together = not run.options.cluster_by
+    if source is not None and plan.pairs_nothing and plan.join in ("left", "right", "full"):
+        base = _unpaired(run, source, tablets)
+    elif source is not None and together and _one_shuffle_fits(run, handle.target_tablet_rows):
+        base = _one_shuffle(run, source, tablets)
+    else:
+        base = _base(run, source, tablets)
+    if plan.has_inserts and not together:
+        base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
+        persisted.append(base)
+    fragments = []
+    # the row ids of every target row the statement matched or acts on go home to their
+    # tablet's task (its DV, and the rows the result depends on); the insert stream rides
+    # along, unless cluster_by wants it range-partitioned by its own columns
+    fragments += _delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
+    t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
+    if plan.has_inserts and not together:
+        fragments += _insert_stream(run, base, handle)
+        t0 = run.phase("insert_stream", t0)
+    return fragments
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
@@ -630,7 +649,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     """The target rows of ``tablets`` that the local source's keys can pair with, selected on the
     driver (``frames.driver_rows``); None where the statement scans the target in Spark: no
     such keys, tablets above ``DRIVER_SCAN_CONF`` bytes, or too many rows selected."""
-    if run.keys is None or not tablets:
+    if run.keys is None:
         return None
     at = tuple(tablets)
     if at not in run.selected:
@@ -788,58 +807,140 @@ def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] |
     return rows.take(pairs.column("i").combine_chunks()), data.take(pairs.column("j").combine_chunks())
 
 
-_IMAGE_REF = re.compile(r"CAST\((`?)(\w+)\1\.(`?)([^`]+?)\3 AS ([^)]+)\)")
+# Spark types whose values Arrow carries and compares as Spark does (Arrow's NaN != NaN is
+# handled where values are compared); the driver's own merge (``_arrow_rows``) copies only these
+_ARROW_TYPES = (*_INTEGRAL, "string", "date", "boolean", "float", "double")
 
 
-def _unchanged_on_driver(run: _Run, tablets: Sequence[str]) -> bool:
-    """Whether the driver can tell, without Spark, that the statement changes nothing: ON is
-    exactly the key equalities the driver pairs on, every source row pairs, no target row pairs
-    twice, and the first MATCHED clause is unconditional and either DO NOTHING or an UPDATE
-    whose every new value is a column of the pair (a source column of the target column's own
-    type) that Arrow finds equal to the old one (equal here implies equal in Spark; anything
-    Arrow cannot compare, or finds different, goes to Spark). Sets the unchanged rows' count."""
+def _arrow_type(spark_type: str) -> bool:
+    t = spark_type.lower().replace(" ", "")
+    return t in _ARROW_TYPES or re.fullmatch(r"decimal\(\d+,\d+\)", t) is not None
+
+
+_WIDTH_ORDER = {"tinyint": 1, "byte": 1, "smallint": 2, "short": 2, "int": 4, "integer": 4, "bigint": 8, "long": 8,
+                "float": 4.5, "double": 8.5}
+
+
+def _exact_cast(have: str, want: str) -> bool:
+    """A value of Spark type ``have`` becomes one of ``want`` unchanged, in Arrow as in Spark:
+    the same type, or a wider integer or floating type of the same kind."""
+    have, want = have.lower().replace(" ", ""), want.lower().replace(" ", "")
+    if have == want:
+        return _arrow_type(have)
+    a, b = _WIDTH_ORDER.get(have), _WIDTH_ORDER.get(want)
+    return a is not None and b is not None and a < b and (a % 1 == 0) == (b % 1 == 0)
+
+
+def _same_values(old: pa.Array, new: pa.Array) -> pa.Array:
+    """Row by row, ``old <=> new`` as Spark says it (NULL equals NULL, NaN equals NaN)."""
+    same = pc.fill_null(pc.equal(old, new), False)
+    both_null = pc.and_(pc.is_null(old), pc.is_null(new))
+    if pa.types.is_floating(old.type):
+        both_null = pc.or_(both_null, pc.fill_null(pc.and_(pc.is_nan(old), pc.is_nan(new)), False))
+    return pc.or_(same, both_null)
+
+
+def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
+    """The statement's classified rows, as ``_pairs_sql`` gives them, computed here in Arrow from
+    the driver's pairs (``_key_pairs``): where ON is exactly the key equalities the driver pairs
+    on, and the clauses that act on the rows at hand are unconditional and copy plain columns
+    of their own types (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``,
+    DELETE, or no clause). None otherwise: Spark evaluates the statement. The merge task then
+    runs here (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.options.skip_unchanged and plan.on_is_keys and run.local is not None
+    if not (run.local is not None and plan.on_is_keys and plan.join in ("inner", "left")
             and len(run.key_sources) == len(plan.prune_keys)):
-        return False
+        return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
-        return False
-    t_rows, s_rows = pairs
+        return None
+    t_rows, s_rows = (p.combine_chunks() for p in pairs)
     data, source_type = run.local
-    if pc.count_distinct(s_rows.column(SID)).as_py() != data.num_rows:
-        return False  # a source row alone: a NOT MATCHED clause may act on it
-    if t_rows.group_by(list(ROW_ID_COLUMNS)).aggregate([([], "count_all")]).num_rows != t_rows.num_rows:
-        return False  # a target row paired twice: Spark tells whether that is an error
-    matched = [b for b in plan.branches if b.clause.category is Category.MATCHED]
-    if not matched:
-        return True
-    first = matched[0]
-    if first.clause.condition or first.clause.action not in (ActionKind.UPDATE, ActionKind.DO_NOTHING):
+    types = {n: t.lower() for n, t in plan.column_types}
+    arrow = schema_to_arrow(run.snapshot.metadata.schema)
+    source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
+    names = [n for n, _ in plan.column_types]
+    images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+
+    def branch(category: Category) -> Branch | None | bool:
+        """The one clause acting on rows of ``category`` (None: none); False: Spark must decide."""
+        found = [b for b in plan.branches if b.clause.category is category]
+        if not found:
+            return None
+        b = found[0]
+        if b.condition or (b.image and b.copies is None):
+            return False
+        return b
+
+    def image(b: Branch, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
+        out = []
+        for col, (side, name) in zip(names, b.copies or (), strict=True):
+            want = arrow.field(col).type
+            if side == "null":
+                out.append(pa.nulls(src.num_rows, want))
+                continue
+            have = (types.get(name) if side == "t" else source_types.get(name)) or ""
+            rows = t if side == "t" else src
+            if rows is None or name not in rows.column_names or not _exact_cast(have, types[col]):
+                return None
+            try:
+                out.append(rows.column(name).cast(want))
+            except (pa.ArrowException, NotImplementedError):
+                return None
+        return out
+
+    def part(tid: pa.Array, row: pa.Array, values: list[pa.Array] | None, kind: pa.Array) -> pa.Table:
+        n = len(kind)
+        cols = values or [pa.nulls(n, arrow.field(c).type) for c in names]
+        return pa.table([tid, row, *cols, kind], names=[TID, ROW, *images, KIND])
+
+    parts = []
+    n = t_rows.num_rows
+    if n:
+        b = branch(Category.MATCHED)
+        if b is False:
+            return None
+        file, row = (t_rows.column(c) for c in ROW_ID_COLUMNS)
+        tid = pc.replace_substring_regex(file, r"\.parquet$", "")
+        action = b.clause.action if b is not None else None
+        values = image(b, t_rows, s_rows) if action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
+        if action in (ActionKind.UPDATE, ActionKind.REFUSE) and values is None:
+            return None
+        if action is ActionKind.UPDATE and run.options.skip_unchanged:
+            same = pa.array(np.ones(n, dtype=bool))
+            for col, new in zip(names, values or (), strict=True):
+                same = pc.and_(same, _same_values(t_rows.column(col), new))
+            kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
+        else:
+            code = {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(action, K_MATCHED)
+            kind = pa.array([code] * n, pa.string())
+        parts.append(part(tid, row, values, kind))
+    alone = data.filter(pc.invert(pc.is_in(data.column(SID), value_set=s_rows.column(SID))))
+    if alone.num_rows:
+        b = branch(Category.NOT_MATCHED)
+        if b is False:
+            return None
+        if b is not None:  # the one NOT MATCHED action: INSERT
+            values = image(b, None, alone)
+            if values is None:
+                return None
+            m = alone.num_rows
+            parts.append(part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string())))
+    if not parts:
+        return part(pa.array([], pa.string()), pa.array([], pa.int64()), None, pa.array([], pa.string()))
+    return pa.concat_tables(parts)
+
+
+def _changes_nothing(run: _Run, rows: pa.Table) -> bool:
+    """``_arrow_rows``' rows write nothing: every pair unchanged or acted on by no clause, and no
+    target row acted on twice (that is an error the merge task raises). Sets the unchanged count."""
+    kinds = rows.column(KIND)
+    if not pc.all(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED]))).as_py() and rows.num_rows:
         return False
-    if first.clause.action is ActionKind.DO_NOTHING:
-        return True
-    types = dict(plan.column_types)
-    source_types = {f.name.lower(): (f.name, f.dataType.simpleString().lower()) for f in source_type.fields}
-    t_alias, s_alias = plan.spec.target_alias.lower(), plan.spec.source_alias.lower()
-    for col, value in first.image:
-        ref = _IMAGE_REF.fullmatch(value)
-        if ref is None or ref.group(5).lower() != types[col].lower():
-            return False
-        alias, name = ref.group(2).lower(), ref.group(4)
-        if alias == t_alias and name.lower() == col.lower():
-            continue  # the old value itself
-        source = source_types.get(name.lower())
-        if alias != s_alias or source is None or source[1] != types[col].lower():
-            return False
-        old, new = t_rows.column(col), s_rows.column(source[0])
-        try:
-            same = pc.or_kleene(pc.equal(old, new.cast(old.type)), pc.and_(pc.is_null(old), pc.is_null(new)))
-        except (pa.ArrowException, NotImplementedError):
-            return False
-        if not pc.all(pc.fill_null(same, False)).as_py():
-            return False
-    run.metrics.rows_unchanged = t_rows.num_rows
+    acted = rows.filter(pc.equal(kinds, K_UNCHANGED))
+    if acted.group_by([TID, ROW]).aggregate([([], "count_all")]).num_rows != acted.num_rows:
+        return False
+    run.metrics.rows_unchanged = acted.num_rows
     return True
 
 
@@ -982,21 +1083,21 @@ def _one_shuffle(run: _Run, source: DataFrame, tablets: Sequence[str]) -> DataFr
     )
 
 
-def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, inserts: bool) -> list:
+def _delete_stream(run: _Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool) -> list:
     """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
     tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
     of updates ride along to their old tablet's task, inserted rows go to one task when they fit
-    one tablet, else are spread by a hash."""
+    one tablet, else are spread by a hash. ``base`` in Arrow (``_arrow_rows``): one task, here."""
     names = [n for n, _ in run.plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
     keys = _key_images(run.plan, images)
     task = merge_task(handle, names, images, inserts=inserts, keys=keys)
-    if not inserts:
+    if not inserts and not isinstance(base, pa.Table):
         base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
     # few rows (the target's were selected on the driver): one task's work, done here, with no
     # shuffle and no Python worker (the first in a fresh process costs seconds)
-    rows = _on_driver(base, task) if run.on_driver else None
+    rows = _on_driver(base, task) if run.on_driver or isinstance(base, pa.Table) else None
     if rows is None and inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
         one_task = run.metrics.source_rows < handle.target_tablet_rows
@@ -1023,12 +1124,12 @@ def _delete_stream(run: _Run, base: DataFrame, handle, n_tablets: int, *, insert
     return fragments
 
 
-def _on_driver(frame: DataFrame, task) -> list[dict] | None:
+def _on_driver(frame: DataFrame | pa.Table, task) -> list[dict] | None:
     """The result rows of ``task`` (a ``tasks`` sink) over all of ``frame``'s rows, run here as one
     task; None where ``frame`` has a type without an Arrow form (Spark's tasks cannot run it either,
     but say so in their own words)."""
     try:
-        data = frame.toArrow()
+        data = frame if isinstance(frame, pa.Table) else frame.toArrow()
     except (TypeError, NotImplementedError, pa.ArrowException):
         return None
     return [r for b in task(iter(data.to_batches())) for r in b.to_pylist()]

@@ -28,6 +28,9 @@ class Branch:
     clause: Clause
     condition: str | None  # qualified Spark SQL
     image: tuple[tuple[str, str], ...] = ()  # UPDATE/INSERT: (target column, Spark SQL) for every column
+    # the image's values where each is a plain copy, by target column: ("t" | "s", column) or
+    # ("null", ""); None where some value is an expression (executor._arrow_rows reads it)
+    copies: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -281,13 +284,15 @@ def plan_merge(
         if cond_sql is None:
             seen_unconditional.add(clause.category)
         image: tuple[tuple[str, str], ...] = ()
+        copies: tuple[tuple[str, str], ...] | None = None
         if clause.action is ActionKind.UPDATE:
-            image = _update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
+            image, copies = _update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
         elif clause.action is ActionKind.INSERT:
-            image = _insert_image(spec, scope, clause, tcols, lower_t, types, part)
+            image, copies = _insert_image(spec, scope, clause, tcols, lower_t, types, part)
         elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
             image = tuple((c, f"{spec.target_alias}.`{c}`" if c in key_columns else _cast("NULL", types[c])) for c in tcols)
-        branches.append(Branch(i, clause, cond_sql, image))
+            copies = tuple(("t", c) if c in key_columns else ("null", "") for c in tcols)
+        branches.append(Branch(i, clause, cond_sql, image, copies))
 
     acting = [b for b in branches if b.clause.action is not ActionKind.DO_NOTHING]
     reason = noop_reason(spec) or (None if acting else "every clause is DO NOTHING or can never fire")
@@ -330,13 +335,30 @@ def _cast(expr: str, type_name: str) -> str:
     return f"CAST({expr} AS {type_name})"
 
 
-def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> tuple[tuple[str, str], ...]:
+_Image = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...] | None]
+
+
+def _copy(scope: _Scope, tree: exp.Expr) -> tuple[str, str] | None:
+    """A value that is a plain column of the target or the source, or NULL, as a copy."""
+    if isinstance(tree, exp.Null):
+        return ("null", "")
+    if not isinstance(tree, exp.Column) or tree.args.get("db") or not tree.table:
+        return None
+    side = scope._side(tree.table)  # noqa: SLF001
+    if side is None or tree.name.lower() not in side[1]:
+        return None
+    return ("t" if side[0] == "target" else "s", side[1][tree.name.lower()])
+
+
+def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _Image:
     t = spec.target_alias
     assigned: dict[str, str] = {}
+    copies: dict[str, tuple[str, str] | None] = {}
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
                 assigned[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+                copies[c] = ("s", scope.scols[c.lower()])
     for col, value in clause.assignments:
         name = lower_t.get(col.split(".")[-1].strip("`").lower())
         if name is None:
@@ -344,15 +366,20 @@ def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> t
         tree = scope.qualify(value, clause.category, part)
         needed |= scope.target_refs(tree)
         assigned[name] = tree.sql(dialect="spark")
-    return tuple((c, _cast(assigned.get(c, f"{t}.`{c}`"), types[c])) for c in tcols)
+        copies[name] = _copy(scope, tree)
+    image = tuple((c, _cast(assigned.get(c, f"{t}.`{c}`"), types[c])) for c in tcols)
+    plain = tuple(copies.get(c, ("t", c)) for c in tcols)
+    return image, (plain if all(plain) else None)  # type: ignore[return-value]
 
 
-def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> tuple[tuple[str, str], ...]:
+def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
     values: dict[str, str] = {}
+    copies: dict[str, tuple[str, str] | None] = {}
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
                 values[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+                copies[c] = ("s", scope.scols[c.lower()])
     else:
         cols = list(clause.insert_columns) or tcols[: len(clause.insert_values)]
         if len(clause.insert_values) > len(tcols):
@@ -365,8 +392,12 @@ def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> tuple[tup
                 raise _err(spec, part, f"INSERT names {col!r}, which is not a column of the target ({', '.join(tcols)})", help="Insert only target columns.")
             if name in values:
                 raise _err(spec, part, f"INSERT names column {col!r} twice", help="Name each column once.")
-            values[name] = scope.qualify(value, clause.category, part).sql(dialect="spark")
-    return tuple((c, _cast(values.get(c, "NULL"), types[c])) for c in tcols)
+            tree = scope.qualify(value, clause.category, part)
+            values[name] = tree.sql(dialect="spark")
+            copies[name] = _copy(scope, tree)
+    image = tuple((c, _cast(values.get(c, "NULL"), types[c])) for c in tcols)
+    plain = tuple(copies.get(c, ("null", "")) for c in tcols)
+    return image, (plain if all(plain) else None)  # type: ignore[return-value]
 
 
 def _prune_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
