@@ -4,10 +4,11 @@ statistics, NULL keys never selected, tablets verified."""
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from tablets.exceptions import FormatError
 from tablets.storage import RowLevelSink, TabletTable, tablet
-from tablets.storage.tablet import select_rows
+from tablets.storage.tablet import KeySet, select_rows
 
 pytestmark = pytest.mark.unit
 
@@ -89,3 +90,25 @@ def test_a_key_column_the_tablet_predates_holds_no_value(table):
     assert rows.num_rows == 0
     rows, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())})
     assert rows.to_pylist() == [{"id": 1, "late": None}]
+
+
+@pytest.mark.parametrize("values", [
+    [5, -3, 12, 7],  # a narrow span: the byte map
+    [-(2**63), 2**63 - 1, 0, 12],  # the whole int64 range: is_in
+])
+@pytest.mark.parametrize("column_type", [pa.int8(), pa.int32(), pa.int64()])
+def test_key_sets_agree_with_is_in(values, column_type):
+    info = np.iinfo(column_type.to_pandas_dtype())
+    column = pa.array([None, -4, -3, 0, 5, 6, 7, 11, 12, 13, int(info.min), int(info.max), None], column_type)
+    ks = KeySet(pa.array(values + [None], pa.int64()))
+    want = pc.fill_null(pc.is_in(column.cast(pa.int64()), value_set=pa.array(values, pa.int64())), False)
+    assert ks.hits(column).to_pylist() == want.to_pylist()
+    assert (ks.lo, ks.hi) == (min(values), max(values))
+
+
+def test_key_sets_of_strings_and_no_values():
+    ks = KeySet(pa.array(["b", "a", None]))
+    assert ks.hits(pa.chunked_array([["a", None], ["c", "b"]])).to_pylist() == [True, False, False, True]
+    empty = KeySet(pa.array([], pa.int64()))
+    assert (empty.lo, empty.hi) == (None, None)
+    assert empty.hits(pa.array([1, None], pa.int64())).to_pylist() == [False, False]

