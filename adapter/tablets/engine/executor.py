@@ -196,6 +196,11 @@ RANGE_FILTER_SHARE = 0.1
 # 0.71 s joined and written here too (no-op re-merge: 1.17 -> 0.54 s)
 DRIVER_SCAN_CONF = "spark.tablets.merge.driverScanBytes"
 DRIVER_SCAN_BYTES = 64 << 20
+# ... and in local mode (the executors are threads of the driver's machine, so its Arrow reads
+# use the same cores with no task to schedule; memory stays bounded: a row group at a time per
+# thread, only selected rows kept): 10M-row target (229 MB, 16 tablets), 100k-row upsert with
+# keys spread over all of it: 2.47 s planned in Spark, 1.12 s merged on the driver
+DRIVER_SCAN_BYTES_LOCAL = 1 << 30
 # ... and when it selects at most this many rows (or 4 per source row): else Spark scans
 DRIVER_SCAN_ROWS = 100_000
 
@@ -687,13 +692,18 @@ def _same_kind(spark_type: str, value: object) -> bool:
 
 
 def _driver_scan_bytes(spark: SparkSession) -> int:
-    """``DRIVER_SCAN_CONF`` in bytes (default ``DRIVER_SCAN_BYTES``; 0 or less: never)."""
-    try:
-        text = spark.conf.get(DRIVER_SCAN_CONF, None)
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        text = None
-    size = parse_bytes(text) if text else None
-    return DRIVER_SCAN_BYTES if size is None else size
+    """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
+    in local mode, else ``DRIVER_SCAN_BYTES``."""
+    def conf(key: str) -> str:
+        try:
+            return spark.conf.get(key, None) or ""
+        except Exception:  # noqa: BLE001 - cannot tell: the default
+            return ""
+
+    size = parse_bytes(conf(DRIVER_SCAN_CONF)) if conf(DRIVER_SCAN_CONF) else None
+    if size is not None:
+        return size
+    return DRIVER_SCAN_BYTES_LOCAL if conf("spark.master").startswith("local") else DRIVER_SCAN_BYTES
 
 
 def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
