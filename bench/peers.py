@@ -29,7 +29,8 @@ DEFAULT_CACHE = "/tmp/tablets-bench/data"  # data.DEFAULT_CACHE: the jars go to 
 VENVS = {
     "peers": ["duckdb", "deltalake", "pyarrow", "numpy"],
     "ducklake": ["duckdb==1.5.5", "duckdb-extension-ducklake==1.5.5", "pyarrow", "numpy"],
-    "iceberg": ["pyspark==3.5.9", "pyarrow", "numpy"],
+    # PySpark 3.5's mapInArrow (the final table's fingerprint, systems.SparkSystem) needs pandas
+    "iceberg": ["pyspark==3.5.9", "pyarrow", "numpy", "pandas"],
 }
 ICEBERG_WHEEL, ICEBERG_JAR = "snowpark-connect-deps-iceberg", "iceberg-spark-runtime-3.5_2.12-*.jar"
 JACKSON_WHEEL, JACKSON_JARS = "snowpark-connect-deps-2", ("jackson-core-2.18", "jackson-databind-2.18",
@@ -38,14 +39,22 @@ SHADE_FROM, SHADE_TO = "com/fasterxml/jackson/", "org/apache/iceberg/shaded/com/
 
 
 def python(venv: str) -> str:
-    """The interpreter of bench/.venv-<venv>, made first if it is missing or half made."""
+    """The interpreter of bench/.venv-<venv>, made first if it is missing or half made, and
+    topped up when VENVS lists packages it was not made with."""
     root = os.path.join(HERE, f".venv-{venv}")
     py, done = os.path.join(root, "bin", "python"), os.path.join(root, ".complete")
-    if not os.path.exists(done):
-        print(f"creating {root} ({', '.join(VENVS[venv])}) ...", flush=True)
-        subprocess.run(["python3.11", "-m", "venv", "--clear", root], check=True)
+    wanted = "\n".join(VENVS[venv])
+    made = None
+    if os.path.exists(done):
+        with open(done) as f:
+            made = f.read()
+    if made is None or made != wanted:
+        print(f"{'creating' if made is None else 'updating'} {root} ({', '.join(VENVS[venv])}) ...", flush=True)
+        if made is None or not os.path.exists(py):
+            subprocess.run(["python3.11", "-m", "venv", "--clear", root], check=True)
         subprocess.run([py, "-m", "pip", "install", "--quiet", *VENVS[venv]], check=True)
-        open(done, "w").close()
+        with open(done, "w") as f:
+            f.write(wanted)
     return py
 
 

@@ -49,6 +49,8 @@ MAIN_WORKLOADS = [w for w in STATEMENTS if w != "scale"]  # scale runs on its ow
 SPARK_CONF = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",  # ours' default, for the peers too
               "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
               "spark.sql.session.timeZone": "UTC"}
+# Spark's Python workers (the final table's fingerprint) run this venv's Python, which has pyarrow
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 
 def du(path: str) -> int:
