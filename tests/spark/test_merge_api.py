@@ -349,3 +349,15 @@ def test_the_driver_merge_sorts_its_inserts_by_cluster_by(db):
     ranges = sorted((st.add.column_stats("id").min, st.add.column_stats("id").max) for st in table.snapshot().tablets.values() if st.add.rows > 1)
     assert len(ranges) == 4
     assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:], strict=False))  # disjoint, ordered key ranges
+
+
+def test_the_driver_reads_more_in_local_mode(spark):
+    from tablets.engine.executor import DRIVER_SCAN_BYTES_LOCAL, _driver_scan_bytes
+
+    assert spark.conf.get("spark.master").startswith("local")
+    assert _driver_scan_bytes(spark) == DRIVER_SCAN_BYTES_LOCAL
+    spark.conf.set(DRIVER_SCAN_CONF, "8m")
+    try:
+        assert _driver_scan_bytes(spark) == 8 << 20
+    finally:
+        spark.conf.unset(DRIVER_SCAN_CONF)

@@ -693,7 +693,7 @@ def _same_kind(spark_type: str, value: object) -> bool:
 
 def _driver_scan_bytes(spark: SparkSession) -> int:
     """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
-    in local mode, else ``DRIVER_SCAN_BYTES``."""
+    in local mode (not over Spark Connect), else ``DRIVER_SCAN_BYTES``."""
     def conf(key: str) -> str:
         try:
             return spark.conf.get(key, None) or ""
@@ -703,7 +703,9 @@ def _driver_scan_bytes(spark: SparkSession) -> int:
     size = parse_bytes(conf(DRIVER_SCAN_CONF)) if conf(DRIVER_SCAN_CONF) else None
     if size is not None:
         return size
-    return DRIVER_SCAN_BYTES_LOCAL if conf("spark.master").startswith("local") else DRIVER_SCAN_BYTES
+    # a Spark Connect client may be on another machine than its server's local-mode executors
+    local = not _connect(spark) and conf("spark.master").startswith("local")
+    return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
 
 
 def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
