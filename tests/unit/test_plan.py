@@ -130,3 +130,15 @@ def test_explain_shows_streams():
     assert "[Join] FULL OUTER ON t.a = s.a" in text
     assert "[Delete stream] row ids <- __tablets_clause = 0 (UPDATE old image) UNION ALL __tablets_clause = 2 (DELETE)" in text
     assert "[Insert stream] new tablets <- __tablets_clause = 0 (UPDATE new image) UNION ALL __tablets_clause = 1 (INSERT)" in text
+
+
+@pytest.mark.parametrize("clauses, plain", [
+    ((Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True)), True),  # SET b = s.b, INSERT *
+    ((Clause(M, U, None, (("b", "s.b + 1"),)), Clause(NM, INS, star=True)), False),  # an expression
+    ((Clause(M, U, "s.b > 1", (("b", "s.b"),)), Clause(NM, INS, star=True)), False),  # a condition
+    ((Clause(M, D), Clause(NMS, D)), False),  # BY SOURCE
+])
+def test_plain_statements_are_the_drivers_to_merge(clauses, plain):
+    p = plan_merge(spec(*clauses), TARGET, SOURCE)
+    assert p.plain is plain
+    assert ("driver merge:" in explain(p)) is plain

@@ -555,10 +555,7 @@ def _local_frame(run: _Run) -> DataFrame | None:
 def _driver_may_merge(run: _Run) -> bool:
     """The statement's shape lets the driver merge it alone (``_arrow_rows``) and the whole
     target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
-    plan = run.plan
-    if not (plan.on_is_keys and plan.join in ("inner", "left")):
-        return False
-    if any(b.condition or (b.image and b.copies is None) for b in plan.branches):
+    if not run.plan.plain:
         return False
     return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= _driver_scan_bytes(run.spark)
 

@@ -41,6 +41,12 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
                 "   spark.tablets.merge.driverScanBytes, the driver selects the target rows whose keys the\n"
                 "   source holds, and only those are joined"
             )
+        if plan.plain:
+            join += (
+                "\n   driver merge: ON is the key equalities and every clause an unconditional copy of plain\n"
+                "   columns, so with the target rows selected there the driver classifies and writes them itself:\n"
+                "   no Spark job after the source's collect"
+            )
     else:
         join = scan_t
     whens = []

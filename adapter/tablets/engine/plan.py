@@ -55,6 +55,14 @@ class Plan:
         return tuple(b for b in self.branches if b.clause.action in kinds)
 
     @property
+    def plain(self) -> bool:
+        """ON is exactly the key equalities and every clause an unconditional copy of plain
+        columns (or DELETE): the driver can classify the rows itself (``executor._arrow_rows``)."""
+        return self.on_is_keys and self.join in ("inner", "left") and not any(
+            b.condition or (b.image and b.copies is None) for b in self.branches
+        )
+
+    @property
     def pairs_nothing(self) -> bool:
         """ON is constantly false (microbatch, replace_where): every row is unmatched, no join."""
         return self.on is not None and _constant(sqlglot.parse_one(self.on, dialect="spark")) is False
