@@ -75,6 +75,15 @@ class S3Server:
                 self.process.wait(10)
 
 
+def die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the test process ends, so a test run that
+    is itself killed (no fixture teardown) leaves no server behind."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def start(timeout: float = 60.0) -> S3Server:
     """Start ``moto_server`` on a free port of 127.0.0.1 and create the bucket."""
     exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
@@ -85,6 +94,7 @@ def start(timeout: float = 60.0) -> S3Server:
         [exe, "-H", "127.0.0.1", "-p", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        preexec_fn=die_with_parent,
     )
     endpoint = f"http://127.0.0.1:{port}"
     server = S3Server(proc, endpoint)

@@ -27,7 +27,7 @@ import tomllib
 import urllib.request
 from dataclasses import dataclass, field
 
-from support.s3 import free_port
+from support.s3 import die_with_parent, free_port
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -145,7 +145,7 @@ def start_cluster(base: str, workers: int = 2, timeout: float = 180) -> Cluster:
             subprocess.Popen(
                 [os.path.join(home, "bin", "spark-class"), *args],
                 env=_env(SPARK_WORKER_DIR=os.path.join(base, "work")),
-                stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True,
+                stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True, preexec_fn=die_with_parent,
             )
         )
         log.close()
@@ -218,7 +218,7 @@ def start_connect(base: str, python: str, timeout: float = 240) -> ConnectServer
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             args, env=_env(PYSPARK_PYTHON=python), stdout=out, stderr=subprocess.STDOUT, cwd=base,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=die_with_parent,
         )
     server = ConnectServer(f"sc://127.0.0.1:{port}", proc, log)
     deadline = time.monotonic() + timeout
@@ -259,7 +259,7 @@ def start_metastore(warehouse: str, base: str, timeout: float = 240) -> Metastor
         proc = subprocess.Popen(
             [sys.executable, "-m", "tablets.spark.metastore", "--warehouse", warehouse, "--host", "127.0.0.1", "--port", "0"],
             env=_env(PYTHONPATH=os.path.join(ROOT, "adapter")), stdout=out, stderr=subprocess.STDOUT, cwd=base,
-            start_new_session=True,
+            start_new_session=True, preexec_fn=die_with_parent,
         )
     deadline = time.monotonic() + timeout
     while True:
