@@ -361,3 +361,15 @@ def test_the_driver_reads_more_in_local_mode(spark):
         assert _driver_scan_bytes(spark) == 8 << 20
     finally:
         spark.conf.unset(DRIVER_SCAN_CONF)
+
+
+@pytest.mark.parametrize("have, want, exact", [
+    ("int", "bigint", True), ("tinyint", "int", True), ("float", "double", True), ("string", "string", True),
+    ("decimal(10,2)", "decimal(10, 2)", True),
+    ("bigint", "int", False), ("int", "double", False), ("double", "float", False), ("timestamp", "timestamp", False),
+    ("decimal(10,2)", "decimal(12,2)", False),
+])
+def test_copies_the_driver_makes_without_spark_s_cast(have, want, exact):
+    from tablets.engine.executor import _exact_cast
+
+    assert _exact_cast(have, want) is exact

@@ -80,7 +80,6 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark.frames import (
-    ROW_ID_COLUMNS,
     TabletScan,
     driver_rows,
     driver_scan,
@@ -422,13 +421,17 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             target_tablet_rows=run.options.target_tablet_rows,
             sort_by=run.options.cluster_by,
         )
+        def spark_source() -> DataFrame | None:  # the collected rows as a frame, once Spark needs them
+            nonlocal source
+            if has_source and source is None:
+                source = _spark_source(run, original)
+            return source
+
         if rows is not None:  # one task, here: it sorts its inserts by cluster_by itself
             fragments = _delete_stream(run, rows, handle, len(tablets), inserts=plan.has_inserts)
             t0 = run.phase("merge_on_driver", t0)
         else:
-            if has_source and source is None:
-                source = _spark_source(run, original)
-            fragments = _spark_streams(run, source, tablets, handle)
+            fragments = _spark_streams(run, spark_source(), tablets, handle)
             t0 = time.perf_counter()
         for f in fragments:
             if isinstance(f, TabletFragment):
@@ -442,8 +445,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             fragments,
             parameters={"statement": plan.spec.operation, **dict(run.options.parameters)},
             metrics=m.to_commit(),
-            may_match=None if self_read else (
-                lambda adds: _appends_match(run, _spark_source(run, original) if has_source and source is None else source, adds)),
+            may_match=None if self_read else (lambda adds: _appends_match(run, spark_source(), adds)),
         )
         run.phase("commit", t0)
         return m
@@ -697,7 +699,7 @@ def _driver_scan_bytes(spark: SparkSession) -> int:
         except Exception:  # noqa: BLE001 - cannot tell: the default
             return ""
 
-    size = parse_bytes(conf(DRIVER_SCAN_CONF)) if conf(DRIVER_SCAN_CONF) else None
+    size = parse_bytes(conf(DRIVER_SCAN_CONF) or None)
     if size is not None:
         return size
     # a Spark Connect client may be on another machine than its server's local-mode executors
@@ -877,18 +879,20 @@ def _arrow_type(spark_type: str) -> bool:
     return t in _ARROW_TYPES or re.fullmatch(r"decimal\(\d+,\d+\)", t) is not None
 
 
-_WIDTH_ORDER = {"tinyint": 1, "byte": 1, "smallint": 2, "short": 2, "int": 4, "integer": 4, "bigint": 8, "long": 8,
-                "float": 4.5, "double": 8.5}
+# each kind's types, narrowest first: a value widens exactly to a later type of its kind
+_WIDENING = (
+    {"tinyint": 0, "byte": 0, "smallint": 1, "short": 1, "int": 2, "integer": 2, "bigint": 3, "long": 3},
+    {"float": 0, "double": 1},
+)
 
 
 def _exact_cast(have: str, want: str) -> bool:
     """A value of Spark type ``have`` becomes one of ``want`` unchanged, in Arrow as in Spark:
-    the same type, or a wider integer or floating type of the same kind."""
+    the same type, or a wider integer or floating type."""
     have, want = have.lower().replace(" ", ""), want.lower().replace(" ", "")
     if have == want:
         return _arrow_type(have)
-    a, b = _WIDTH_ORDER.get(have), _WIDTH_ORDER.get(want)
-    return a is not None and b is not None and a < b and (a % 1 == 0) == (b % 1 == 0)
+    return any(have in kind and want in kind and kind[have] < kind[want] for kind in _WIDENING)
 
 
 def _same_values(old: pa.Array, new: pa.Array) -> pa.Array:
@@ -908,8 +912,7 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     DELETE, or no clause). None otherwise: Spark evaluates the statement. The merge task then
     runs here (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.local is not None and plan.on_is_keys and plan.join in ("inner", "left")
-            and len(run.key_sources) == len(plan.prune_keys)):
+    if not (run.local is not None and plan.keyed_pairs and len(run.key_sources) == len(plan.prune_keys)):
         return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
@@ -924,13 +927,8 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
 
     def branch(category: Category) -> Branch | None | bool:
         """The one clause acting on rows of ``category`` (None: none); False: Spark must decide."""
-        found = [b for b in plan.branches if b.clause.category is category]
-        if not found:
-            return None
-        b = found[0]
-        if b.condition or (b.image and b.copies is None):
-            return False
-        return b
+        b = next((b for b in plan.branches if b.clause.category is category), None)
+        return b if b is None or b.plain else False
 
     def image(b: Branch, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
         out = []
@@ -960,8 +958,7 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
         b = branch(Category.MATCHED)
         if b is False:
             return None
-        file, row = (t_rows.column(c) for c in ROW_ID_COLUMNS)
-        tid = pc.replace_substring_regex(file, r"\.parquet$", "")
+        tid, row = TabletScan.row_ids(t_rows)
         action = b.clause.action if b is not None else None
         values = image(b, t_rows, s_rows) if action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
         if action in (ActionKind.UPDATE, ActionKind.REFUSE) and values is None:
@@ -995,7 +992,7 @@ def _changes_nothing(run: _Run, rows: pa.Table) -> bool:
     """``_arrow_rows``' rows write nothing: every pair unchanged or acted on by no clause, and no
     target row acted on twice (that is an error the merge task raises). Sets the unchanged count."""
     kinds = rows.column(KIND)
-    if not pc.all(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED]))).as_py() and rows.num_rows:
+    if not pc.all(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED]))).as_py():  # (True when empty)
         return False
     acted = rows.filter(pc.equal(kinds, K_UNCHANGED))
     if acted.group_by([TID, ROW]).aggregate([([], "count_all")]).num_rows != acted.num_rows:

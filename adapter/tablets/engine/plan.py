@@ -32,6 +32,11 @@ class Branch:
     # ("null", ""); None where some value is an expression (executor._arrow_rows reads it)
     copies: tuple[tuple[str, str], ...] | None = None
 
+    @property
+    def plain(self) -> bool:
+        """Unconditional, and its image (if any) copies plain columns: the driver can apply it."""
+        return not self.condition and (not self.image or self.copies is not None)
+
 
 @dataclass(frozen=True)
 class Plan:
@@ -58,9 +63,13 @@ class Plan:
     def plain(self) -> bool:
         """ON is exactly the key equalities and every clause an unconditional copy of plain
         columns (or DELETE): the driver can classify the rows itself (``executor._arrow_rows``)."""
-        return self.on_is_keys and self.join in ("inner", "left") and not any(
-            b.condition or (b.image and b.copies is None) for b in self.branches
-        )
+        return self.keyed_pairs and all(b.plain for b in self.branches)
+
+    @property
+    def keyed_pairs(self) -> bool:
+        """ON is exactly the key equalities and no clause is BY SOURCE: pairs found by the keys
+        alone are the statement's pairs."""
+        return self.on_is_keys and self.join in ("inner", "left")
 
     @property
     def pairs_nothing(self) -> bool:

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -277,6 +278,11 @@ class TabletScan:
     def row_id_sql(alias: str) -> tuple[str, str]:
         """SQL of the row id (tablet id, row number) of a scan row named ``alias`` (quoted)."""
         return f"substring({alias}.{_FILE}, 1, length({alias}.{_FILE}) - {len(TABLET_SUFFIX)})", f"{alias}.{_ROW}"
+
+    @staticmethod
+    def row_ids(rows: pa.Table) -> tuple[pa.Array, pa.Array]:
+        """``row_id_sql`` in Arrow: the tablet ids and row numbers of scan rows held here."""
+        return pc.utf8_slice_codeunits(rows.column(_FILE), 0, -len(TABLET_SUFFIX)), rows.column(_ROW)
 
     @property
     def internal_columns(self) -> tuple[str, str]:

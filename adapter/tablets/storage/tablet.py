@@ -211,6 +211,7 @@ class KeySet:
         mm = pc.min_max(values)
         self.lo, self.hi = mm["min"].as_py(), mm["max"].as_py()  # None: no values
         self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
+        self._cast: dict[pa.DataType, pa.Array] = {}  # the values in a tablet column's type
         self._mark: np.ndarray | None = None
         if pa.types.is_signed_integer(values.type) and self.lo is not None and self.hi - self.lo < _DENSE_SPAN:
             self._mark = np.zeros(self.hi - self.lo + 2, dtype=bool)  # the last slot: out of the span
@@ -231,7 +232,9 @@ class KeySet:
                     hit &= column.is_valid().to_numpy(zero_copy_only=False)
                 return pa.array(hit)
             return pc.is_in(column, value_set=self._values, skip_nulls=True)
-        return pc.is_in(column, value_set=self._values.cast(column.type), skip_nulls=True)
+        if column.type not in self._cast:  # cast once, not per row group
+            self._cast[column.type] = self._values.cast(column.type)
+        return pc.is_in(column, value_set=self._cast[column.type], skip_nulls=True)
 
 
 def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> bool:
