@@ -307,6 +307,32 @@ def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
     assert len(jobs) <= 2, jobs  # the source's (its collect; reading its input's schema)
 
 
+def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
+    """dbt's sync: an upsert and a conditional BY SOURCE delete. The driver reads the key and
+    condition columns of every tablet, classifies the rows without a pair in Arrow, and writes
+    the statement itself; the result is the Spark plan's."""
+    def run(driver: bool):
+        fresh(db, "api.sync", "id BIGINT, v DOUBLE, s STRING")
+        db.sql("INSERT INTO api.sync SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range(0, 1000)")
+        db.sql("INSERT INTO api.sync SELECT id, 0, 'b' FROM range(1000, 1500)")  # a second tablet
+        src = "SELECT id, id * 3D AS v, 'new' AS s FROM range(1490, 1510)"
+        stmt = (f"MERGE INTO api.sync t USING ({src}) s ON t.id = s.id "
+                "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT * "
+                "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 AND t.s IS NOT NULL THEN DELETE "
+                "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL")
+        results = []
+        jobs = spark_jobs(spark, lambda: results.append(merge(db, spark, stmt, driver=driver)))
+        return results[0], jobs, rows(db, "SELECT * FROM api.sync")
+
+    on, jobs, got = run(True)
+    off, _, want = run(False)
+    assert on.merged_on_driver and not off.merged_on_driver
+    counts = (on.rows_updated, on.rows_inserted, on.rows_deleted)
+    assert counts == (off.rows_updated, off.rows_inserted, off.rows_deleted) == (10 + 89, 10, 6 + 5)  # 1401-1489 soft-deleted; ids % 100 = 0, s not NULL
+    assert got == want
+    assert len(jobs) <= 2, jobs
+
+
 @pytest.mark.parametrize("stmt", [
     # a copy into a narrower column: Spark's cast decides the value
     "MERGE INTO api.plain_cast t USING (SELECT id, id * 2 AS v FROM range(0, 6)) s ON t.id = s.id "

@@ -184,3 +184,34 @@ def test_plain_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case,
     got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0, metrics=metrics)
     assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
     assert all(m.merged_on_driver or m.source_rows == 0 for m in metrics), stmt
+
+
+BY_SOURCE = {  # conditions the driver evaluates in Arrow (engine.arrow_eval), and actions it applies
+    "cond": ["t.a > 4", "t.b = 'x'", "t.b IS NULL", "t.a % 3 = 0", "t.a IN (1, 2, NULL)", "NOT (t.a BETWEEN 2 AND 5)",
+             "t.k + t.a > 6 OR t.b <> 'y'", "t.a <=> t.k", "t.a * -2 < -4 AND t.b IS NOT NULL", "t.k IS NULL", None],
+    "action": ["DELETE", "DELETE", "DO NOTHING", "UPDATE SET a = NULL", "UPDATE SET a = t.k, b = t.b"],
+}
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("case", range(CASES // 3))
+def test_by_source_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
+    """Plain statements with BY SOURCE clauses (dbt's sync, a soft delete): the driver reads the
+    key and condition columns of every tablet and classifies the rows without a pair itself."""
+    rng = random.Random(30_000 + case)
+    target = _rows(rng, rng.randint(0, 9), 6)
+    source = _rows(rng, rng.randint(0, 7), 6)
+    clauses = [f"WHEN {cat} THEN {a}" for cat, actions in PLAIN.items() if (a := rng.choice(actions))]
+    for i in range(n := rng.randint(1, 3)):
+        cond = rng.choice(BY_SOURCE["cond"][:-1] if i < n - 1 else BY_SOURCE["cond"])
+        clauses.append(f"WHEN NOT MATCHED BY SOURCE{f' AND {cond}' if cond else ''} THEN {rng.choice(BY_SOURCE['action'])}")
+        if cond is None:
+            break
+    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses)
+    ghosts = _rows(rng, rng.randint(0, 3), 6)
+    expected = _duckdb(target, source, stmt.replace("UPDATE SET *", "UPDATE SET k = s.k, a = s.a, b = s.b"))
+    root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
+    metrics = []
+    got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0, metrics=metrics)
+    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+    assert all(m.merged_on_driver for m in metrics), stmt

@@ -115,7 +115,8 @@ def test_columns_read_per_action():
 def test_pruning_keys_only_without_by_source_and_not_null_safe():
     p = plan_merge(spec(Clause(M, D), on="t.a = s.a AND t.b > s.b"), TARGET, SOURCE)
     assert p.prune_keys == (("a", "s.a"),)
-    assert plan_merge(spec(Clause(M, D), Clause(NMS, D)), TARGET, SOURCE).prune_keys == ()
+    by_source = plan_merge(spec(Clause(M, D), Clause(NMS, D)), TARGET, SOURCE)
+    assert by_source.prune_keys == () and by_source.join_keys == (("a", "s.a"),) and by_source.on_is_keys
     assert plan_merge(spec(Clause(M, D), on="t.a <=> s.a"), TARGET, SOURCE).prune_keys == ()
 
 
@@ -136,7 +137,12 @@ def test_explain_shows_streams():
     ((Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True)), True),  # SET b = s.b, INSERT *
     ((Clause(M, U, None, (("b", "s.b + 1"),)), Clause(NM, INS, star=True)), False),  # an expression
     ((Clause(M, U, "s.b > 1", (("b", "s.b"),)), Clause(NM, INS, star=True)), False),  # a condition
-    ((Clause(M, D), Clause(NMS, D)), False),  # BY SOURCE
+    ((Clause(M, D), Clause(NMS, D)), True),  # BY SOURCE, unconditional
+    ((Clause(M, D), Clause(NMS, D, "t.b % 10 = 0 OR t.c IS NULL")), True),  # a condition Arrow evaluates
+    ((Clause(M, D), Clause(NMS, U, "t.b > 1", (("c", "NULL"),))), True),  # a soft delete
+    ((Clause(M, D), Clause(NMS, D, "t.c = 1")), False),  # a string compared with a number: Spark's cast
+    ((Clause(M, D), Clause(NMS, D, "upper(t.c) = 'X'")), False),  # a function
+    ((Clause(M, D), Clause(NMS, U, None, (("b", "t.b + 1"),))), False),  # an expression in the image
 ])
 def test_plain_statements_are_the_drivers_to_merge(clauses, plain):
     p = plan_merge(spec(*clauses), TARGET, SOURCE)

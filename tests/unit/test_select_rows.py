@@ -40,19 +40,19 @@ def select(t, values, columns=("id", "k", "s")):
 
 def test_selects_the_live_rows_holding_the_values_with_their_positions(table):
     wanted = [5, 10, 97, 194, 333, 999, 5000]  # 10 deleted, 97 and 194 NULL ids, 5000 absent
-    rows, positions = select(table, {"id": pa.array(wanted, pa.int64())})
+    rows, positions, _ = select(table, {"id": pa.array(wanted, pa.int64())})
     assert rows.column("id").to_pylist() == [5, 333, 999]
     assert positions.to_pylist() == [5, 333, 999]
     assert rows.column("s").to_pylist() == ["s5", "s333", "s999"]
 
 
 def test_two_key_columns_and_integers_of_other_widths(table):
-    rows, positions = select(table, {"id": pa.array([11, 12, 13], pa.int8()), "k": pa.array([2, 3], pa.int64())})
+    rows, positions, _ = select(table, {"id": pa.array([11, 12, 13], pa.int8()), "k": pa.array([2, 3], pa.int64())})
     assert positions.to_pylist() == [12, 13]
 
 
 def test_null_values_select_nothing(table):
-    rows, _ = select(table, {"id": pa.array([None], pa.int64())})
+    rows, _, _ = select(table, {"id": pa.array([None], pa.int64())})
     assert rows.num_rows == 0 and rows.schema == SCHEMA
 
 
@@ -65,9 +65,28 @@ def test_row_groups_outside_the_values_are_not_read(table, monkeypatch):
         return real(self, i, *args, **kwargs)
 
     monkeypatch.setattr(tablet.pq.ParquetFile, "read_row_group", spy)
-    rows, positions = select(table, {"id": pa.array([431, 455], pa.int64())})
+    rows, positions, _ = select(table, {"id": pa.array([431, 455], pa.int64())})
     assert positions.to_pylist() == [431, 455]
     assert set(read) == {4}
+
+
+def test_others_selects_the_live_rows_without_a_value_it_holds_for(table):
+    # every row group is read: rows of any group may hold for ``others``; NULL ids are unpaired
+    seen = []
+
+    def others(group):
+        seen.append(group.column_names)
+        return pc.fill_null(pc.equal(pc.bit_wise_and(group.column("k"), 1), 1), False)  # odd k
+
+    (st,) = table.snapshot().tablets.values()
+    got = select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id"], {"id": pa.array([5, 6, 333], pa.int64())}, others, ["k"])
+    live = [i for i in range(1000) if i % 10]
+    want = sorted({i for i in live if i % 2} | {5, 6, 333})
+    assert got.positions.to_pylist() == want
+    assert got.rows.column_names == ["id"]
+    assert got.rows.column("id").to_pylist() == [None if i % 97 == 0 else i for i in want]
+    assert [p for p, by in zip(want, got.by_values.to_pylist(), strict=True) if by] == [5, 6, 333]
+    assert len(seen) == 10 and seen[0] == ["id", "k"]
 
 
 def test_a_damaged_tablet_is_a_format_error(table):
@@ -86,9 +105,9 @@ def test_a_key_column_the_tablet_predates_holds_no_value(table):
     table.add_columns([("late", "bigint")])
     schema = SCHEMA.append(pa.field("late", pa.int64()))
     (st,) = table.snapshot().tablets.values()
-    rows, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"late": pa.array([1], pa.int64())})
+    rows, _, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"late": pa.array([1], pa.int64())})
     assert rows.num_rows == 0
-    rows, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())})
+    rows, _, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())})
     assert rows.to_pylist() == [{"id": 1, "late": None}]
 
 

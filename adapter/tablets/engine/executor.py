@@ -42,6 +42,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
+from tablets.engine.arrow_eval import Compiled, EvalUnsupported
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     IMAGE_PREFIX,
@@ -80,6 +82,7 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark.frames import (
+    BY_VALUES,
     TabletScan,
     driver_rows,
     driver_scan,
@@ -202,6 +205,8 @@ DRIVER_SCAN_BYTES = 64 << 20
 DRIVER_SCAN_BYTES_LOCAL = 1 << 30
 # ... and when it selects at most this many rows (or 4 per source row): else Spark scans
 DRIVER_SCAN_ROWS = 100_000
+# ... and at most this many rows without a pair that BY SOURCE clauses act on (a row id each)
+DRIVER_BY_SOURCE_ROWS = 2_000_000
 
 
 def _connect(frame: DataFrame | SparkSession) -> bool:
@@ -577,7 +582,7 @@ def _key_values(run: _Run, data: pa.Table) -> dict[str, pa.Array] | None:
     can pair hold them (``_target``'s driver scan). None without such a conjunct."""
     types = dict(run.plan.column_types)
     out: dict[str, pa.Array] = {}
-    for col, expr in run.plan.prune_keys:
+    for col, expr in run.plan.join_keys:
         i = _source_column(run, data, expr)
         if i is None:
             continue
@@ -718,7 +723,20 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
         rows = None
         if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= _driver_scan_bytes(run.spark):
             limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
-            rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
+            if not run.plan.by_source:
+                rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
+            elif run.plan.on_is_keys and run.plan.by_source_on_driver:
+                clauses = _by_source_clauses(run)
+                columns = sorted({c for _, cond in clauses if cond is not True for c in cond.columns.get(_t_key(run), ())})
+
+                def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
+                    return pa.array(_first_by_source(run, rows, clauses) >= 0)
+
+                try:
+                    rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit,
+                                       acted, columns, DRIVER_BY_SOURCE_ROWS)
+                except EvalUnsupported:  # (an overflow, say): Spark evaluates the statement
+                    rows = None
         run.selected[at] = rows
         if rows is not None:
             run.metrics.tablets_read_on_driver = len(tablets)
@@ -726,9 +744,38 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     return run.selected[at]
 
 
+def _by_source_clauses(run: _Run) -> list[tuple[Branch, Compiled | Literal[True]]]:
+    """The BY SOURCE clauses in statement order, each with its condition compiled to Arrow."""
+    out = []
+    for b in run.plan.branches:
+        if b.clause.category is Category.NOT_MATCHED_BY_SOURCE:
+            cond = run.plan.by_source_condition(b)
+            assert cond is not None  # plan.by_source_on_driver
+            out.append((b, cond))
+    return out
+
+
+def _t_key(run: _Run) -> str:
+    return run.plan.spec.target_alias.lower()
+
+
+def _first_by_source(run: _Run, rows: pa.Table, clauses: Sequence[tuple[Branch, Compiled | Literal[True]]]) -> np.ndarray:
+    """Per target row without a pair: the position in ``clauses`` of the first clause whose
+    condition holds, where it acts (DELETE, UPDATE); else -1 (DO NOTHING first, or none)."""
+    first = np.full(rows.num_rows, -1, dtype=np.int64)
+    open_ = np.ones(rows.num_rows, dtype=bool)
+    for i, (b, cond) in enumerate(clauses):
+        holds = open_ if cond is True else open_ & cond({_t_key(run): rows}).to_numpy(zero_copy_only=False)
+        if b.clause.action is not ActionKind.DO_NOTHING:
+            first[holds] = i
+        open_ &= ~holds
+    return first
+
+
 def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
-    rows = _selected(run, tablets)
+    # BY SOURCE needs every target row: the driver's selection is only its own merge's (_arrow_rows)
+    rows = _selected(run, tablets) if not plan.by_source else None
     if rows is not None:
         return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
@@ -850,6 +897,8 @@ def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] |
     rows = _selected(run, tablets)
     if rows is None or run.local is None:
         return None
+    if BY_VALUES in rows.column_names:  # the BY SOURCE rows hold no source key: they pair with nothing
+        rows = rows.filter(rows.column(BY_VALUES)).drop_columns([BY_VALUES])
     data = run.local[0]
     on_t, on_s = {}, {}
     for i, col in enumerate(run.keys or {}):
@@ -909,10 +958,12 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     the driver's pairs (``_key_pairs``): where ON is exactly the key equalities the driver pairs
     on, and the clauses that act on the rows at hand are unconditional and copy plain columns
     of their own types (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``,
-    DELETE, or no clause). None otherwise: Spark evaluates the statement. The merge task then
-    runs here (``_delete_stream``): the whole statement without a Spark job."""
+    DELETE, or no clause), and BY SOURCE clauses are ones Arrow applies as Spark would
+    (``Plan.by_source_condition``: the target rows without a pair that they act on were selected
+    with the pairs). None otherwise: Spark evaluates the statement. The merge task then runs
+    here (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.local is not None and plan.keyed_pairs and len(run.key_sources) == len(plan.prune_keys)):
+    if not (run.local is not None and plan.on_is_keys and plan.by_source_on_driver and len(run.key_sources) == len(plan.join_keys)):
         return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
@@ -925,7 +976,7 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     names = [n for n, _ in plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
 
-    def branch(category: Category) -> Branch | None | bool:
+    def branch(category: Category) -> Branch | Literal[False] | None:
         """The one clause acting on rows of ``category`` (None: none); False: Spark must decide."""
         b = next((b for b in plan.branches if b.clause.category is category), None)
         return b if b is None or b.plain else False
@@ -952,26 +1003,46 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
         cols = values or [pa.nulls(n, arrow.field(c).type) for c in names]
         return pa.table([tid, row, *cols, kind], names=[TID, ROW, *images, KIND])
 
-    parts = []
-    n = t_rows.num_rows
-    if n:
-        b = branch(Category.MATCHED)
-        if b is False:
-            return None
-        tid, row = TabletScan.row_ids(t_rows)
+    def target_part(b: Branch | None, t: pa.Table, src: pa.Table) -> pa.Table | None:
+        """The rows of clause ``b`` (None: no clause) over target rows ``t``, paired with ``src``."""
+        n = t.num_rows
+        tid, row = TabletScan.row_ids(t)
         action = b.clause.action if b is not None else None
-        values = image(b, t_rows, s_rows) if action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
+        values = image(b, t, src) if b is not None and action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
         if action in (ActionKind.UPDATE, ActionKind.REFUSE) and values is None:
             return None
         if action is ActionKind.UPDATE and run.options.skip_unchanged:
             same = pa.array(np.ones(n, dtype=bool))
             for col, new in zip(names, values or (), strict=True):
-                same = pc.and_(same, _same_values(t_rows.column(col), new))
+                same = pc.and_(same, _same_values(t.column(col), new))
             kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
         else:
             code = {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(action, K_MATCHED)
             kind = pa.array([code] * n, pa.string())
-        parts.append(part(tid, row, values, kind))
+        return part(tid, row, values, kind)
+
+    parts = []
+    if t_rows.num_rows:
+        b = branch(Category.MATCHED)
+        p = target_part(b, t_rows, s_rows) if b is not False else None
+        if p is None:
+            return None
+        parts.append(p)
+    if plan.by_source:  # the rows without a pair that a BY SOURCE clause acts on (``_selected``)
+        rows = _selected(run, tablets)
+        assert rows is not None  # (_key_pairs selected them)
+        unpaired = rows.filter(pc.invert(rows.column(BY_VALUES)))
+        clauses = _by_source_clauses(run)
+        try:
+            first = _first_by_source(run, unpaired, clauses)
+        except EvalUnsupported:
+            return None
+        for i, (b, _) in enumerate(clauses):
+            acted = unpaired.filter(pa.array(first == i))
+            p = target_part(b, acted, acted) if acted.num_rows else None
+            if acted.num_rows and p is None:
+                return None
+            parts += [p] if p is not None else []
     alone = data.filter(pc.invert(pc.is_in(data.column(SID), value_set=s_rows.column(SID))))
     if alone.num_rows:
         b = branch(Category.NOT_MATCHED)

@@ -43,10 +43,15 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
             )
         if plan.plain:
             join += (
-                "\n   driver merge: ON is the key equalities and every clause an unconditional copy of plain\n"
-                "   columns, so with the target rows selected there the driver classifies and writes them itself:\n"
-                "   no Spark job after the source's collect"
+                "\n   driver merge: ON is the key equalities and every clause on rows at hand an unconditional\n"
+                "   copy of plain columns, so with the target rows selected there the driver classifies and\n"
+                "   writes them itself: no Spark job after the source's collect"
             )
+            if plan.by_source:
+                join += (
+                    "\n   BY SOURCE on the driver: it reads the key and condition columns of every tablet and\n"
+                    "   also selects the rows without a pair that a BY SOURCE clause acts on"
+                )
     else:
         join = scan_t
     whens = []

@@ -10,11 +10,13 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
+from tablets.engine.arrow_eval import Compiled, compile_predicate
 from tablets.engine.names import S_MARK, T_MARK
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
 from tablets.exceptions import MergeSpecError
@@ -47,10 +49,11 @@ class Plan:
     branches: tuple[Branch, ...]  # clauses that can fire, in statement order
     dropped: tuple[tuple[Clause, str], ...]  # clauses removed before planning, and why
     target_columns: tuple[str, ...]  # target columns to read
-    prune_keys: tuple[tuple[str, str], ...]  # (target column, source expression) equi-join pairs
+    prune_keys: tuple[tuple[str, str], ...]  # join_keys where no BY SOURCE clause needs every tablet
     column_types: tuple[tuple[str, str], ...]  # target schema (name, Spark type)
     key_columns: tuple[str, ...] = ()  # the table's key: inserted keys are checked for duplicates
-    on_is_keys: bool = False  # every conjunct of ON is one of prune_keys (no other condition)
+    on_is_keys: bool = False  # every conjunct of ON is one of join_keys (no other condition)
+    join_keys: tuple[tuple[str, str], ...] = ()  # (target column, source expression) equi-join pairs
 
     @property
     def noop(self) -> bool:
@@ -61,9 +64,33 @@ class Plan:
 
     @property
     def plain(self) -> bool:
-        """ON is exactly the key equalities and every clause an unconditional copy of plain
-        columns (or DELETE): the driver can classify the rows itself (``executor._arrow_rows``)."""
-        return self.keyed_pairs and all(b.plain for b in self.branches)
+        """ON is exactly the key equalities, every clause on rows at hand an unconditional copy of
+        plain columns (or DELETE), and every BY SOURCE clause's condition one Arrow evaluates as
+        Spark does (``arrow_eval``): the driver can classify the rows itself (``executor._arrow_rows``)."""
+        return self.on_is_keys and self.by_source_on_driver and all(
+            b.plain for b in self.branches if b.clause.category is not Category.NOT_MATCHED_BY_SOURCE
+        )
+
+    @property
+    def by_source_on_driver(self) -> bool:
+        """Every BY SOURCE clause is one the driver can apply (``by_source_condition``)."""
+        nms = Category.NOT_MATCHED_BY_SOURCE
+        return all(self.by_source_condition(b) is not None for b in self.branches if b.clause.category is nms)
+
+    @property
+    def by_source(self) -> bool:
+        """Some clause acts on target rows without a pair: every target row matters."""
+        return self.join in ("right", "full")
+
+    def by_source_condition(self, b: Branch) -> Compiled | Literal[True] | None:
+        """A BY SOURCE clause's condition compiled to Arrow over the target's rows (True: none);
+        None where the driver cannot apply the clause (a condition Arrow cannot promise to
+        evaluate as Spark does, or an image of expressions)."""
+        if b.image and b.copies is None:
+            return None
+        if not b.condition:
+            return True
+        return compile_predicate(b.condition, {self.spec.target_alias.lower(): dict(self.column_types)})
 
     @property
     def keyed_pairs(self) -> bool:
@@ -317,7 +344,7 @@ def plan_merge(
     cats = {b.clause.category for b in acting}
     branches = [b for b in branches if b.clause.category in cats]
     join = _join_type(cats) if spec.source is not None else None
-    prune = _prune_keys(on_sql, spec, lower_t) if Category.NOT_MATCHED_BY_SOURCE not in cats else ()
+    join_keys = _join_keys(on_sql, spec, lower_t)
     if any(b.clause.action is ActionKind.UPDATE for b in acting):
         needed |= set(tcols)  # the new image copies unassigned columns; skip-unchanged compares all
     ordered = tuple(c for c in tcols if c in needed)
@@ -329,10 +356,11 @@ def plan_merge(
         branches=tuple(branches),
         dropped=tuple(dropped),
         target_columns=ordered,
-        prune_keys=prune,
+        prune_keys=join_keys if Category.NOT_MATCHED_BY_SOURCE not in cats else (),
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),
-        on_is_keys=bool(prune) and len(prune) == len(_conjuncts(sqlglot.parse_one(on_sql, read="spark"))),
+        on_is_keys=bool(join_keys) and len(join_keys) == len(_conjuncts(sqlglot.parse_one(on_sql, read="spark"))),
+        join_keys=join_keys,
     )
 
 
@@ -417,8 +445,9 @@ def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
     return image, (plain if all(plain) else None)  # type: ignore[return-value]
 
 
-def _prune_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
-    """Equi-join conjuncts ``t.col = <source expr>`` usable to skip tablets by min/max."""
+def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """Equi-join conjuncts ``t.col = <source expr>``: a pair's keys are equal and not NULL, so
+    min/max can skip tablets and the driver can pair rows by them (``<=>`` pairs NULLs)."""
     if on_sql is None:
         return ()
     tree = sqlglot.parse_one(on_sql, read="spark")

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
 
 _FILE = "__tablets_file"
 _ROW = "__tablets_row"
+BY_VALUES = "__tablets_by_values"  # driver_rows: the row holds a source key (else a BY SOURCE row)
 ROW_ID_COLUMNS = (_FILE, _ROW)  # a scan row's file name and row index
 _WORD = "__tablets_word"
 _BITS = "__tablets_bits"
@@ -354,13 +355,20 @@ def driver_rows(
     tablet_ids: Sequence[str],
     values: Mapping[str, pa.Array],
     max_rows: int,
+    others: Callable[[pa.Table], pa.Array] | None = None,
+    other_columns: Sequence[str] = (),
+    max_others: int = 0,
 ) -> pa.Table | None:
     """The live rows of the tablets ``tablet_ids`` whose key columns hold the source's values
     (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the driver:
     ``columns`` plus the file name and row index, as ``tablet_scan``'s frame has them (the
     deletion vectors already applied). For a statement whose source is small and whose target
     is small enough to read here: it spares the Spark job that streams every target row through
-    the join. None when more than ``max_rows`` rows are selected (the statement scans in Spark)."""
+    the join. None when more than ``max_rows`` rows are selected (the statement scans in Spark).
+
+    With ``others`` (a BY SOURCE clause's rows): also the other live rows ``others`` holds for
+    (over ``other_columns``), at most ``max_others``, and the column ``BY_VALUES`` (which rows
+    the values selected)."""
     from tablets.storage.tablet import KeySet, select_rows
     from tablets.storage.types import schema_to_arrow
 
@@ -369,21 +377,23 @@ def driver_rows(
     arrow_schema = schema_to_arrow(snapshot.metadata.schema)
     states = [snapshot.tablets[t] for t in tablet_ids if snapshot.tablets[t].live_rows]
 
-    def select(st: TabletState) -> tuple[pa.Table, pa.Array]:
-        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets)
+    def select(st: TabletState):
+        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns)
 
-    parts, n = [], 0
+    parts, n, m = [], 0, 0
     # tablets read side by side: Arrow decodes without the GIL (10M rows, 16 tablets, 2 cores: 1.0 -> 0.6 s)
     with ThreadPoolExecutor(max_workers=max(1, min(len(states), os.cpu_count() or 1))) as pool:
-        for st, (rows, positions) in zip(states, pool.map(select, states), strict=True):
-            n += rows.num_rows
-            if n > max_rows:
+        for st, (rows, positions, by_values) in zip(states, pool.map(select, states), strict=True):
+            paired = int(pc.sum(by_values).as_py() or 0)
+            n, m = n + paired, m + rows.num_rows - paired
+            if n > max_rows or m > max_others:
                 return None
             rows = rows.append_column(_FILE, pa.array([_file_name(st)] * rows.num_rows, pa.string()))
-            parts.append(rows.append_column(_ROW, positions))
+            rows = rows.append_column(_ROW, positions)
+            parts.append(rows.append_column(BY_VALUES, by_values) if others is not None else rows)
     if not parts:
-        empty = pa.schema([arrow_schema.field(c) for c in cols] + [pa.field(_FILE, pa.string()), pa.field(_ROW, pa.int64())])
-        return empty.empty_table()
+        fields = [arrow_schema.field(c) for c in cols] + [pa.field(_FILE, pa.string()), pa.field(_ROW, pa.int64())]
+        return pa.schema(fields + ([pa.field(BY_VALUES, pa.bool_())] if others is not None else [])).empty_table()
     return pa.concat_tables(parts)
 
 

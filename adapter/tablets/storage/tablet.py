@@ -12,7 +12,8 @@ import contextlib
 import datetime as dt
 import decimal
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -251,6 +252,12 @@ def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> 
         return True
 
 
+class Selection(NamedTuple):
+    rows: pa.Table  # the selected rows' columns, conformed to the schema
+    positions: pa.Array  # their positions in the file
+    by_values: pa.Array  # per row: selected by the values (else by ``others``)
+
+
 def select_rows(
     io: FileIO,
     root: str,
@@ -259,52 +266,63 @@ def select_rows(
     schema: pa.Schema,
     columns: list[str],
     values: Mapping[str, pa.Array | KeySet],
-) -> tuple[pa.Table, pa.Array]:
+    others: Callable[[pa.Table], pa.Array] | None = None,
+    other_columns: Sequence[str] = (),
+) -> Selection:
     """The live rows of one tablet whose every column named in ``values`` holds one of that
-    column's values (NULL holds none): ``columns`` conformed to ``schema``, and the rows'
-    positions in the file. Verified as ``read_tablet``; reads the ``values`` columns only of the
-    row groups whose statistics can hold the values, and the other columns only of the row
+    column's values (NULL holds none), and with ``others`` also the other live rows for which
+    ``others`` (over a row group's ``values`` and ``other_columns``, conformed to ``schema``)
+    is True: ``columns`` conformed to ``schema``, and the rows' positions in the file. Verified
+    as ``read_tablet``; reads the ``values`` columns only of the row groups whose statistics can
+    hold the values (every row group with ``others``), and the other columns only of the row
     groups with a selected row."""
     wanted = pa.schema([schema.field(c) for c in columns])
     path = join(root, add.path)
-    parts, positions = [], []
+    parts, positions, flags = [], [], []
     with _verified(io, path, add) as pf:
         names = pf.schema_arrow.names
         present = [c for c in columns if c in names]
         keys = {c: v if isinstance(v, KeySet) else KeySet(v) for c, v in values.items() if c in names}
         if len(keys) < len(values):  # a key column added after this tablet: NULL in every row
             keys = {}
+        probe = list(keys) + [c for c in other_columns if c not in keys]
+        probe_schema = pa.schema([schema.field(c) for c in probe])
         live = None
-        if dv is not None and keys:
+        if dv is not None and (keys or others is not None):
             live = live_mask(read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality)), add.rows)
-        rest = [c for c in present if c not in keys]
         start = 0
-        for g in range(pf.metadata.num_row_groups if keys else 0):
+        for g in range(pf.metadata.num_row_groups if keys or others is not None else 0):
             meta = pf.metadata.row_group(g)
             at = start
             start += meta.num_rows
-            if not all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items()):
+            holds = bool(keys) and all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items())
+            if not holds and others is None:
                 continue
-            group = pf.read_row_group(g, columns=list(keys))
-            mask = None
-            for c, ks in keys.items():
-                hit = ks.hits(group.column(c))
-                mask = hit if mask is None else pc.and_(mask, hit)
+            group = conform(pf.read_row_group(g, columns=[c for c in probe if c in names]), probe_schema, meta.num_rows)
+            hit = None
+            for c, ks in keys.items() if holds else ():
+                h = ks.hits(group.column(c))
+                hit = h if hit is None else pc.and_(hit, h)
+            if hit is None:
+                hit = pa.array(np.zeros(meta.num_rows, dtype=bool))
+            mask = hit if others is None else pc.or_(hit, others(group))
             local = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False)
             if live is not None:
                 local = local[live[at + local]]
             if len(local) == 0:
                 continue
             picked = pa.array(local)
-            # the key columns were read above: only the others are read for the selected rows
-            others = pf.read_row_group(g, columns=rest).take(picked) if rest else None
-            keyed = group.take(picked)
-            rows = pa.table({c: (keyed if c in keys else others).column(c) for c in present})
+            # the probed columns were read above: only the others are read for the selected rows
+            rest = [c for c in present if c not in probe]
+            read = pf.read_row_group(g, columns=rest).take(picked) if rest else None
+            probed = group.take(picked)
+            rows = pa.table({c: (probed if c in probe else read).column(c) for c in present})
             parts.append(conform(rows, wanted, len(local)))
             positions.append(pa.array(local + at, pa.int64()))
+            flags.append(hit.take(picked))
     if not parts:
-        return wanted.empty_table(), pa.array([], pa.int64())
-    return pa.concat_tables(parts), pa.concat_arrays(positions)
+        return Selection(wanted.empty_table(), pa.array([], pa.int64()), pa.array([], pa.bool_()))
+    return Selection(pa.concat_tables(parts), pa.concat_arrays(positions), pa.concat_arrays(flags))
 
 
 # Above this many tablets, one listing of tablets/ is cheaper than a HEAD per file.
