@@ -285,22 +285,31 @@ def test_statements_the_driver_cannot_call_unchanged(db, stmt, result):
     assert result in message
 
 
-def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
-    """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
-    itself (``executor._arrow_rows``); the result is the Spark plan's."""
+def driver_and_spark(db, spark, name, ddl, inserts, stmt):
+    """``stmt`` on a fresh table filled by ``inserts`` (queries), merged by the driver and by
+    Spark: (driver's metrics, the Spark jobs it ran, its rows, Spark's metrics, Spark's rows)."""
     def run(driver: bool):
-        fresh(db, "api.plain", "id BIGINT, v DOUBLE, s STRING, d DATE")
-        db.sql("INSERT INTO api.plain SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), "
-               "DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)")
-        src = "SELECT id, id * 3D AS v, CAST(NULL AS STRING) AS s, DATE'2020-01-01' AS d FROM range(990, 1010)"
-        stmt = (f"MERGE INTO api.plain t USING ({src}) s ON t.id = s.id "
-                "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
+        fresh(db, name, ddl)
+        for q in inserts:
+            db.sql(f"INSERT INTO {name} {q}")
         results = []
         jobs = spark_jobs(spark, lambda: results.append(merge(db, spark, stmt, driver=driver)))
-        return results[0], jobs, rows(db, "SELECT * FROM api.plain")
+        return results[0], jobs, rows(db, f"SELECT * FROM {name}")
 
     on, jobs, got = run(True)
     off, _, want = run(False)
+    return on, jobs, got, off, want
+
+
+def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
+    """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
+    itself (``executor._arrow_rows``); the result is the Spark plan's."""
+    src = "SELECT id, id * 3D AS v, CAST(NULL AS STRING) AS s, DATE'2020-01-01' AS d FROM range(990, 1010)"
+    on, jobs, got, off, want = driver_and_spark(
+        db, spark, "api.plain", "id BIGINT, v DOUBLE, s STRING, d DATE",
+        ["SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)"],
+        f"MERGE INTO api.plain t USING ({src}) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
     assert on.merged_on_driver and not off.merged_on_driver
     assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (10, 10)
     assert got == want
@@ -311,21 +320,15 @@ def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
     """dbt's sync: an upsert and a conditional BY SOURCE delete. The driver reads the key and
     condition columns of every tablet, classifies the rows without a pair in Arrow, and writes
     the statement itself; the result is the Spark plan's."""
-    def run(driver: bool):
-        fresh(db, "api.sync", "id BIGINT, v DOUBLE, s STRING")
-        db.sql("INSERT INTO api.sync SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range(0, 1000)")
-        db.sql("INSERT INTO api.sync SELECT id, 0, 'b' FROM range(1000, 1500)")  # a second tablet
-        src = "SELECT id, id * 3D AS v, 'new' AS s FROM range(1490, 1510)"
-        stmt = (f"MERGE INTO api.sync t USING ({src}) s ON t.id = s.id "
-                "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT * "
-                "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 AND t.s IS NOT NULL THEN DELETE "
-                "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL")
-        results = []
-        jobs = spark_jobs(spark, lambda: results.append(merge(db, spark, stmt, driver=driver)))
-        return results[0], jobs, rows(db, "SELECT * FROM api.sync")
-
-    on, jobs, got = run(True)
-    off, _, want = run(False)
+    src = "SELECT id, id * 3D AS v, 'new' AS s FROM range(1490, 1510)"
+    on, jobs, got, off, want = driver_and_spark(
+        db, spark, "api.sync", "id BIGINT, v DOUBLE, s STRING",
+        ["SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range(0, 1000)",
+         "SELECT id, 0, 'b' FROM range(1000, 1500)"],  # two tablets
+        f"MERGE INTO api.sync t USING ({src}) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 AND t.s IS NOT NULL THEN DELETE "
+        "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL")
     assert on.merged_on_driver and not off.merged_on_driver
     counts = (on.rows_updated, on.rows_inserted, on.rows_deleted)
     assert counts == (off.rows_updated, off.rows_inserted, off.rows_deleted) == (10 + 89, 10, 6 + 5)  # 1401-1489 soft-deleted; ids % 100 = 0, s not NULL

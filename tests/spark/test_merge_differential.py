@@ -177,13 +177,19 @@ def test_plain_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case,
     source = _rows(rng, rng.randint(0, 7), 6)
     clauses = [f"WHEN {cat} THEN {a}" for cat, actions in PLAIN.items() if (a := rng.choice(actions))]
     stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED THEN DELETE"])
+    metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
+    assert all(m.merged_on_driver or m.source_rows == 0 for m in metrics), stmt
+
+
+def _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case):
+    """Our result of ``stmt`` is DuckDB's (``UPDATE SET *`` spelled out for it); our metrics."""
     ghosts = _rows(rng, rng.randint(0, 3), 6)
     expected = _duckdb(target, source, stmt.replace("UPDATE SET *", "UPDATE SET k = s.k, a = s.a, b = s.b"))
     root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
     metrics = []
     got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0, metrics=metrics)
     assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
-    assert all(m.merged_on_driver or m.source_rows == 0 for m in metrics), stmt
+    return metrics
 
 
 BY_SOURCE = {  # conditions the driver evaluates in Arrow (engine.arrow_eval), and actions it applies
@@ -208,10 +214,5 @@ def test_by_source_merges_on_the_driver_match_duckdb(spark, tmp_path, request, c
         if cond is None:
             break
     stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses)
-    ghosts = _rows(rng, rng.randint(0, 3), 6)
-    expected = _duckdb(target, source, stmt.replace("UPDATE SET *", "UPDATE SET k = s.k, a = s.a, b = s.b"))
-    root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
-    metrics = []
-    got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0, metrics=metrics)
-    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+    metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
     assert all(m.merged_on_driver for m in metrics), stmt
