@@ -53,7 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-from tablets.engine.arrow_eval import Compiled, EvalUnsupported
+from tablets.engine.arrow_eval import Compiled, EvalUnsupported, compile_predicate
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     IMAGE_PREFIX,
@@ -730,7 +730,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
                 columns = sorted({c for _, cond in clauses if cond is not True for c in cond.columns.get(_t_key(run), ())})
 
                 def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
-                    return pa.array(_first_by_source(run, rows, clauses) >= 0)
+                    return pa.array(_first_clause({_t_key(run): rows}, rows.num_rows, clauses) >= 0)
 
                 try:
                     rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit,
@@ -759,13 +759,14 @@ def _t_key(run: _Run) -> str:
     return run.plan.spec.target_alias.lower()
 
 
-def _first_by_source(run: _Run, rows: pa.Table, clauses: Sequence[tuple[Branch, Compiled | Literal[True]]]) -> np.ndarray:
-    """Per target row without a pair: the position in ``clauses`` of the first clause whose
-    condition holds, where it acts (DELETE, UPDATE); else -1 (DO NOTHING first, or none)."""
-    first = np.full(rows.num_rows, -1, dtype=np.int64)
-    open_ = np.ones(rows.num_rows, dtype=bool)
+def _first_clause(tables: dict[str, pa.Table], n: int, clauses: Sequence[tuple[Branch, Compiled | Literal[True]]]) -> np.ndarray:
+    """Per row (``n`` rows of ``tables``, by alias): the position in ``clauses`` (one category's,
+    in statement order) of the first clause whose condition holds, where it acts; else -1 (DO
+    NOTHING first, or none holds). Raises ``EvalUnsupported`` where Spark must evaluate."""
+    first = np.full(n, -1, dtype=np.int64)
+    open_ = np.ones(n, dtype=bool)
     for i, (b, cond) in enumerate(clauses):
-        holds = open_ if cond is True else open_ & cond({_t_key(run): rows}).to_numpy(zero_copy_only=False)
+        holds = open_ if cond is True else open_ & cond(tables).to_numpy(zero_copy_only=False)
         if b.clause.action is not ActionKind.DO_NOTHING:
             first[holds] = i
         open_ &= ~holds
@@ -956,12 +957,13 @@ def _same_values(old: pa.Array, new: pa.Array) -> pa.Array:
 def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     """The statement's classified rows, as ``_pairs_sql`` gives them, computed here in Arrow from
     the driver's pairs (``_key_pairs``): where ON is exactly the key equalities the driver pairs
-    on, and the clauses that act on the rows at hand are unconditional and copy plain columns
-    of their own types (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``,
-    DELETE, or no clause), and BY SOURCE clauses are ones Arrow applies as Spark would
-    (``Plan.by_source_condition``: the target rows without a pair that they act on were selected
-    with the pairs). None otherwise: Spark evaluates the statement. The merge task then runs
-    here (``_delete_stream``): the whole statement without a Spark job."""
+    on, the clauses that act on the rows at hand copy plain columns of their own types
+    (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE) under
+    conditions Arrow evaluates as Spark does (``arrow_eval``; dbt's CDC ``WHEN MATCHED AND
+    s.op = 'D' THEN DELETE``), and BY SOURCE clauses likewise (``Plan.by_source_condition``:
+    the target rows without a pair that they act on were selected with the pairs). None
+    otherwise: Spark evaluates the statement. The merge task then runs here
+    (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
     if not (run.local is not None and plan.on_is_keys and plan.by_source_on_driver and len(run.key_sources) == len(plan.join_keys)):
         return None
@@ -975,11 +977,20 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
     names = [n for n, _ in plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+    t_key, s_key = _t_key(run), plan.spec.source_alias.lower()
+    aliases = {Category.MATCHED: (t_key, s_key), Category.NOT_MATCHED: (s_key,), Category.NOT_MATCHED_BY_SOURCE: (t_key,)}
 
-    def branch(category: Category) -> Branch | Literal[False] | None:
-        """The one clause acting on rows of ``category`` (None: none); False: Spark must decide."""
-        b = next((b for b in plan.branches if b.clause.category is category), None)
-        return b if b is None or b.plain else False
+    def clauses(category: Category) -> list[tuple[Branch, Compiled | Literal[True]]] | None:
+        """The clauses of ``category`` with their conditions compiled; None: Spark must decide."""
+        sides = {k: v for k, v in ((t_key, types), (s_key, source_types)) if k in aliases[category]}
+        out: list[tuple[Branch, Compiled | Literal[True]]] = []
+        for b in plan.branches:
+            if b.clause.category is category:
+                cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
+                if cond is None or (b.image and b.copies is None):
+                    return None
+                out.append((b, cond))
+        return out
 
     def image(b: Branch, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
         out = []
@@ -1021,39 +1032,56 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
             kind = pa.array([code] * n, pa.string())
         return part(tid, row, values, kind)
 
-    parts = []
-    if t_rows.num_rows:
-        b = branch(Category.MATCHED)
-        p = target_part(b, t_rows, s_rows) if b is not False else None
-        if p is None:
+    def classified(category: Category, tables: dict[str, pa.Table], t: pa.Table, src: pa.Table) -> list[pa.Table] | None:
+        """Rows of ``category`` (``t`` paired with ``src``; ``t`` None for source rows alone),
+        each by the first clause that holds; pairs no clause acts on as K_MATCHED."""
+        n = src.num_rows if t is None else t.num_rows
+        if n == 0:
+            return []
+        these = clauses(category)
+        if these is None:
             return None
-        parts.append(p)
+        try:
+            first = _first_clause(tables, n, these)
+        except EvalUnsupported:
+            return None
+        out = []
+        for i, b in [(-1, None), *enumerate(b for b, _ in these)]:
+            if b is None and (t is None or category is not Category.MATCHED):
+                continue  # unpaired rows no clause acts on are no part of the result
+            pick = pa.array(first == i)
+            if not pc.any(pick).as_py():
+                continue
+            if t is None:  # the NOT MATCHED action: INSERT
+                assert b is not None
+                values = image(b, None, src.filter(pick))
+                m = len(values[0]) if values else 0
+                p = None if values is None else part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string()))
+            else:
+                p = target_part(b, t.filter(pick), src.filter(pick))
+            if p is None:
+                return None
+            out.append(p)
+        return out
+
+    parts: list[pa.Table] = []
+    matched = classified(Category.MATCHED, {t_key: t_rows, s_key: s_rows}, t_rows, s_rows)
+    if matched is None:
+        return None
+    parts += matched
     if plan.by_source:  # the rows without a pair that a BY SOURCE clause acts on (``_selected``)
         rows = _selected(run, tablets)
         assert rows is not None  # (_key_pairs selected them)
         unpaired = rows.filter(pc.invert(rows.column(BY_VALUES)))
-        clauses = _by_source_clauses(run)
-        try:
-            first = _first_by_source(run, unpaired, clauses)
-        except EvalUnsupported:
+        by_source = classified(Category.NOT_MATCHED_BY_SOURCE, {t_key: unpaired}, unpaired, unpaired)
+        if by_source is None:
             return None
-        for i, (b, _) in enumerate(clauses):
-            acted = unpaired.filter(pa.array(first == i))
-            p = target_part(b, acted, acted) if acted.num_rows else None
-            if acted.num_rows and p is None:
-                return None
-            parts += [p] if p is not None else []
+        parts += by_source
     alone = data.filter(pc.invert(pc.is_in(data.column(SID), value_set=s_rows.column(SID))))
-    if alone.num_rows:
-        b = branch(Category.NOT_MATCHED)
-        if b is False:
-            return None
-        if b is not None:  # the one NOT MATCHED action: INSERT
-            values = image(b, None, alone)
-            if values is None:
-                return None
-            m = alone.num_rows
-            parts.append(part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string())))
+    inserts = classified(Category.NOT_MATCHED, {s_key: alone}, None, alone)
+    if inserts is None:
+        return None
+    parts += inserts
     if not parts:
         return part(pa.array([], pa.string()), pa.array([], pa.int64()), None, pa.array([], pa.string()))
     return pa.concat_tables(parts)
