@@ -89,6 +89,17 @@ def test_others_selects_the_live_rows_without_a_value_it_holds_for(table):
     assert len(seen) == 10 and seen[0] == ["id", "k"]
 
 
+def test_parts_of_a_tablet_select_its_rows_between_them(table):
+    (st,) = table.snapshot().tablets.values()
+    values = {"id": pa.array(range(0, 1000, 3), pa.int64())}
+    whole = select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id", "s"], values)
+    parts = [select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id", "s"], values, part=(i, 3)) for i in range(3)]
+    assert all(p.positions.to_pylist() for p in parts)  # ten row groups: each part has some
+    got = sorted(zip(pa.concat_arrays([p.positions for p in parts]).to_pylist(),
+                     pa.concat_tables([p.rows for p in parts]).column("s").to_pylist(), strict=True))
+    assert got == list(zip(whole.positions.to_pylist(), whole.rows.column("s").to_pylist(), strict=True))
+
+
 def test_a_damaged_tablet_is_a_format_error(table):
     (st,) = table.snapshot().tablets.values()
     path = table.tablet_path(st)

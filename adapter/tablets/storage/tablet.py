@@ -268,6 +268,7 @@ def select_rows(
     values: Mapping[str, pa.Array | KeySet],
     others: Callable[[pa.Table], pa.Array] | None = None,
     other_columns: Sequence[str] = (),
+    part: tuple[int, int] = (0, 1),
 ) -> Selection:
     """The live rows of one tablet whose every column named in ``values`` holds one of that
     column's values (NULL holds none), and with ``others`` also the other live rows for which
@@ -275,7 +276,8 @@ def select_rows(
     is True: ``columns`` conformed to ``schema``, and the rows' positions in the file. Verified
     as ``read_tablet``; reads the ``values`` columns only of the row groups whose statistics can
     hold the values (every row group with ``others``), and the other columns only of the row
-    groups with a selected row."""
+    groups with a selected row. ``part`` (i, n): only row groups g with g % n == i, so that n
+    threads can share one tablet."""
     wanted = pa.schema([schema.field(c) for c in columns])
     path = join(root, add.path)
     parts, positions, flags = [], [], []
@@ -295,6 +297,8 @@ def select_rows(
             meta = pf.metadata.row_group(g)
             at = start
             start += meta.num_rows
+            if g % part[1] != part[0]:
+                continue
             holds = bool(keys) and all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items())
             if not holds and others is None:
                 continue
