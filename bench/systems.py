@@ -178,6 +178,7 @@ class SparkSystem(System):
     def settle(self) -> None:
         # a full GC of the driver's JVM: a 100M-row load leaves gigabytes of garbage that the
         # first timed runs would otherwise pay to collect (the same for every Spark system)
+        self.open()
         self.spark.sparkContext._jvm.java.lang.System.gc()  # noqa: SLF001
 
     def view_source(self, workload: str) -> None:
@@ -501,7 +502,6 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
     shutil.copytree(sys_.live, sys_.pristine("upsert"))
     if "no-op" in workloads:
         sys_.prepare_noop()
-    sys_.open()
     sys_.settle()
     emit({"versions": sys_.versions(), "load_s": round(time.perf_counter() - t0, 2), "notes": list(sys_.notes)})
     for i, w in enumerate(workloads):

@@ -42,7 +42,6 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 import numpy as np
 import pyarrow as pa
@@ -53,7 +52,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-from tablets.engine.arrow_eval import Compiled, EvalUnsupported, compile_predicate
+from tablets.engine.arrow_eval import EvalUnsupported
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     IMAGE_PREFIX,
@@ -71,7 +70,7 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import JOIN_NAMES, Branch, Plan, plan_merge
+from tablets.engine.plan import JOIN_NAMES, Branch, DriverClauses, Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -134,6 +133,7 @@ class _Run:
     pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # _key_pairs, by tablets
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
     local_frame: DataFrame | None = None  # run.local as a Spark local relation (_local_frame)
+    clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # _clauses, by category
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -725,8 +725,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
             limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
             if not run.plan.by_source:
                 rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
-            elif run.plan.on_is_keys and run.plan.by_source_on_driver:
-                clauses = _by_source_clauses(run)
+            elif run.plan.on_is_keys and (clauses := _clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None:
                 columns = sorted({c for _, cond in clauses if cond is not True for c in cond.columns.get(_t_key(run), ())})
 
                 def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
@@ -744,22 +743,20 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     return run.selected[at]
 
 
-def _by_source_clauses(run: _Run) -> list[tuple[Branch, Compiled | Literal[True]]]:
-    """The BY SOURCE clauses in statement order, each with its condition compiled to Arrow."""
-    out = []
-    for b in run.plan.branches:
-        if b.clause.category is Category.NOT_MATCHED_BY_SOURCE:
-            cond = run.plan.by_source_condition(b)
-            assert cond is not None  # plan.by_source_on_driver
-            out.append((b, cond))
-    return out
+def _clauses(run: _Run, category: Category) -> DriverClauses | None:
+    """``Plan.driver_clauses`` of ``category`` over the collected source's types, compiled once
+    a statement."""
+    if category not in run.clauses:
+        source = {f.name: f.dataType.simpleString() for f in run.local[1].fields} if run.local is not None else None
+        run.clauses[category] = run.plan.driver_clauses(category, source)
+    return run.clauses[category]
 
 
 def _t_key(run: _Run) -> str:
     return run.plan.spec.target_alias.lower()
 
 
-def _first_clause(tables: dict[str, pa.Table], n: int, clauses: Sequence[tuple[Branch, Compiled | Literal[True]]]) -> np.ndarray:
+def _first_clause(tables: dict[str, pa.Table], n: int, clauses: DriverClauses) -> np.ndarray:
     """Per row (``n`` rows of ``tables``, by alias): the position in ``clauses`` (one category's,
     in statement order) of the first clause whose condition holds, where it acts; else -1 (DO
     NOTHING first, or none holds). Raises ``EvalUnsupported`` where Spark must evaluate."""
@@ -960,12 +957,12 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     on, the clauses that act on the rows at hand copy plain columns of their own types
     (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE) under
     conditions Arrow evaluates as Spark does (``arrow_eval``; dbt's CDC ``WHEN MATCHED AND
-    s.op = 'D' THEN DELETE``), and BY SOURCE clauses likewise (``Plan.by_source_condition``:
-    the target rows without a pair that they act on were selected with the pairs). None
+    s.op = 'D' THEN DELETE``), and BY SOURCE clauses likewise (``Plan.driver_clauses``: the
+    target rows without a pair that they act on were selected with the pairs). None
     otherwise: Spark evaluates the statement. The merge task then runs here
     (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.local is not None and plan.on_is_keys and plan.by_source_on_driver and len(run.key_sources) == len(plan.join_keys)):
+    if not (run.local is not None and plan.on_is_keys and len(run.key_sources) == len(plan.join_keys)):
         return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
@@ -978,19 +975,6 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     names = [n for n, _ in plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     t_key, s_key = _t_key(run), plan.spec.source_alias.lower()
-    aliases = {Category.MATCHED: (t_key, s_key), Category.NOT_MATCHED: (s_key,), Category.NOT_MATCHED_BY_SOURCE: (t_key,)}
-
-    def clauses(category: Category) -> list[tuple[Branch, Compiled | Literal[True]]] | None:
-        """The clauses of ``category`` with their conditions compiled; None: Spark must decide."""
-        sides = {k: v for k, v in ((t_key, types), (s_key, source_types)) if k in aliases[category]}
-        out: list[tuple[Branch, Compiled | Literal[True]]] = []
-        for b in plan.branches:
-            if b.clause.category is category:
-                cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
-                if cond is None or (b.image and b.copies is None):
-                    return None
-                out.append((b, cond))
-        return out
 
     def image(b: Branch, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
         out = []
@@ -1032,30 +1016,29 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
             kind = pa.array([code] * n, pa.string())
         return part(tid, row, values, kind)
 
-    def classified(category: Category, tables: dict[str, pa.Table], t: pa.Table, src: pa.Table) -> list[pa.Table] | None:
+    def classified(category: Category, tables: dict[str, pa.Table], t: pa.Table | None, src: pa.Table) -> list[pa.Table] | None:
         """Rows of ``category`` (``t`` paired with ``src``; ``t`` None for source rows alone),
-        each by the first clause that holds; pairs no clause acts on as K_MATCHED."""
+        each by the first clause that holds; pairs no clause acts on as K_MATCHED (the result
+        depends on them). None: Spark must decide."""
         n = src.num_rows if t is None else t.num_rows
-        if n == 0:
-            return []
-        these = clauses(category)
+        these = _clauses(run, category) if n else ()
         if these is None:
             return None
         try:
             first = _first_clause(tables, n, these)
         except EvalUnsupported:
             return None
+        groups: list[tuple[Branch | None, np.ndarray]] = [(None, first < 0)] if category is Category.MATCHED else []
+        groups += [(b, first == i) for i, (b, _) in enumerate(these) if b.clause.action is not ActionKind.DO_NOTHING]
         out = []
-        for i, b in [(-1, None), *enumerate(b for b, _ in these)]:
-            if b is None and (t is None or category is not Category.MATCHED):
-                continue  # unpaired rows no clause acts on are no part of the result
-            pick = pa.array(first == i)
-            if not pc.any(pick).as_py():
+        for b, where in groups:
+            if not where.any():
                 continue
+            pick = pa.array(where)
             if t is None:  # the NOT MATCHED action: INSERT
                 assert b is not None
                 values = image(b, None, src.filter(pick))
-                m = len(values[0]) if values else 0
+                m = int(where.sum())
                 p = None if values is None else part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string()))
             else:
                 p = target_part(b, t.filter(pick), src.filter(pick))

@@ -8,7 +8,7 @@ Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -38,6 +38,10 @@ class Branch:
     def plain(self) -> bool:
         """Unconditional, and its image (if any) copies plain columns: the driver can apply it."""
         return not self.condition and (not self.image or self.copies is not None)
+
+
+# one category's clauses, each with its condition compiled to Arrow (True: none): Plan.driver_clauses
+DriverClauses = tuple[tuple[Branch, Compiled | Literal[True]], ...]
 
 
 @dataclass(frozen=True)
@@ -73,30 +77,33 @@ class Plan:
 
     @property
     def by_source_on_driver(self) -> bool:
-        """Every BY SOURCE clause is one the driver can apply (``by_source_condition``)."""
-        nms = Category.NOT_MATCHED_BY_SOURCE
-        return all(self.by_source_condition(b) is not None for b in self.branches if b.clause.category is nms)
+        """Every BY SOURCE clause is one the driver can apply (``driver_clauses``)."""
+        return self.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
 
     @property
     def by_source(self) -> bool:
         """Some clause acts on target rows without a pair: every target row matters."""
         return self.join in ("right", "full")
 
-    def by_source_condition(self, b: Branch) -> Compiled | Literal[True] | None:
-        """A BY SOURCE clause's condition compiled to Arrow over the target's rows (True: none);
-        None where the driver cannot apply the clause (a condition Arrow cannot promise to
-        evaluate as Spark does, or an image of expressions)."""
-        if b.image and b.copies is None:
-            return None
-        if not b.condition:
-            return True
-        return compile_predicate(b.condition, {self.spec.target_alias.lower(): dict(self.column_types)})
-
-    @property
-    def keyed_pairs(self) -> bool:
-        """ON is exactly the key equalities and no clause is BY SOURCE: pairs found by the keys
-        alone are the statement's pairs."""
-        return self.on_is_keys and self.join in ("inner", "left")
+    def driver_clauses(self, category: Category, source_types: Mapping[str, str] | None = None) -> DriverClauses | None:
+        """The clauses of ``category`` in statement order, each with its condition compiled to
+        Arrow (``arrow_eval``; True: none) over the columns it may read: the target's, and the
+        source's as ``source_types`` (name -> Spark type) gives them. None where the driver
+        cannot apply one: a condition Arrow cannot promise to evaluate as Spark does, or an
+        image of expressions."""
+        sides: dict[str, Mapping[str, str]] = {}
+        if category is not Category.NOT_MATCHED:
+            sides[self.spec.target_alias.lower()] = dict(self.column_types)
+        if category is not Category.NOT_MATCHED_BY_SOURCE and source_types is not None:
+            sides[self.spec.source_alias.lower()] = source_types
+        out: list[tuple[Branch, Compiled | Literal[True]]] = []
+        for b in self.branches:
+            if b.clause.category is category:
+                cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
+                if cond is None or (b.image and b.copies is None):
+                    return None
+                out.append((b, cond))
+        return tuple(out)
 
     @property
     def pairs_nothing(self) -> bool:
