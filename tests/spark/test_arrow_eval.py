@@ -6,6 +6,7 @@ can't promise compiles to None, and an integer overflow raises EvalUnsupported."
 import datetime as dt
 import math
 import random
+from decimal import Decimal
 
 import numpy as np
 import pyarrow as pa
@@ -15,17 +16,23 @@ from tablets.engine.arrow_eval import EvalUnsupported, compile_expr, compile_pre
 pytestmark = pytest.mark.spark
 
 ANSI = "spark.sql.ansi.enabled"
+ZONE = "spark.sql.session.timeZone"
 ROWS = 200
 NAN, INF = float("nan"), float("inf")
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 TYPES = {
     "rid": "int", "y": "tinyint", "m": "int", "i": "int", "l": "bigint", "f": "float",
-    "d": "double", "s": "string", "b": "boolean", "dt": "date",
+    "d": "double", "s": "string", "b": "boolean", "dt": "date", "ts": "timestamp", "tn": "timestamp_ntz",
+    "dc": "decimal(10,2)", "de": "decimal(20, 6)",
 }
 SIDES = {"t": TYPES, "s": TYPES}
 SCHEMA = pa.schema([
     ("rid", pa.int32()), ("y", pa.int8()), ("m", pa.int32()), ("i", pa.int32()), ("l", pa.int64()),
     ("f", pa.float32()), ("d", pa.float64()), ("s", pa.string()), ("b", pa.bool_()), ("dt", pa.date32()),
+    ("ts", pa.timestamp("us", tz="UTC")), ("tn", pa.timestamp("us")), ("dc", pa.decimal128(10, 2)),
+    ("de", pa.decimal128(20, 6)),
 ])
+DDL = ", ".join(f"{n} {t}" for n, t in TYPES.items())
 
 # values: compile_expr, compared with Spark's value and Arrow type
 EXPRESSIONS = [
@@ -51,6 +58,10 @@ EXPRESSIONS = [
     "t.s IN ('a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k')", "NULL IN (1, 2)", "t.i IN (NULL)",
     "t.i BETWEEN -5 AND 100", "t.d BETWEEN -1 AND 1.5", "t.s NOT BETWEEN 'a' AND 'z'",
     "t.dt BETWEEN DATE '2000-01-01' AND s.dt",
+    # timestamps and decimals: columns compared within their type (dbt's s.updated_at > t.updated_at)
+    "t.ts = s.ts", "t.ts < s.ts", "t.ts >= s.ts", "t.ts <> s.ts", "t.ts <=> s.ts", "t.ts IN (s.ts, NULL)",
+    "t.ts BETWEEN s.ts AND t.ts", "t.ts IS NULL", "t.tn > s.tn", "t.tn <> s.tn OR t.tn IS NULL", "t.tn <=> NULL",
+    "t.dc = s.dc", "t.dc < s.de", "t.de >= s.dc", "t.dc <=> s.dc", "t.dc IN (s.dc, s.de)", "t.de > t.dc AND t.ts < s.ts",
     # arithmetic with Spark's result types (values chosen not to overflow)
     "t.m + 1", "t.m - s.m", "t.m * 3", "t.y + t.y", "t.y * 2", "-t.m", "t.m + 2147483648",
     "t.d + s.d", "t.d * -0.0", "t.f + s.f", "t.f * s.f", "t.f * 1.5", "t.f + t.d", "t.d - 1", "-t.d",
@@ -59,7 +70,7 @@ EXPRESSIONS = [
     "t.i % 7", "t.i % -3", "t.l % 10", "t.l % -1", "t.y % 4", "t.d % 2.5", "t.d % -3", "t.m % 1000000000000",
     "t.f % 1.5", "t.f % -2.5", "t.d % 1e3", "t.i % 100 = 0",
     # plain values and constants
-    "t.s", "t.dt", "t.f", "1", "-2147483648", "2147483648", "TRUE", "NULL", "1e3",
+    "t.s", "t.dt", "t.f", "t.ts", "t.tn", "t.dc", "t.de", "1", "-2147483648", "2147483648", "TRUE", "NULL", "1e3",
 ]
 
 # conditions: compile_predicate, TRUE only where Spark says TRUE
@@ -72,6 +83,10 @@ UNSUPPORTED = [
     "CAST(t.i AS BIGINT) = 1", "t.dt = DATE '2020-1-1'", "+t.i = 1", "t.b IS UNKNOWN", "t.s LIKE 'a%'",
     "t.i IN (SELECT 1)", "t.s = 'a\\tb'", "NULL + NULL", "1.5", "t.i & 1", "t.s || 'a' = 'ab'", "t.i = 1 AND",
     "t.b AND t.i", "NOT t.i",
+    # timestamps and decimals beyond plain comparisons: the session's zone, casts, rounding
+    "t.ts = t.tn", "t.ts > t.dt", "t.ts = '2020-01-01'", "t.tn > TIMESTAMP_NTZ '2020-01-01 00:00:00'",
+    "t.ts + INTERVAL 1 DAY > s.ts", "CAST(t.ts AS DATE) = t.dt", "t.ts IS TRUE", "t.dc = 1", "t.dc + s.dc",
+    "t.dc > 1.5", "t.dc = t.i", "t.dc = t.d", "-t.dc", "t.dc % 2",
 ]
 
 
@@ -98,6 +113,16 @@ def _table(perm: list[int]) -> pa.Table:
         "dt": column([dt.date(2020, 1, 1), dt.date(1582, 10, 10), dt.date(1, 1, 1), dt.date(9999, 12, 31),
                       dt.date(1970, 1, 1), dt.date(1969, 12, 31), dt.date(2000, 1, 1), None],
                      lambda: dt.date(1900, 1, 1) + dt.timedelta(days=rng.randint(0, 60000))),
+        "ts": column([EPOCH, EPOCH - dt.timedelta(microseconds=1), EPOCH + dt.timedelta(microseconds=1),
+                      dt.datetime(2021, 3, 14, 10, 0, tzinfo=dt.UTC), dt.datetime(1900, 1, 1, tzinfo=dt.UTC),
+                      dt.datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=dt.UTC), None],
+                     lambda: EPOCH + dt.timedelta(seconds=rng.randint(-10**9, 2 * 10**9), microseconds=rng.randint(0, 2))),
+        "tn": column([dt.datetime(1970, 1, 1), dt.datetime(2021, 3, 14, 2, 30), dt.datetime(1900, 1, 1, 0, 0, 0, 1), None],
+                     lambda: dt.datetime(1970, 1, 1) + dt.timedelta(seconds=rng.randint(-10**9, 2 * 10**9))),
+        "dc": column([Decimal("99999999.99"), Decimal("-99999999.99"), Decimal("0.00"), Decimal("0.01"), Decimal("1.50"), None],
+                     lambda: Decimal(rng.randint(-300, 300)).scaleb(-2)),
+        "de": column([Decimal("1.500000"), Decimal("0.010000"), Decimal("-99999999.990001"), Decimal("12345678901234.000001"),
+                      Decimal("0"), None], lambda: Decimal(rng.randint(-3 * 10**6, 3 * 10**6)).scaleb(-6)),
     }
     # the s side holds the same rows in another order: pairs meet NaN, NULL and limits on both sides
     rows = {k: [v[p] for p in perm] for k, v in cols.items()}
@@ -116,18 +141,21 @@ TABLES = _tables()
 @pytest.fixture(scope="module")
 def spark_results(spark):
     """Every expression's column, by ANSI mode: one query per mode over the same Arrow rows."""
-    spark.createDataFrame(TABLES["t"]).createOrReplaceTempView("arrow_eval_t")
-    spark.createDataFrame(TABLES["s"]).createOrReplaceTempView("arrow_eval_s")
+    spark.createDataFrame(TABLES["t"], DDL).createOrReplaceTempView("arrow_eval_t")
+    spark.createDataFrame(TABLES["s"], DDL).createOrReplaceTempView("arrow_eval_s")
     select = ", ".join(f"{e} AS e{k}" for k, e in enumerate(EXPRESSIONS + PREDICATES))
     sql = f"SELECT {select} FROM arrow_eval_t t JOIN arrow_eval_s s ON t.rid = s.rid ORDER BY t.rid"
-    before = spark.conf.get(ANSI)
+    before = spark.conf.get(ANSI), spark.conf.get(ZONE)
     out = {}
     try:
+        # a session zone other than UTC: TIMESTAMP comparisons must not depend on it
+        spark.conf.set(ZONE, "America/Los_Angeles")
         for mode in ("true", "false"):
             spark.conf.set(ANSI, mode)
             out[mode] = spark.sql(sql).toArrow()
     finally:
-        spark.conf.set(ANSI, before)
+        spark.conf.set(ANSI, before[0])
+        spark.conf.set(ZONE, before[1])
     return out
 
 
@@ -170,7 +198,7 @@ def test_predicates_are_true_only_where_spark_says_true(spark_results, expr):
 
 @pytest.mark.parametrize("expr", UNSUPPORTED)
 def test_outside_the_subset_compiles_to_none(expr):
-    sides = {"t": {**TYPES, "ts": "timestamp", "dec": "decimal(10,2)"}, "s": TYPES}
+    sides = {"t": {**TYPES, "dec": "decimal(10,2)"}, "s": TYPES}
     assert compile_expr(expr, sides) is None
 
 
@@ -227,3 +255,15 @@ def test_inputs_chunks_case_and_columns_read():
 def test_constant_takes_the_tables_length():
     assert compile_expr("1 + 1", {"t": {}})({"t": pa.table({"x": [1, 2, 3]})}).to_pylist() == [2, 2, 2]
     assert compile_predicate("TRUE AND NULL", {"t": {}})({"t": pa.table({"x": [1, 2]})}).to_pylist() == [False, False]
+
+
+def test_timestamps_compare_as_instants_whatever_zone_labels_them():
+    """Spark's toArrow labels a TIMESTAMP with a zone, the tablets with UTC: both are UTC
+    microseconds. Another unit is not what Spark gives: Spark evaluates it."""
+    sides = {"t": {"ts": "timestamp"}, "s": {"ts": "timestamp"}}
+    la = pa.array([0, 10, None], pa.timestamp("us", tz="America/Los_Angeles"))
+    utc = pa.array([5, 5, 5], pa.timestamp("us", tz="UTC"))
+    newer = compile_predicate("s.ts > t.ts", sides)
+    assert newer({"t": pa.table({"ts": utc}), "s": pa.table({"ts": la})}).to_pylist() == [False, True, False]
+    with pytest.raises(EvalUnsupported, match="expected timestamp"):
+        newer({"t": pa.table({"ts": utc.cast(pa.timestamp("ms", tz="UTC"))}), "s": pa.table({"ts": la})})

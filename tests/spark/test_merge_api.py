@@ -336,6 +336,53 @@ def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
     assert len(jobs) <= 2, jobs
 
 
+def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(db, spark):
+    """The common dbt upsert that keeps the newer row (``WHEN MATCHED AND s.updated_at >
+    t.updated_at``), with TIMESTAMP, TIMESTAMP_NTZ and DECIMAL columns compared and copied, in
+    a session zone other than UTC: the driver classifies and writes it; the result is Spark's."""
+    ts = "timestamp_seconds(1700000000 + id * 3600)"
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        src = (f"SELECT id, {ts} + IF(id % 2 = 0, INTERVAL 1 SECOND, INTERVAL -1 SECOND) AS updated_at, "
+               f"CAST({ts} AS TIMESTAMP_NTZ) AS seen, CAST(id / 4 + 1 AS DECIMAL(12,2)) AS amount FROM range(990, 1010)")
+        on, jobs, got, off, want = driver_and_spark(
+            db, spark, "api.newer", "id BIGINT, updated_at TIMESTAMP, seen TIMESTAMP_NTZ, amount DECIMAL(12,2)",
+            [f"SELECT id, {ts}, NULL, CAST(id / 4 AS DECIMAL(12,2)) FROM range(0, 1000)"],
+            f"MERGE INTO api.newer t USING ({src}) s ON t.id = s.id "
+            "WHEN MATCHED AND s.updated_at > t.updated_at AND s.amount <> t.amount THEN UPDATE SET * "
+            "WHEN NOT MATCHED THEN INSERT *")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert on.merged_on_driver and not off.merged_on_driver
+    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (5, 10)  # even ids are newer
+    assert got == want
+    assert len(jobs) <= 2, jobs
+
+
+@pytest.mark.parametrize("cond", [
+    "s.updated_at >= t.updated_at OR t.updated_at IS NULL", "t.seen <=> s.seen", "s.amount > t.amount",
+    "t.updated_at IN (s.updated_at, NULL) AND s.seen IS NOT NULL", "NOT (t.amount BETWEEN s.amount AND s.big)",
+])
+def test_timestamp_and_decimal_conditions_on_the_driver_give_sparks_result(db, spark, cond):
+    """NULLs, equal instants and decimals of two scales, classified on the driver and by Spark."""
+    ts = "timestamp_seconds(1700000000 + (id % 7) * 60)"
+    maybe = "IF(id % {} = 0, NULL, {})"
+    on, _, got, off, want = driver_and_spark(
+        db, spark, "api.ts_cond", "id BIGINT, updated_at TIMESTAMP, seen TIMESTAMP_NTZ, amount DECIMAL(10,2)",
+        [f"SELECT id, {maybe.format(5, ts)}, {maybe.format(4, f'CAST({ts} AS TIMESTAMP_NTZ)')}, "
+         f"{maybe.format(6, 'CAST((id % 9) / 4 AS DECIMAL(10,2))')} FROM range(0, 60)"],
+        f"MERGE INTO api.ts_cond t USING (SELECT id, {maybe.format(3, ts)} AS updated_at, "
+        f"{maybe.format(8, f'CAST({ts} AS TIMESTAMP_NTZ)')} AS seen, {maybe.format(7, 'CAST((id % 5) / 2 AS DECIMAL(10,2))')} "
+        f"AS amount, CAST(id % 4 AS DECIMAL(20,6)) AS big FROM range(20, 80)) s ON t.id = s.id "
+        f"WHEN MATCHED AND {cond} THEN UPDATE SET updated_at = s.updated_at, seen = s.seen, amount = s.amount "
+        "WHEN MATCHED AND s.id % 2 = 0 THEN DELETE WHEN NOT MATCHED THEN INSERT (id, seen) VALUES (s.id, s.seen)")
+    assert on.merged_on_driver and not off.merged_on_driver
+    assert (on.rows_updated, on.rows_deleted, on.rows_inserted) == (off.rows_updated, off.rows_deleted, off.rows_inserted)
+    assert 0 < on.rows_updated < 40
+    assert got == want
+
+
 @pytest.mark.parametrize("stmt", [
     # a copy into a narrower column: Spark's cast decides the value
     "MERGE INTO api.plain_cast t USING (SELECT id, id * 2 AS v FROM range(0, 6)) s ON t.id = s.id "
@@ -394,8 +441,9 @@ def test_the_driver_reads_more_in_local_mode(spark):
 
 @pytest.mark.parametrize("have, want, exact", [
     ("int", "bigint", True), ("tinyint", "int", True), ("float", "double", True), ("string", "string", True),
-    ("decimal(10,2)", "decimal(10, 2)", True),
-    ("bigint", "int", False), ("int", "double", False), ("double", "float", False), ("timestamp", "timestamp", False),
+    ("decimal(10,2)", "decimal(10, 2)", True), ("timestamp", "timestamp", True), ("timestamp_ntz", "timestamp_ntz", True),
+    ("bigint", "int", False), ("int", "double", False), ("double", "float", False), ("timestamp_ntz", "timestamp", False),
+    ("timestamp", "timestamp_ntz", False), ("date", "timestamp", False), ("binary", "binary", False),
     ("decimal(10,2)", "decimal(12,2)", False),
 ])
 def test_copies_the_driver_makes_without_spark_s_cast(have, want, exact):

@@ -5,7 +5,11 @@ AND t.id % 100 = 0 THEN DELETE``); when the rows are already on the driver, eval
 condition here saves a Spark job. A wrong answer silently deletes or keeps the wrong rows, so the
 subset is the one whose results we can pin down without knowing the session's settings: qualified
 columns and plain literals, comparisons within one type family, three-valued logic, IN, BETWEEN,
-IS [NOT] NULL/TRUE/FALSE, and integer/float arithmetic with ``%`` by a literal. Types follow
+IS [NOT] NULL/TRUE/FALSE, and integer/float arithmetic with ``%`` by a literal. Timestamps and
+decimals are columns only (dbt's ``s.updated_at > t.updated_at``): a TIMESTAMP is UTC
+microseconds on both sides whatever the session's time zone, while a timestamp literal, a
+TIMESTAMP beside a TIMESTAMP_NTZ or a DATE, and decimal arithmetic depend on settings or on
+rounding rules, and compile to ``None``. Types follow
 Spark's coercion only where ANSI and non-ANSI Spark agree (a FLOAT beside an integer is FLOAT in
 one and DOUBLE in the other, so only an exactly representable literal may meet a FLOAT), an
 integer overflow (ANSI raises, legacy wraps) raises :class:`EvalUnsupported` at run time, and
@@ -54,7 +58,8 @@ _VOID = "void"  # the type of NULL
 _ARROW = {
     "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
     "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-    "date": pa.date32(), _VOID: pa.null(),
+    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
+    _VOID: pa.null(),
 }
 _TYPE_NAMES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
 _RANGE = {t: (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for t, b in zip(_INTS, (8, 16, 32, 64), strict=True)}
@@ -153,6 +158,8 @@ def _tokens_match(tokens: list, tree: exp.Expr) -> bool:
 
 def _input(col: pa.ChunkedArray, typ: pa.DataType, label: str) -> pa.Array:
     """One contiguous array of the column, of the Arrow type its Spark type promises."""
+    if pa.types.is_timestamp(typ) and typ.tz and pa.types.is_timestamp(col.type) and col.type.unit == "us" and col.type.tz:
+        col = col.cast(typ)  # UTC microseconds whatever zone the type names: only the label changes
     if typ == pa.string():
         if col.type == pa.string_view() or (col.type == pa.string() and col.num_chunks > 1):
             col = col.cast(pa.large_string())  # 32-bit offsets might not hold the chunks together
@@ -194,7 +201,7 @@ class _Walker:
         spark_type = _spark_type(cols[names[0]])
         key = (node.table.lower(), names[0])
         if key not in [(a, c) for a, c, _ in self.inputs]:
-            self.inputs.append((*key, _ARROW[spark_type]))
+            self.inputs.append((*key, _arrow(spark_type)))
         return _Node(spark_type, lambda env: env[key])
 
     def literal(self, node: exp.Literal, negate: bool = False) -> _Node:
@@ -356,11 +363,24 @@ def _only(node: exp.Expr, *allowed: str) -> None:
 
 
 def _spark_type(name: str) -> str:
-    t = name.strip().lower()
+    t = name.strip().lower().replace(" ", "")
     t = _TYPE_NAMES.get(t, t)
-    if t not in _ARROW or t == _VOID:
+    if t == "decimal":
+        return "decimal(10,0)"
+    if t == _VOID or (t not in _ARROW and _decimal(t) is None):
         raise _Unsupported(f"column type {name}")
     return t
+
+
+def _decimal(t: str) -> tuple[int, int] | None:
+    """(precision, scale) of a Spark DECIMAL type name, else None."""
+    m = re.fullmatch(r"decimal\((\d+),(\d+)\)", t)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def _arrow(t: str) -> pa.DataType:
+    dec = _decimal(t)
+    return pa.decimal128(*dec) if dec else _ARROW[t]
 
 
 def _date(text: str) -> datetime.date:
@@ -373,7 +393,7 @@ def _date(text: str) -> datetime.date:
 
 
 def _lit(t: str, v: object) -> _Node:
-    scalar = pa.scalar(v, _ARROW[t])
+    scalar = pa.scalar(v, _arrow(t))
     return _Node(t, lambda env: scalar, v)
 
 
@@ -389,7 +409,7 @@ def _to(node: _Node, t: str) -> _Node:
         v = node.value
         # float(int) rounds to nearest-even, as Java's (double) long does
         return _lit(t, None if v is None else float(v) if t == "double" else v)
-    target, fn = _ARROW[t], node.fn
+    target, fn = _arrow(t), node.fn
     return _Node(t, lambda env: pc.cast(fn(env), target, safe=False))
 
 
@@ -402,6 +422,14 @@ def _common(nodes: list[_Node]) -> str:
         return types.pop()
     if types <= set(_INTS):
         return max(types, key=_INTS.index)
+    decimals = [_decimal(t) for t in types]
+    if all(decimals):
+        # Spark's wider decimal: the larger scale and the larger integral part, exact when it
+        # fits 38 digits (beyond, Spark bounds it and may round)
+        scale = max(s for _, s in decimals)  # type: ignore[misc]
+        digits = max(p - s for p, s in decimals) + scale  # type: ignore[misc]
+        if digits <= 38:
+            return f"decimal({digits},{scale})"
     if types <= {*_INTS, *_FLOATS, _DECIMAL} and types & set(_FLOATS):
         if types & {"double", _DECIMAL}:
             return "double"

@@ -917,8 +917,9 @@ def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] |
 
 
 # Spark types whose values Arrow carries and compares as Spark does (Arrow's NaN != NaN is
-# handled where values are compared); the driver's own merge (``_arrow_rows``) copies only these
-_ARROW_TYPES = (*_INTEGRAL, "string", "date", "boolean", "float", "double")
+# handled where values are compared; a TIMESTAMP is UTC microseconds whatever zone toArrow
+# labels it with); the driver's own merge (``_arrow_rows``) copies only these
+_ARROW_TYPES = (*_INTEGRAL, "string", "date", "boolean", "float", "double", "timestamp", "timestamp_ntz")
 
 
 def _arrow_type(spark_type: str) -> bool:
