@@ -360,6 +360,20 @@ def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(
     assert len(jobs) <= 2, jobs
 
 
+def test_dbt_s_parenthesized_on_runs_on_the_driver(db, spark):
+    """dbt's default merge writes ``ON (s.k1 = t.k1) AND (s.k2 = t.k2)``: the same key pairs."""
+    on, jobs, got, off, want = driver_and_spark(
+        db, spark, "api.paren_on", "a BIGINT, b STRING, v INT",
+        ["SELECT id % 10, CAST(id DIV 10 AS STRING), 0 FROM range(0, 100)"],
+        "MERGE INTO api.paren_on AS DBT_INTERNAL_DEST USING (SELECT id % 10 AS a, CAST(id DIV 10 AS STRING) AS b, 1 AS v "
+        "FROM range(95, 105)) AS DBT_INTERNAL_SOURCE ON (DBT_INTERNAL_SOURCE.a = DBT_INTERNAL_DEST.a) "
+        "AND (DBT_INTERNAL_SOURCE.b = DBT_INTERNAL_DEST.b) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    assert on.merged_on_driver and not off.merged_on_driver
+    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (5, 5)
+    assert got == want
+    assert len(jobs) <= 2, jobs
+
+
 @pytest.mark.parametrize("cond", [
     "s.updated_at >= t.updated_at OR t.updated_at IS NULL", "t.seen <=> s.seen", "s.amount > t.amount",
     "t.updated_at IN (s.updated_at, NULL) AND s.seen IS NOT NULL", "NOT (t.amount BETWEEN s.amount AND s.big)",

@@ -120,6 +120,12 @@ def test_pruning_keys_only_without_by_source_and_not_null_safe():
     assert plan_merge(spec(Clause(M, D), on="t.a <=> s.a"), TARGET, SOURCE).prune_keys == ()
 
 
+@pytest.mark.parametrize("on", ["(t.a = s.a)", "(s.a = t.a) AND ((t.b = s.b))", "((t.a = s.a AND t.b = s.b))"])
+def test_key_equalities_in_parentheses_as_dbt_writes_them(on):
+    p = plan_merge(spec(Clause(M, D), on=on), TARGET, SOURCE)
+    assert p.on_is_keys and {k for k, _ in p.join_keys} == ({"a", "b"} if "b" in on else {"a"})
+
+
 def test_update_without_source_is_target_only():
     p = plan_merge(spec(Clause(NMS, U, "t.a > 3", (("b", "t.b + 1"),)), source=None), TARGET, None)
     assert p.join is None

@@ -457,10 +457,8 @@ def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> 
     min/max can skip tablets and the driver can pair rows by them (``<=>`` pairs NULLs)."""
     if on_sql is None:
         return ()
-    tree = sqlglot.parse_one(on_sql, read="spark")
-    conjuncts = list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
     out = []
-    for c in conjuncts:
+    for c in _conjuncts(sqlglot.parse_one(on_sql, read="spark")):  # dbt writes ON (a) AND (b)
         if not isinstance(c, exp.EQ):  # <=> matches NULLs, which min/max do not describe
             continue
         for a, b in ((c.left, c.right), (c.right, c.left)):
