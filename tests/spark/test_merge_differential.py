@@ -240,3 +240,30 @@ def test_conditional_merges_on_the_driver_match_duckdb(spark, tmp_path, request,
     metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
     # (an empty source ends the statement before any read, unless a BY SOURCE clause acts)
     assert all(m.merged_on_driver or m.noop or (m.source_rows == 0 and "BY SOURCE" not in stmt) for m in metrics), stmt
+
+
+EXPRESSIONS = {  # images with values Arrow computes as Spark does (engine.arrow_eval): no copy
+    "MATCHED": ["UPDATE SET a = s.a + t.a", "UPDATE SET a = t.a * 2 - s.a, b = 'u'", "UPDATE SET b = 'x', a = 7",
+                "UPDATE SET a = s.a % 3", "DELETE"],
+    "NOT MATCHED": ["INSERT (k, a) VALUES (s.k, s.a * 10)", "INSERT (b, k) VALUES ('new', s.k)", "INSERT VALUES (s.k, -s.a, 'i')"],
+    "NOT MATCHED BY SOURCE": ["UPDATE SET a = t.a - 1", "UPDATE SET b = 'gone'", "UPDATE SET a = t.k + 100, b = NULL", "DELETE"],
+}
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+@pytest.mark.parametrize("case", range(CASES // 3))
+def test_expression_images_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
+    """UPDATE SET / INSERT VALUES of arithmetic and literals (a soft delete's ``SET b = 'gone'``,
+    an accumulating ``SET a = s.a + t.a``), with and without conditions: the driver computes
+    the new images itself."""
+    rng = random.Random(50_000 + case)
+    target = _rows(rng, rng.randint(0, 9), 6)
+    source = _rows(rng, rng.randint(0, 7), 6)
+    clauses = []
+    for cat, actions in EXPRESSIONS.items():
+        if rng.random() < 0.7:
+            cond = f" AND {rng.choice(COND[cat])}" if rng.random() < 0.3 else ""
+            clauses.append(f"WHEN {cat}{cond} THEN {rng.choice(actions)}")
+    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED THEN UPDATE SET a = 7"])
+    metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
+    assert all(m.merged_on_driver or m.noop or (m.source_rows == 0 and "BY SOURCE" not in stmt) for m in metrics), stmt

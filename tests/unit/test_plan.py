@@ -148,7 +148,8 @@ def test_explain_shows_streams():
     ((Clause(M, D), Clause(NMS, U, "t.b > 1", (("c", "NULL"),))), True),  # a soft delete
     ((Clause(M, D), Clause(NMS, D, "t.c = 1")), False),  # a string compared with a number: Spark's cast
     ((Clause(M, D), Clause(NMS, D, "upper(t.c) = 'X'")), False),  # a function
-    ((Clause(M, D), Clause(NMS, U, None, (("b", "t.b + 1"),))), False),  # an expression in the image
+    ((Clause(M, D), Clause(NMS, U, None, (("b", "t.b + 1"),))), True),  # an expression Arrow evaluates
+    ((Clause(M, D), Clause(NMS, U, None, (("c", "upper(t.c)"),))), False),  # a function in the image
 ])
 def test_plain_statements_are_the_drivers_to_merge(clauses, plain):
     p = plan_merge(spec(*clauses), TARGET, SOURCE)

@@ -70,7 +70,7 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import JOIN_NAMES, Branch, DriverClauses, Plan, plan_merge
+from tablets.engine.plan import JOIN_NAMES, DriverClause, DriverClauses, Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -726,7 +726,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
             if not run.plan.by_source:
                 rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
             elif run.plan.on_is_keys and (clauses := _clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None:
-                columns = sorted({c for _, cond in clauses if cond is not True for c in cond.columns.get(_t_key(run), ())})
+                columns = sorted({c for dc in clauses if dc.condition is not True for c in dc.condition.columns.get(_t_key(run), ())})
 
                 def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
                     return pa.array(_first_clause({_t_key(run): rows}, rows.num_rows, clauses) >= 0)
@@ -762,9 +762,10 @@ def _first_clause(tables: dict[str, pa.Table], n: int, clauses: DriverClauses) -
     NOTHING first, or none holds). Raises ``EvalUnsupported`` where Spark must evaluate."""
     first = np.full(n, -1, dtype=np.int64)
     open_ = np.ones(n, dtype=bool)
-    for i, (b, cond) in enumerate(clauses):
+    for i, dc in enumerate(clauses):
+        cond = dc.condition
         holds = open_ if cond is True else open_ & cond(tables).to_numpy(zero_copy_only=False)
-        if b.clause.action is not ActionKind.DO_NOTHING:
+        if dc.branch.clause.action is not ActionKind.DO_NOTHING:
             first[holds] = i
         open_ &= ~holds
     return first
@@ -977,20 +978,27 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
     t_key, s_key = _t_key(run), plan.spec.source_alias.lower()
 
-    def image(b: Branch, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
+    def image(dc: DriverClause, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
+        """The clause's new row image over its rows: copies, NULLs and expressions (values of
+        the column's own type, or a wider one of its kind: Spark's cast would change no value)."""
         out = []
-        for col, (side, name) in zip(names, b.copies or (), strict=True):
+        for col, (side, name), value in zip(names, dc.branch.copies or (), dc.values, strict=True):
             want = arrow.field(col).type
             if side == "null":
                 out.append(pa.nulls(src.num_rows, want))
                 continue
-            have = (types.get(name) if side == "t" else source_types.get(name)) or ""
-            rows = t if side == "t" else src
-            if rows is None or name not in rows.column_names or not _exact_cast(have, types[col]):
-                return None
             try:
+                if value is not None:  # ("expr", ...)
+                    if not _exact_cast(value.type, types[col]):
+                        return None
+                    out.append(value({t_key: t, s_key: src} if t is not None else {s_key: src}).cast(want))
+                    continue
+                have = (types.get(name) if side == "t" else source_types.get(name)) or ""
+                rows = t if side == "t" else src
+                if rows is None or name not in rows.column_names or not _exact_cast(have, types[col]):
+                    return None
                 out.append(rows.column(name).cast(want))
-            except (pa.ArrowException, NotImplementedError):
+            except (pa.ArrowException, NotImplementedError, EvalUnsupported):
                 return None
         return out
 
@@ -999,12 +1007,12 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
         cols = values or [pa.nulls(n, arrow.field(c).type) for c in names]
         return pa.table([tid, row, *cols, kind], names=[TID, ROW, *images, KIND])
 
-    def target_part(b: Branch | None, t: pa.Table, src: pa.Table) -> pa.Table | None:
-        """The rows of clause ``b`` (None: no clause) over target rows ``t``, paired with ``src``."""
+    def target_part(dc: DriverClause | None, t: pa.Table, src: pa.Table) -> pa.Table | None:
+        """The rows of clause ``dc`` (None: no clause) over target rows ``t``, paired with ``src``."""
         n = t.num_rows
         tid, row = TabletScan.row_ids(t)
-        action = b.clause.action if b is not None else None
-        values = image(b, t, src) if b is not None and action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
+        action = dc.branch.clause.action if dc is not None else None
+        values = image(dc, t, src) if dc is not None and action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
         if action in (ActionKind.UPDATE, ActionKind.REFUSE) and values is None:
             return None
         if action is ActionKind.UPDATE and run.options.skip_unchanged:
@@ -1029,20 +1037,20 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
             first = _first_clause(tables, n, these)
         except EvalUnsupported:
             return None
-        groups: list[tuple[Branch | None, np.ndarray]] = [(None, first < 0)] if category is Category.MATCHED else []
-        groups += [(b, first == i) for i, (b, _) in enumerate(these) if b.clause.action is not ActionKind.DO_NOTHING]
+        groups: list[tuple[DriverClause | None, np.ndarray]] = [(None, first < 0)] if category is Category.MATCHED else []
+        groups += [(dc, first == i) for i, dc in enumerate(these) if dc.branch.clause.action is not ActionKind.DO_NOTHING]
         out = []
-        for b, where in groups:
+        for dc, where in groups:
             if not where.any():
                 continue
             pick = pa.array(where)
             if t is None:  # the NOT MATCHED action: INSERT
-                assert b is not None
-                values = image(b, None, src.filter(pick))
+                assert dc is not None
+                values = image(dc, None, src.filter(pick))
                 m = int(where.sum())
                 p = None if values is None else part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string()))
             else:
-                p = target_part(b, t.filter(pick), src.filter(pick))
+                p = target_part(dc, t.filter(pick), src.filter(pick))
             if p is None:
                 return None
             out.append(p)

@@ -16,7 +16,7 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
-from tablets.engine.arrow_eval import Compiled, compile_predicate
+from tablets.engine.arrow_eval import Compiled, compile_expr, compile_predicate
 from tablets.engine.names import S_MARK, T_MARK
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
 from tablets.exceptions import MergeSpecError
@@ -30,18 +30,27 @@ class Branch:
     clause: Clause
     condition: str | None  # qualified Spark SQL
     image: tuple[tuple[str, str], ...] = ()  # UPDATE/INSERT: (target column, Spark SQL) for every column
-    # the image's values where each is a plain copy, by target column: ("t" | "s", column) or
-    # ("null", ""); None where some value is an expression (executor._arrow_rows reads it)
+    # the image's values by target column, uncast (executor._arrow_rows reads them): a plain copy
+    # ("t" | "s", column), ("null", ""), or ("expr", qualified Spark SQL); None: no image
     copies: tuple[tuple[str, str], ...] | None = None
 
     @property
     def plain(self) -> bool:
-        """Unconditional, and its image (if any) copies plain columns: the driver can apply it."""
-        return not self.condition and (not self.image or self.copies is not None)
+        """Unconditional, and its image (if any) copies plain columns: the driver can apply it
+        whatever the source's types allow for expressions."""
+        return not self.condition and all(side != "expr" for side, _ in self.copies or ())
 
 
-# one category's clauses, each with its condition compiled to Arrow (True: none): Plan.driver_clauses
-DriverClauses = tuple[tuple[Branch, Compiled | Literal[True]], ...]
+@dataclass(frozen=True)
+class DriverClause:
+    """A clause compiled to Arrow (``Plan.driver_clauses``)."""
+
+    branch: Branch
+    condition: Compiled | Literal[True]  # True: none
+    values: tuple[Compiled | None, ...]  # by target column: an ("expr", ...) value's, else None
+
+
+DriverClauses = tuple[DriverClause, ...]  # one category's, in statement order
 
 
 @dataclass(frozen=True)
@@ -88,21 +97,23 @@ class Plan:
     def driver_clauses(self, category: Category, source_types: Mapping[str, str] | None = None) -> DriverClauses | None:
         """The clauses of ``category`` in statement order, each with its condition compiled to
         Arrow (``arrow_eval``; True: none) over the columns it may read: the target's, and the
-        source's as ``source_types`` (name -> Spark type) gives them. None where the driver
-        cannot apply one: a condition Arrow cannot promise to evaluate as Spark does, or an
-        image of expressions."""
+        source's as ``source_types`` (name -> Spark type) gives them, and so is each value of its
+        image that is an expression (``SET is_deleted = TRUE``, ``SET n = t.n + s.n``). None where
+        the driver cannot apply one: a condition or a value Arrow cannot promise to evaluate as
+        Spark does."""
         sides: dict[str, Mapping[str, str]] = {}
         if category is not Category.NOT_MATCHED:
             sides[self.spec.target_alias.lower()] = dict(self.column_types)
         if category is not Category.NOT_MATCHED_BY_SOURCE and source_types is not None:
             sides[self.spec.source_alias.lower()] = source_types
-        out: list[tuple[Branch, Compiled | Literal[True]]] = []
+        out: list[DriverClause] = []
         for b in self.branches:
             if b.clause.category is category:
                 cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
-                if cond is None or (b.image and b.copies is None):
+                values = tuple(compile_expr(sql, sides) if side == "expr" else None for side, sql in b.copies or ())
+                if cond is None or any(v is None for v, (side, _) in zip(values, b.copies or (), strict=True) if side == "expr"):
                     return None
-                out.append((b, cond))
+                out.append(DriverClause(b, cond, values))
         return tuple(out)
 
     @property
@@ -387,25 +398,24 @@ def _cast(expr: str, type_name: str) -> str:
     return f"CAST({expr} AS {type_name})"
 
 
-_Image = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...] | None]
+_Image = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
 
-def _copy(scope: _Scope, tree: exp.Expr) -> tuple[str, str] | None:
-    """A value that is a plain column of the target or the source, or NULL, as a copy."""
+def _copy(scope: _Scope, tree: exp.Expr) -> tuple[str, str]:
+    """A value that is a plain column of the target or the source, or NULL, as a copy; else
+    the expression (qualified)."""
     if isinstance(tree, exp.Null):
         return ("null", "")
-    if not isinstance(tree, exp.Column) or tree.args.get("db") or not tree.table:
-        return None
-    side = scope._side(tree.table)  # noqa: SLF001
+    side = scope._side(tree.table) if isinstance(tree, exp.Column) and tree.table and not tree.args.get("db") else None  # noqa: SLF001
     if side is None or tree.name.lower() not in side[1]:
-        return None
+        return ("expr", tree.sql(dialect="spark"))
     return ("t" if side[0] == "target" else "s", side[1][tree.name.lower()])
 
 
 def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _Image:
     t = spec.target_alias
     assigned: dict[str, str] = {}
-    copies: dict[str, tuple[str, str] | None] = {}
+    copies: dict[str, tuple[str, str]] = {}
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
@@ -420,13 +430,12 @@ def _update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _
         assigned[name] = tree.sql(dialect="spark")
         copies[name] = _copy(scope, tree)
     image = tuple((c, _cast(assigned.get(c, f"{t}.`{c}`"), types[c])) for c in tcols)
-    plain = tuple(copies.get(c, ("t", c)) for c in tcols)
-    return image, (plain if all(plain) else None)  # type: ignore[return-value]
+    return image, tuple(copies.get(c, ("t", c)) for c in tcols)
 
 
 def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
     values: dict[str, str] = {}
-    copies: dict[str, tuple[str, str] | None] = {}
+    copies: dict[str, tuple[str, str]] = {}
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
@@ -448,8 +457,7 @@ def _insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
             values[name] = tree.sql(dialect="spark")
             copies[name] = _copy(scope, tree)
     image = tuple((c, _cast(values.get(c, "NULL"), types[c])) for c in tcols)
-    plain = tuple(copies.get(c, ("null", "")) for c in tcols)
-    return image, (plain if all(plain) else None)  # type: ignore[return-value]
+    return image, tuple(copies.get(c, ("null", "")) for c in tcols)
 
 
 def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
