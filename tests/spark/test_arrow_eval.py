@@ -266,4 +266,4 @@ def test_timestamps_compare_as_instants_whatever_zone_labels_them():
     newer = compile_predicate("s.ts > t.ts", sides)
     assert newer({"t": pa.table({"ts": utc}), "s": pa.table({"ts": la})}).to_pylist() == [False, True, False]
     with pytest.raises(EvalUnsupported, match="expected timestamp"):
-        newer({"t": pa.table({"ts": utc.cast(pa.timestamp("ms", tz="UTC"))}), "s": pa.table({"ts": la})})
+        newer({"t": pa.table({"ts": pa.array([5], pa.timestamp("ms", tz="UTC"))}), "s": pa.table({"ts": la[:1]})})

@@ -24,9 +24,10 @@ columns with source columns of types Arrow compares as Spark does, no BY SOURCE 
 target tablets (after pruning) of at most ``DRIVER_SCAN_CONF`` bytes, the driver reads only the
 target rows holding the source's keys (row groups skipped by their statistics, deletion vectors
 applied) and joins them with the source on those keys (``_key_pairs``). Where ON is exactly
-those equalities and the clauses that act on the rows are unconditional copies of plain
-columns (``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE: ``_arrow_rows``), the driver
-classifies the pairs too and runs the merge task itself: no Spark job after the source's, and a
+those equalities and the clauses that act on the rows have conditions and values Arrow
+computes as Spark does (``arrow_eval``; copies of plain columns: ``UPDATE SET *``, ``INSERT *``,
+``SET v = s.v``, DELETE: ``_arrow_rows``), the driver classifies the pairs too and runs the
+merge task itself: no Spark job after the source's, and a
 re-merge that changes nothing ends without a commit. Else the pairs become one local relation
 (``_paired``) that Spark checks against the whole ON condition and classifies in one job, whose
 rows the merge task writes on the driver: no scan job, no broadcast, no shuffle, no Python
