@@ -58,6 +58,7 @@ import logging
 import os
 import threading
 import weakref
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,7 +67,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
@@ -472,8 +473,8 @@ def read_frame(
     deletion vectors has no metadata columns at all, and deletion vectors of up to
     ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
     every such tablet, each row testing its bit ``words[offset(file) + row_index / 64]``, where
-    ``offset(file)`` is a CASE over the file names with deletions (NULL, so live, for the
-    others). All tablets are one scan: Spark packs them into as few tasks as for a plain table
+    ``offset(file)`` is a CASE over the files with deletions, told apart by their sizes (NULL,
+    so live, for the others and for rows past a file's last deleted row). All tablets are one scan: Spark packs them into as few tasks as for a plain table
     (a union of two scans made 3x the tasks and cost more than the CASE on every row). Each
     tablet's size is checked against the log first (``check_sizes``); the frame itself is
     kept for the next query of the same tablets (``_READ_FRAMES``)."""
@@ -527,16 +528,31 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
         return _no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct)
-    name, row = F.col("_metadata.file_name"), F.col("_metadata.row_index")
-    offset = F.when(name == _file_name(with_dv[0]), F.lit(0))
-    at = len(words[0])
-    for st, w in zip(with_dv[1:], words[1:], strict=True):
-        offset = offset.when(name == _file_name(st), F.lit(at))
-        at += len(w)
+    name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
+
+    sizes = Counter(st.add.bytes for st in states)
+
+    def this(st: TabletState) -> Column:
+        # by the file's size (a long; check_sizes held every file to the log's), not by its
+        # name (~50 bytes compared a row per tablet with deletions); the name too where two
+        # tablets of the scan are of one size
+        same = size == F.lit(st.add.bytes)
+        return same if sizes[st.add.bytes] == 1 else same & (name == _file_name(st))
+
+    # a tablet's words end at its last deleted row: a later row's word index must not run on
+    # into the next tablet's words (NULL: live)
+    at = F.shiftright(row, 6)
+    offset = None
+    start = 0
+    for st, w in zip(with_dv, words, strict=True):
+        hit = this(st) & (at < F.lit(len(w)))
+        offset = F.when(hit, F.lit(start)) if offset is None else offset.when(hit, F.lit(start))
+        start += len(w)
+    assert offset is not None
     text = ",".join(map(str, np.concatenate(words).tolist()))
     # split + cast of one literal folds into one array constant when Spark optimizes
     dense = F.split(F.lit(text), ",").cast("array<bigint>")
-    word = F.try_element_at(dense, (offset + F.shiftright(row, 6) + 1).cast("int"))
+    word = F.try_element_at(dense, (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
     return _no_float_pushdown(scan.filter(live), struct)
 
