@@ -73,6 +73,16 @@ def test_predicates_only_where_they_cannot_drop_a_needed_row():
     )]
 
 
+def test_predicates_as_sql_on_the_bare_columns():
+    """``Cond.sql``: the conjunct as written, unqualified (the front door filters the table's own
+    scan by it before the deletion vectors); none where a backslash might unescape otherwise."""
+    (ref,) = references("SELECT * FROM db.tab t WHERE t.k = 7 AND t.s LIKE 'a%' AND d >= DATE'2021-01-01' "
+                        "AND NOT (t.`id` IN (1, 2)) AND t.s <> 'a\\%' AND (t.k + 1 = 2 OR t.k IS NULL)")
+    assert [c.sql for c in ref.conds] == [
+        "k = 7", "s LIKE 'a%'", "d >= CAST('2021-01-01' AS DATE)", "NOT (`id` IN (1, 2))", "",
+    ]
+
+
 def test_typed_keeps_literals_that_compare_as_spark_compares_them():
     [ref] = references(
         "SELECT * FROM t WHERE id BETWEEN 1 AND 5 AND s = 'a' AND d >= '2021-06-01' AND d < DATE'2022-01-01' "

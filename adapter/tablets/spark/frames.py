@@ -441,7 +441,7 @@ READ_NATIVE_CONF = "spark.tablets.read.native"  # false: front-door queries read
 
 
 def reads_natively(spark: SparkSession) -> bool:
-    """Whether front-door queries read tablet tables with ``read_frame`` (``READ_NATIVE_CONF``)."""
+    """Whether front-door queries read tablet tables with ``read_view`` (``READ_NATIVE_CONF``)."""
     return (spark.conf.get(READ_NATIVE_CONF, None) or "true").strip().lower() != "false"
 
 
@@ -459,22 +459,31 @@ def _dense_words(table: TabletTable, st: TabletState) -> np.ndarray:
     return words.view(np.int64)
 
 
-def read_frame(
+def read_view(
     spark: SparkSession,
+    name: str,
     table: TabletTable,
     snapshot: Snapshot,
     tablet_ids: Sequence[str] | None = None,
-) -> DataFrame | None:
-    """The live rows of ``snapshot`` (of ``tablet_ids``, default all), every column, for a query:
-    Spark's Parquet scan, so Spark reads only the columns the query uses and skips row groups by
-    its filters. None where the native scan cannot read the table (the Python source then).
+    where: Sequence[str] = (),
+) -> list[str] | None:
+    """Temporary view ``name`` of the live rows of ``snapshot`` (of ``tablet_ids``, default all),
+    every column, for a query: Spark's Parquet scan, so Spark reads only the columns the query
+    uses and skips row groups by its filters; returns the temporary views made, for the caller
+    to drop once Spark has analyzed its statement. None where the native scan cannot read the
+    table (the Python source then). ``where``: conditions (Spark SQL on the table's non-float columns)
+    the query keeps only rows that meet; they are tested before the deletion vectors, which
+    Spark would otherwise test first on every row (it puts a view's own filter before the
+    query's). Each DataFrame call is an analysis in the JVM (~5-15 ms here): strings, not
+    Columns, and as few calls as the view needs.
 
     Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
     deletion vectors has no metadata columns at all, and deletion vectors of up to
     ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
     every such tablet, each row testing its bit ``words[offset(file) + row_index / 64]``, where
     ``offset(file)`` is a CASE over the files with deletions, told apart by their sizes (NULL,
-    so live, for the others and for rows past a file's last deleted row). All tablets are one scan: Spark packs them into as few tasks as for a plain table
+    so live, for the others and for rows past a file's last deleted row). All tablets are one
+    scan: Spark packs them into as few tasks as for a plain table
     (a union of two scans made 3x the tasks and cost more than the CASE on every row). Each
     tablet's size is checked against the log first (``check_sizes``); the frame itself is
     kept for the next query of the same tablets (``_READ_FRAMES``)."""
@@ -482,22 +491,28 @@ def read_frame(
     states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
     if not states:
         struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
-        return _empty(spark, struct, list(snapshot.metadata.column_names), False)  # type: ignore[arg-type]
+        _empty(spark, struct, list(snapshot.metadata.column_names), False).createOrReplaceTempView(name)  # type: ignore[arg-type]
+        return [name]
     if not native_scan(spark, table, table.tablet_path(states[0])):
         return None
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     key = (spark, table.root, snapshot.version, tuple(st.tablet_id for st in states))
     with _known_lock:
-        frame = _READ_FRAMES.pop(key, None)
-        if frame is not None:
-            _READ_FRAMES[key] = frame  # most recently used last
-            return frame
-    frame = _read_frame(spark, table, snapshot, states)
-    with _known_lock:
-        _READ_FRAMES[key] = frame
-        while len(_READ_FRAMES) > READ_FRAMES_KEPT:
-            _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
-    return frame
+        parts = _READ_FRAMES.pop(key, None)
+        if parts is not None:
+            _READ_FRAMES[key] = parts  # most recently used last
+    if parts is None:
+        parts = _read_frame(spark, table, snapshot, states)
+        with _known_lock:
+            _READ_FRAMES[key] = parts
+            while len(_READ_FRAMES) > READ_FRAMES_KEPT:
+                _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
+    if parts.scan is None or not where:
+        parts.frame.createOrReplaceTempView(name)
+        return [name]
+    early = parts.scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)]))  # (a string: one JVM call)
+    early.selectExpr(*_no_float_columns(parts.struct)).createOrReplaceTempView(name)
+    return [name]
 
 
 def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:
@@ -505,29 +520,42 @@ def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:
     on them is then not pushed into the Parquet reader, whose row-group skipping by min/max
     misses NaN (Parquet statistics leave NaN out; SQL orders NaN above every number), so
     ``WHERE x > 49`` would lose the NaN rows of a row group whose max is below 49."""
-    floats = {f.name for f in struct.fields if f.dataType.typeName() in ("float", "double")}
-    if not floats:
+    if not any(f.dataType.typeName() in ("float", "double") for f in struct.fields):
         return df
-    cols = [F.nanvl(F.col(quote_ident(n)), F.col(quote_ident(n))).alias(n) if n in floats else F.col(quote_ident(n)) for n in struct.names]
-    return df.select(*cols)
+    return df.selectExpr(*_no_float_columns(struct))  # (strings: one JVM call, where Columns take three a column)
+
+
+def _no_float_columns(struct: StructType) -> list[str]:
+    floats = {f.name for f in struct.fields if f.dataType.typeName() in ("float", "double")}
+    return [f"nanvl({quote_ident(n)}, {quote_ident(n)}) AS {quote_ident(n)}" if n in floats else quote_ident(n) for n in struct.names]
+
+
+_LIVE = "__tablets_live"
+
+
+@dataclass(frozen=True)
+class _ReadParts:
+    frame: DataFrame  # the live rows
+    struct: StructType
+    scan: DataFrame | None = None  # the tablets' rows with the deletion vectors' test as _LIVE
 
 
 READ_FRAMES_KEPT = 16
-_READ_FRAMES: dict[tuple, DataFrame] = {}
+_READ_FRAMES: dict[tuple, _ReadParts] = {}
 
 
-def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> DataFrame:
+def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> _ReadParts:
     struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
     scan = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located)
     with_dv = [st for st in states if st.dv is not None]
     if not with_dv:
-        return _no_float_pushdown(scan, struct)
+        return _ReadParts(_no_float_pushdown(scan, struct), struct)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
-        return _no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct)
+        return _ReadParts(_no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct), struct)
     name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
 
     sizes = Counter(st.add.bytes for st in states)
@@ -554,7 +582,7 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     dense = F.split(F.lit(text), ",").cast("array<bigint>")
     word = F.try_element_at(dense, (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
-    return _no_float_pushdown(scan.filter(live), struct)
+    return _ReadParts(_no_float_pushdown(scan.filter(live), struct), struct, scan.select("*", live.alias(_LIVE)))
 
 
 def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover

@@ -6,7 +6,7 @@ only: every column crosses from Python to the JVM, even for ``count(*)``), and w
 pushdown gives wrong rows in self-joins (see ``tablets.spark.datasource``). The front door
 (``tablets.db.Database.sql``, through which dbt runs every statement) does better:
 ``sql(spark, text)`` replaces each tablet table that a query reads by a temporary view over
-``frames.read_frame`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
+``frames.read_view`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
 vectors applied), so Spark reads only the columns the query uses and skips row groups by its
 filters; tablets that the query's WHERE rules out by the log's statistics are not read at all
 (``tablets.sql.reads``, ``tablets.storage.pruning``; ``last_report`` and a debug log line say
@@ -51,9 +51,9 @@ from typing import TYPE_CHECKING
 
 from tablets.exceptions import FormatError
 from tablets.spark import catalog
-from tablets.spark.frames import read_frame, reads_natively
+from tablets.spark.frames import read_view, reads_natively
 from tablets.spark.session import is_connect
-from tablets.sql.reads import TableRef, references, typed
+from tablets.sql.reads import Cond, TableRef, references, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
 from tablets.storage.tablet import damaged
@@ -145,13 +145,12 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     table = catalog.storage(spark).table(root)
     snap = snaps.setdefault(root, table.snapshot())
     keep, pruned = _tablets(snap, ref)
-    frame = read_frame(spark, table, snap, keep)
-    if frame is None:
-        return None
     with _ids_lock:
         view = f"{VIEW_PREFIX}{next(_ids)}"
-    frame.createOrReplaceTempView(view)
-    made.append(view)
+    views = read_view(spark, view, table, snap, keep, _early(ref, snap))
+    if views is None:
+        return None
+    made.extend(views)
     report.tables.append({
         "table": ref.name, "version": snap.version, "tablets": len(keep) + pruned, "tablets_pruned": pruned,
     })
@@ -160,6 +159,19 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
         ref.name, snap.version, len(keep), len(keep) + pruned, pruned,
     )
     return view
+
+
+def _early(ref: TableRef, snap: Snapshot) -> list[str]:
+    """The reference's WHERE conjuncts that may filter the table's rows before the deletion
+    vectors are tested: on one column of the table, not a float (the view reads floats as
+    ``nanvl(c, c)`` so that Spark does not skip row groups holding NaN by their min/max)."""
+    types = {n.lower(): t.lower() for n, t, _ in snap.metadata.schema}
+    out = []
+    for c in ref.conds:
+        column = c.value.column if c.op == "not" and isinstance(c.value, Cond) else c.column
+        if c.sql and types.get(column, "float") not in ("float", "double", "real"):
+            out.append(c.sql)
+    return out
 
 
 def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int]:

@@ -3,7 +3,8 @@
 ``references(text)`` finds every table a read-only statement reads (a query, or the query of an
 ``INSERT`` / ``CREATE TABLE ... AS`` into another table), with where its name is written (so
 the name alone can be replaced in the original text: the statement is never re-generated) and
-the predicates its WHERE puts on it alone, for skipping tablets by their statistics.
+the predicates its WHERE puts on it alone, for skipping tablets by their statistics and for
+filtering its rows before the deletion vectors are tested (``Cond.sql``).
 
 Predicates are taken only where they cannot skip a row the query needs: the conjuncts of the
 WHERE of a SELECT that reads that one table (no join), of the form ``column <op> literal``,
@@ -19,7 +20,7 @@ import datetime as dt
 import decimal
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import sqlglot
 from sqlglot import exp
@@ -41,6 +42,9 @@ class Cond:
     op: str
     column: str = ""
     value: object = None
+    # the conjunct as Spark SQL on the bare column name ("" where it cannot be written so): the
+    # front door may filter the table's rows by it early (tablets.spark.reads)
+    sql: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,12 @@ def _predicates(node: exp.Table) -> Iterator[Cond]:
     for c in _conjuncts(where.this):
         pred = _pred(c, names)
         if pred is not None:
-            yield pred
+            bare = c.copy()
+            for col in bare.find_all(exp.Column):
+                col.set("table", None)
+            sql = bare.sql(dialect=DIALECT)
+            # a backslash: Spark and sqlglot unescape some string literals differently
+            yield replace(pred, sql="" if "\\" in sql else sql)
 
 
 def _conjuncts(e: exp.Expr) -> Iterator[exp.Expr]:
