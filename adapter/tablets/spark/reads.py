@@ -53,7 +53,7 @@ from tablets.exceptions import FormatError
 from tablets.spark import catalog
 from tablets.spark.frames import read_view, reads_natively
 from tablets.spark.session import is_connect
-from tablets.sql.reads import Cond, TableRef, references, typed
+from tablets.sql.reads import TableRef, references, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
 from tablets.storage.tablet import damaged
@@ -163,15 +163,15 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
 
 def _early(ref: TableRef, snap: Snapshot) -> list[str]:
     """The reference's WHERE conjuncts that may filter the table's rows before the deletion
-    vectors are tested: on one column of the table, not a float (the view reads floats as
-    ``nanvl(c, c)`` so that Spark does not skip row groups holding NaN by their min/max)."""
-    types = {n.lower(): t.lower() for n, t, _ in snap.metadata.schema}
-    out = []
-    for c in ref.conds:
-        column = c.value.column if c.op == "not" and isinstance(c.value, Cond) else c.column
-        if c.sql and types.get(column, "float") not in ("float", "double", "real"):
-            out.append(c.sql)
-    return out
+    vectors are tested. Those rows include deleted ones, so only conjuncts that cannot fail on
+    any value: a literal that compares with its column without casting the column's values
+    (``typed``: where ANSI Spark would cast a string column to a number, a deleted row could
+    raise); not on a float (the view reads floats as ``nanvl(c, c)`` so that Spark does not skip
+    row groups holding NaN by their min/max)."""
+    schema = schema_to_arrow(snap.metadata.schema)
+    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}  # (no floats)
+    names = {n.lower(): n for n in schema.names}
+    return [c.sql for c in ref.conds if c.sql and typed([c], kinds, names)]
 
 
 def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int]:
