@@ -466,16 +466,15 @@ def read_view(
     snapshot: Snapshot,
     tablet_ids: Sequence[str] | None = None,
     where: Sequence[str] = (),
-) -> list[str] | None:
+) -> bool:
     """Temporary view ``name`` of the live rows of ``snapshot`` (of ``tablet_ids``, default all),
     every column, for a query: Spark's Parquet scan, so Spark reads only the columns the query
-    uses and skips row groups by its filters; returns the temporary views made, for the caller
-    to drop once Spark has analyzed its statement. None where the native scan cannot read the
-    table (the Python source then). ``where``: conditions (Spark SQL on the table's non-float columns)
-    the query keeps only rows that meet; they are tested before the deletion vectors, which
-    Spark would otherwise test first on every row (it puts a view's own filter before the
-    query's). Each DataFrame call is an analysis in the JVM (~5-15 ms here): strings, not
-    Columns, and as few calls as the view needs.
+    uses and skips row groups by its filters. False (no view) where the native scan cannot read
+    the table (the Python source then). ``where``: conditions (Spark SQL on the table's
+    non-float columns) the query keeps only rows that meet; they are tested before the deletion
+    vectors, which Spark would otherwise test first on every row (it puts a view's own filter
+    before the query's). Each DataFrame call is an analysis in the JVM (~5-15 ms here): strings,
+    not Columns, and as few calls as the view needs.
 
     Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
     deletion vectors has no metadata columns at all, and deletion vectors of up to
@@ -492,9 +491,9 @@ def read_view(
     if not states:
         struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
         _empty(spark, struct, list(snapshot.metadata.column_names), False).createOrReplaceTempView(name)  # type: ignore[arg-type]
-        return [name]
+        return True
     if not native_scan(spark, table, table.tablet_path(states[0])):
-        return None
+        return False
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     key = (spark, table.root, snapshot.version, tuple(st.tablet_id for st in states))
     with _known_lock:
@@ -509,10 +508,10 @@ def read_view(
                 _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
     if parts.scan is None or not where:
         parts.frame.createOrReplaceTempView(name)
-        return [name]
+        return True
     early = parts.scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)]))  # (a string: one JVM call)
     early.selectExpr(*_no_float_columns(parts.struct)).createOrReplaceTempView(name)
-    return [name]
+    return True
 
 
 def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:

@@ -147,10 +147,9 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     keep, pruned = _tablets(snap, ref)
     with _ids_lock:
         view = f"{VIEW_PREFIX}{next(_ids)}"
-    views = read_view(spark, view, table, snap, keep, _early(ref, snap))
-    if views is None:
+    if not read_view(spark, view, table, snap, keep, _early(ref, snap)):
         return None
-    made.extend(views)
+    made.append(view)
     report.tables.append({
         "table": ref.name, "version": snap.version, "tablets": len(keep) + pruned, "tablets_pruned": pruned,
     })
