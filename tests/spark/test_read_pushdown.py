@@ -284,5 +284,9 @@ def test_deleted_rows_never_meet_a_condition_that_could_fail_on_them(db, spark):
     sink = RowLevelSink(h)
     sink.delete([tid], [1])
     t.finish(h, sink.finish())
-    assert spark.conf.get("spark.sql.ansi.enabled") == "true"
-    assert db.sql("SELECT id FROM rd.ansi WHERE s = 1 AND id > 0").collect()[0][0] == 1
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "true")
+    try:
+        assert db.sql("SELECT id FROM rd.ansi WHERE s = 1 AND id > 0").collect()[0][0] == 1
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", before)
