@@ -256,6 +256,7 @@ def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, se
     t.finish(h, sink.finish())
     want = sorted(t.read().select(["id", "s"]).to_pylist(), key=lambda r: (r["id"], r["s"] or ""))
     got = sorted((r.asDict() for r in db.sql("SELECT id, s FROM rd.rand").collect()), key=lambda r: (r["id"], r["s"] or ""))
+    assert reads.last_report().tables  # (the front door read it, not the Python source)
     assert got == want
     some = sorted(r["id"] for r in want if r["id"] % 3 == 0)
     assert sorted(r[0] for r in db.sql("SELECT id FROM rd.rand WHERE id % 3 = 0").collect()) == some

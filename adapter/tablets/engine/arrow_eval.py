@@ -378,6 +378,15 @@ def _decimal(t: str) -> tuple[int, int] | None:
     return (int(m[1]), int(m[2])) if m else None
 
 
+def arrow_type(spark_type: str) -> pa.DataType | None:
+    """The Arrow type that holds every value of Spark type ``spark_type`` exactly, as Spark
+    compares them (the types this module reads, and the driver's merge copies), or None."""
+    try:
+        return _arrow(_spark_type(spark_type))
+    except _Unsupported:
+        return None
+
+
 def _arrow(t: str) -> pa.DataType:
     dec = _decimal(t)
     return pa.decimal128(*dec) if dec else _ARROW[t]

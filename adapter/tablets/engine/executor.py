@@ -53,7 +53,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import BooleanType, LongType, StructField, StructType
 
-from tablets.engine.arrow_eval import EvalUnsupported
+from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     IMAGE_PREFIX,
@@ -918,17 +918,6 @@ def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] |
     return rows.take(pairs.column("i").combine_chunks()), data.take(pairs.column("j").combine_chunks())
 
 
-# Spark types whose values Arrow carries and compares as Spark does (Arrow's NaN != NaN is
-# handled where values are compared; a TIMESTAMP is UTC microseconds whatever zone toArrow
-# labels it with); the driver's own merge (``_arrow_rows``) copies only these
-_ARROW_TYPES = (*_INTEGRAL, "string", "date", "boolean", "float", "double", "timestamp", "timestamp_ntz")
-
-
-def _arrow_type(spark_type: str) -> bool:
-    t = spark_type.lower().replace(" ", "")
-    return t in _ARROW_TYPES or re.fullmatch(r"decimal\(\d+,\d+\)", t) is not None
-
-
 # each kind's types, narrowest first: a value widens exactly to a later type of its kind
 _WIDENING = (
     {"tinyint": 0, "byte": 0, "smallint": 1, "short": 1, "int": 2, "integer": 2, "bigint": 3, "long": 3},
@@ -941,7 +930,7 @@ def _exact_cast(have: str, want: str) -> bool:
     the same type, or a wider integer or floating type."""
     have, want = have.lower().replace(" ", ""), want.lower().replace(" ", "")
     if have == want:
-        return _arrow_type(have)
+        return arrow_type(have) is not None  # the driver's own merge copies only these
     return any(have in kind and want in kind and kind[have] < kind[want] for kind in _WIDENING)
 
 

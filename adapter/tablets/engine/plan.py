@@ -80,14 +80,11 @@ class Plan:
         """ON is exactly the key equalities, every clause on rows at hand an unconditional copy of
         plain columns (or DELETE), and every BY SOURCE clause's condition one Arrow evaluates as
         Spark does (``arrow_eval``): the driver can classify the rows itself (``executor._arrow_rows``)."""
-        return self.on_is_keys and self.by_source_on_driver and all(
-            b.plain for b in self.branches if b.clause.category is not Category.NOT_MATCHED_BY_SOURCE
+        return (
+            self.on_is_keys
+            and all(b.plain for b in self.branches if b.clause.category is not Category.NOT_MATCHED_BY_SOURCE)
+            and self.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
         )
-
-    @property
-    def by_source_on_driver(self) -> bool:
-        """Every BY SOURCE clause is one the driver can apply (``driver_clauses``)."""
-        return self.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
 
     @property
     def by_source(self) -> bool:

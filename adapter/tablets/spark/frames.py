@@ -506,11 +506,8 @@ def read_view(
             _READ_FRAMES[key] = parts
             while len(_READ_FRAMES) > READ_FRAMES_KEPT:
                 _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
-    if parts.scan is None or not where:
-        parts.frame.createOrReplaceTempView(name)
-        return True
-    early = parts.scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)]))  # (a string: one JVM call)
-    early.selectExpr(*_no_float_columns(parts.struct)).createOrReplaceTempView(name)
+    frame = parts.frame if parts.scan is None or not where else _live(parts.scan, parts.struct, where)
+    frame.createOrReplaceTempView(name)
     return True
 
 
@@ -537,6 +534,12 @@ class _ReadParts:
     frame: DataFrame  # the live rows
     struct: StructType
     scan: DataFrame | None = None  # the tablets' rows with the deletion vectors' test as _LIVE
+
+
+def _live(scan: DataFrame, struct: StructType, where: Sequence[str] = ()) -> DataFrame:
+    """The live rows of ``scan`` (the tablets' rows with column _LIVE) that meet ``where``,
+    tested before _LIVE, with the floats as ``nanvl``. Strings: one JVM analysis a call."""
+    return scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)])).selectExpr(*_no_float_columns(struct))
 
 
 READ_FRAMES_KEPT = 16
@@ -581,7 +584,8 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     dense = F.split(F.lit(text), ",").cast("array<bigint>")
     word = F.try_element_at(dense, (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
-    return _ReadParts(_no_float_pushdown(scan.filter(live), struct), struct, scan.select("*", live.alias(_LIVE)))
+    scan = scan.select("*", live.alias(_LIVE))
+    return _ReadParts(_live(scan, struct), struct, scan)
 
 
 def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover

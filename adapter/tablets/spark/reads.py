@@ -144,10 +144,10 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
         root = found
     table = catalog.storage(spark).table(root)
     snap = snaps.setdefault(root, table.snapshot())
-    keep, pruned = _tablets(snap, ref)
+    keep, pruned, early = _tablets(snap, ref)
     with _ids_lock:
         view = f"{VIEW_PREFIX}{next(_ids)}"
-    if not read_view(spark, view, table, snap, keep, _early(ref, snap)):
+    if not read_view(spark, view, table, snap, keep, early):
         return None
     made.append(view)
     report.tables.append({
@@ -160,24 +160,20 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     return view
 
 
-def _early(ref: TableRef, snap: Snapshot) -> list[str]:
-    """The reference's WHERE conjuncts that may filter the table's rows before the deletion
-    vectors are tested. Those rows include deleted ones, so only conjuncts that cannot fail on
-    any value: a literal that compares with its column without casting the column's values
-    (``typed``: where ANSI Spark would cast a string column to a number, a deleted row could
-    raise); not on a float (the view reads floats as ``nanvl(c, c)`` so that Spark does not skip
-    row groups holding NaN by their min/max)."""
-    schema = schema_to_arrow(snap.metadata.schema)
-    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}  # (no floats)
-    names = {n.lower(): n for n in schema.names}
-    return [c.sql for c in ref.conds if c.sql and typed([c], kinds, names)]
-
-
-def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int]:
-    """The live tablets to read, and how many the reference's predicates ruled out."""
+def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int, list[str]]:
+    """The live tablets to read, how many the reference's predicates ruled out, and the
+    conjuncts (``Cond.sql``) that may filter the rows before the deletion vectors are tested.
+    Those rows include deleted ones, so only conjuncts that cannot fail on any value: ``typed``
+    ones, whose literal compares with the column without casting the column's values (ANSI
+    Spark casting a string column to a number raises on 'abc'), and never on a float (no
+    ``kind_of``: the view reads floats as ``nanvl(c, c)`` so that Spark does not skip row groups
+    holding NaN by their min/max)."""
     schema = schema_to_arrow(snap.metadata.schema)
     kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
-    preds = typed(ref.conds, kinds, {n.lower(): n for n in schema.names}) if ref.conds else []
+    names = {n.lower(): n for n in schema.names}
+    typed_conds = [(c, typed([c], kinds, names)) for c in ref.conds]
+    preds = [p for _, ps in typed_conds for p in ps]
+    early = [c.sql for c, ps in typed_conds if ps and c.sql]
     keep, pruned = [], 0
     for tid, st in snap.tablets.items():
         if st.live_rows <= 0:
@@ -186,7 +182,7 @@ def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int]:
             pruned += 1
             continue
         keep.append(tid)
-    return keep, pruned
+    return keep, pruned, early
 
 
 _READ_FAILED = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
