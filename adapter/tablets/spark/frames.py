@@ -242,12 +242,14 @@ def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: 
     return joined.filter(live).drop(_DEL_FILE, _DEL_WORD, _BITS)
 
 
-def _empty(spark: SparkSession, struct: StructType, columns: Sequence[str], row_ids: bool) -> DataFrame:
-    by_name = {f.name: f for f in struct.fields}
-    fields = [by_name[c] for c in columns]
-    if row_ids:
-        fields += [StructField(ROW_TABLET, StringType(), False), StructField(ROW_NUMBER, LongType(), False)]
-    return spark.createDataFrame([], StructType(fields))
+def _empty(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns: Sequence[str], extra: Sequence[str] = ()) -> DataFrame:
+    """No rows, of ``columns`` (and the SQL expressions ``extra``): a SQL statement, whose empty
+    local relation Spark's optimizer folds (an aggregate over it runs no scan); an empty
+    ``createDataFrame`` is an RDD whose tasks start Python workers (a ``count(*)`` of it took
+    170 ms against 47 ms)."""
+    types = {n: t for n, t, _ in schema}
+    cols = [f"CAST(NULL AS {types[c]}) AS {quote_ident(c)}" for c in columns]
+    return spark.sql(f"SELECT {', '.join([*cols, *extra])} WHERE false")
 
 
 @dataclass(frozen=True)
@@ -333,8 +335,7 @@ def tablet_scan(
     states = [snapshot.tablets[t] for t in ids]
     states = [st for st in states if st.live_rows > 0]
     if not states:
-        empty = _empty(spark, struct, cols, False)
-        frame = empty.select("*", F.lit("").alias(_FILE), F.lit(0).cast("long").alias(_ROW))
+        frame = _empty(spark, snapshot.metadata.schema, cols, [f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}"])
         return TabletScan(spark, table, frame, tuple(cols), ())
     with_dv = tuple(st for st in states if st.dv is not None)
     paths = [table.tablet_path(st) for st in states]
@@ -489,8 +490,7 @@ def read_view(
     ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
     states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
     if not states:
-        struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
-        _empty(spark, struct, list(snapshot.metadata.column_names), False).createOrReplaceTempView(name)  # type: ignore[arg-type]
+        _empty(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names)).createOrReplaceTempView(name)
         return True
     if not native_scan(spark, table, table.tablet_path(states[0])):
         return False
