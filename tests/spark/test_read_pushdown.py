@@ -291,3 +291,29 @@ def test_deleted_rows_never_meet_a_condition_that_could_fail_on_them(db, spark):
         assert db.sql("SELECT id FROM rd.ansi WHERE s = 1 AND id > 0").collect()[0][0] == 1
     finally:
         spark.conf.set("spark.sql.ansi.enabled", before)
+
+
+def test_the_deletion_vectors_words_are_one_packed_literal(db, spark):
+    """``long_array`` lays the words out as Spark's ``UnsafeArrayData`` (one block of bytes in
+    every task's plan, not a boxed Long a word): its values read back exactly, at any length,
+    and the front door's plan holds it."""
+    import numpy as np
+    from tablets.spark.frames import long_array
+
+    for values in (np.array([0, 1, -1, 2**63 - 1, -(2**63), 12345678901234], np.int64),
+                   np.arange(1, 131, dtype=np.int64) * -(2**40), np.array([5], np.int64)):
+        row = spark.range(1).select(long_array(spark, values).alias("a"), long_array(spark, values)[len(values) - 1]).first()
+        assert row[0] == values.tolist() and row[1] == values[-1]
+    db.sql("DROP TABLE IF EXISTS rd.packed")
+    db.sql("CREATE TABLE rd.packed (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    t = db.table_of("rd.packed")
+    t.append(_part(0, 300))
+    (tid,) = t.snapshot().tablets
+    h = t.begin_delete()
+    sink = RowLevelSink(h)
+    sink.delete([tid] * 3, [0, 64, 299])
+    t.finish(h, sink.finish())
+    df = db.sql("SELECT id FROM rd.packed WHERE id > 3")
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    assert "UnsafeArrayData" in plan and "bit_get" in plan
+    assert sorted(r[0] for r in df.collect()) == [i for i in range(4, 299) if i != 64]

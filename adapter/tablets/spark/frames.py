@@ -546,6 +546,29 @@ READ_FRAMES_KEPT = 16
 _READ_FRAMES: dict[tuple, _ReadParts] = {}
 
 
+def long_array(spark: SparkSession, values: np.ndarray) -> Column:
+    """An ``array<bigint>`` literal of ``values``, held by Spark as one block of bytes
+    (``UnsafeArrayData``) made here in its layout: 8 bytes of element count, a null bitmap word
+    per 64 elements, then the values. Every task of a query deserializes its plan's literals, and
+    the array Spark makes itself (a folded ``cast(split(text) AS array<bigint>)``, or
+    ``Literal.create``) holds one boxed Long an element: 23k words cost a query ~60 ms, 200k
+    ~600 ms, against ~35 and ~70 ms this way (bench/read_profile.py's table). Classic sessions
+    only (the JVM's catalyst classes through py4j); elsewhere, or where a Spark version lacks
+    them, the folded text."""
+    n = len(values)
+    try:
+        jvm = spark._jvm  # noqa: SLF001
+        exprs = jvm.org.apache.spark.sql.catalyst.expressions
+        data = np.concatenate([np.array([n], np.int64), np.zeros((n + 63) // 64, np.int64), values.astype(np.int64)])
+        block = exprs.UnsafeArrayData()
+        block.pointTo(bytearray(data.tobytes()), jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, data.nbytes)
+        literal = exprs.Literal(block, jvm.org.apache.spark.sql.types.DataType.fromDDL("array<bigint>"))
+        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
+    except Exception:  # noqa: BLE001 - py4j: no such class or method in this Spark
+        logger.debug("tablets: no UnsafeArrayData literal in this Spark; the deletion vectors' words as folded text", exc_info=True)
+    return F.split(F.lit(",".join(map(str, values.tolist()))), ",").cast("array<bigint>")
+
+
 def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> _ReadParts:
     struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
     assert isinstance(struct, StructType)
@@ -579,10 +602,7 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
         offset = F.when(hit, F.lit(start)) if offset is None else offset.when(hit, F.lit(start))
         start += len(w)
     assert offset is not None
-    text = ",".join(map(str, np.concatenate(words).tolist()))
-    # split + cast of one literal folds into one array constant when Spark optimizes
-    dense = F.split(F.lit(text), ",").cast("array<bigint>")
-    word = F.try_element_at(dense, (offset + at + 1).cast("int"))
+    word = F.try_element_at(long_array(spark, np.concatenate(words)), (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
     scan = scan.select("*", live.alias(_LIVE))
     return _ReadParts(_live(scan, struct), struct, scan)
