@@ -34,6 +34,9 @@ DEFAULT_CACHE = "/tmp/tablets-bench/data"
 ROWS_PER_FILE = 250_000  # and at least 4 files, so small targets are shuffled across files too
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int32()), ("v", pa.float64()), ("s", pa.string()), ("d", pa.date32())])
 COLUMNS = SCHEMA.names
+# the same schema for Spark's readers: given, a Parquet read is planned without Spark's job that
+# infers the schema from a footer (~25-40 ms), as a catalog table's read is
+SPARK_DDL = "id BIGINT, k INT, v DOUBLE, s STRING, d DATE"
 SCALE_SOURCE_ROWS = 10_000
 SCALE_WINDOW = 50_000
 SOURCES = {"scale": "upsert", "upsert": "upsert", "sync": "upsert", "delete-heavy": "delete", "insert-only": "insert",

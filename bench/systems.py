@@ -182,7 +182,7 @@ class SparkSystem(System):
         self.spark.sparkContext._jvm.java.lang.System.gc()  # noqa: SLF001
 
     def view_source(self, workload: str) -> None:
-        self.spark.read.parquet(self.source(workload)).createOrReplaceTempView("source")
+        self.spark.read.schema(data.SPARK_DDL).parquet(self.source(workload)).createOrReplaceTempView("source")
 
     def versions(self) -> dict[str, str]:
         import pyspark
@@ -250,7 +250,7 @@ class SparkRewrite(SparkSystem):
 
     def merge(self, workload: str) -> object:
         self.view_source(workload)
-        self.spark.read.parquet(self.live).createOrReplaceTempView("target")
+        self.spark.read.schema(data.SPARK_DDL).parquet(self.live).createOrReplaceTempView("target")
         new = self.live + ".new"
         self.spark.sql(self.QUERIES[workload]).write.mode("overwrite").parquet(new)
         shutil.rmtree(self.live)  # the swap: readers see the new table
@@ -291,7 +291,7 @@ class SparkFloor(SparkSystem):
         if workload not in self.QUERIES:
             raise NotApplicable("nothing to do")
         self.view_source(workload)
-        self.spark.read.parquet(self.live).createOrReplaceTempView("target")
+        self.spark.read.schema(data.SPARK_DDL).parquet(self.live).createOrReplaceTempView("target")
         self.spark.sql(self.QUERIES[workload]).write.mode("overwrite").parquet(self.written())
         return None
 
