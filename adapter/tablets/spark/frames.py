@@ -252,6 +252,9 @@ def _empty(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns
     return spark.sql(f"SELECT {', '.join([*cols, *extra])} WHERE false")
 
 
+_NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}")  # an empty scan's file and row columns
+
+
 @dataclass(frozen=True)
 class TabletScan:
     """The rows of some tablets, deletion vectors NOT yet applied, with the file name and row index
@@ -335,7 +338,7 @@ def tablet_scan(
     states = [snapshot.tablets[t] for t in ids]
     states = [st for st in states if st.live_rows > 0]
     if not states:
-        frame = _empty(spark, snapshot.metadata.schema, cols, [f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}"])
+        frame = _empty(spark, snapshot.metadata.schema, cols, _NO_ROW_IDS)
         return TabletScan(spark, table, frame, tuple(cols), ())
     with_dv = tuple(st for st in states if st.dv is not None)
     paths = [table.tablet_path(st) for st in states]
@@ -417,7 +420,7 @@ def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
 def driver_scan(spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table) -> TabletScan:
     """A ``TabletScan`` of ``driver_rows``' rows: a local relation, no deletion vector left to apply."""
     struct = scan_struct(snapshot, columns)
-    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else spark.createDataFrame([], struct)
+    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else _empty(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
     return TabletScan(spark, table, frame, tuple(columns), ())
 
 
