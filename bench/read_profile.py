@@ -1,7 +1,7 @@
 """Reads of a tablet table through Spark SQL against the same rows as a plain Parquet table.
 
-    .venv/bin/python bench/read_profile.py --rows 3000000 --repeat 3
-    .venv/bin/python bench/read_profile.py --paths plain,native --queries "id range 1%,unique test"
+    .venv/bin/python bench/read_profile.py --rows 3000000 --repeat 9
+    .venv/bin/python bench/read_profile.py --paths plain,native --queries "id range 1%,unique test" --results ''
 
 One session (local[2], 4 shuffle partitions). The data (made once per --rows under --work):
 ``id BIGINT`` 0..N-1 in order, ``k INT`` = id % 1000, ``v DOUBLE`` = id / 64, ``s STRING`` = 's'
@@ -19,6 +19,7 @@ table with Spark's Parquet scan, ``tablets.spark.reads``).
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import shutil
 import statistics
@@ -31,13 +32,17 @@ import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "adapter"))
+sys.path.insert(0, HERE)
 
+import report  # noqa: E402
+import systems  # noqa: E402
 from tablets.storage.table import TabletTable  # noqa: E402
 from tablets.storage.tablet import ROW_GROUP_ROWS  # noqa: E402
 from tablets.storage.transaction import RowLevelSink  # noqa: E402
 
 TABLETS = 6
 DELETED = 0.05
+LABELS = {"plain": "plain Parquet", "python": "Python source (spark.sql)", "native": "front door (db.sql, dbt)"}
 
 QUERIES = {
     "full aggregate": "SELECT count(*), sum(id), sum(k), sum(v), max(s), min(d) FROM {t}",
@@ -95,7 +100,9 @@ def main() -> None:
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--work", default="/tmp/tablets-read-bench")
     ap.add_argument("--memory", default="2g")
+    ap.add_argument("--results", default=report.RESULTS, help="'' to append nowhere")
     args = ap.parse_args()
+    started, load_at_start = datetime.datetime.now(datetime.UTC), os.getloadavg()
 
     work = os.path.join(args.work, str(args.rows))
     start = time.perf_counter()
@@ -121,6 +128,7 @@ def main() -> None:
         "native": lambda q: db.sql(q.format(t="default.tab", **params)).collect(),
     }
     paths = args.paths.split(",")
+    rows: list[list[str]] = []
     for name in args.queries.split(","):
         q = QUERIES[name]
         results = {p: sorted(map(tuple, runners[p](q))) for p in paths}  # warm-up, and the answer
@@ -140,8 +148,19 @@ def main() -> None:
         if not same:
             for p, r in results.items():
                 print("   ", p, r[:3])
+        rows.append([name,
+                     *[report.cell(times[p]) for p in paths],
+                     *[f"{medians[p] / base:.2f}" for p in paths if base and p != "plain"],
+                     "ok" if same else "RESULTS DIFFER"])
     spark.stop()
     shutil.rmtree(wh, ignore_errors=True)
+    ratios = [f"{LABELS[p]}/plain" for p in paths if p != "plain"]
+    header = ["query", *[f"{LABELS[p]} s" for p in paths], *ratios, "check"]
+    body = (f"Reads with deletion vectors: {args.rows:,} rows in {TABLETS} tablets, {DELETED:.0%} of the rows of every "
+            f"other one deleted; the plain table holds the same live rows. Seconds: median (min-max) of {args.repeat} "
+            "after one untimed run, the paths interleaved.\n\n" + report.table(header, rows))
+    report.append(args.results, f"read with deletion vectors, {args.rows:,} rows, repeat {args.repeat}", started,
+                  load_at_start, {"ours": systems.Ours(work, work, args.memory).versions()}, [], body)
 
 
 if __name__ == "__main__":
