@@ -53,6 +53,7 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.spark import catalog, reads
+from tablets.spark.frames import empty_frame
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
@@ -322,6 +323,9 @@ class Database:
         schema = frame.schema if frame is not None else spec.columns_ddl
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
+        old = catalog.replaceable(self.spark, spec.target, spec.location) if spec.replace else None
+        if old is not None:  # one commit: until it lands the old table stands, whatever fails
+            return self._replace(spec, old, frame, schema, keys, props, opts)
         table = catalog.create_table(
             self.spark, spec.target, schema, location=spec.location, key_columns=keys,
             properties=props, replace=spec.replace,
@@ -329,6 +333,22 @@ class Database:
         metrics = MergeMetrics(operation="CREATE TABLE")
         if frame is not None:
             metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
+        return StatementResult("CREATE TABLE", spec.target, metrics)
+
+    def _replace(
+        self, spec: CreateSpec, table: TabletTable, frame: DataFrame | None, schema: object, keys: list[str],
+        props: dict[str, str], opts: MergeOptions,
+    ) -> StatementResult:
+        """``CREATE OR REPLACE`` of a tablet table: the new schema, keys, properties and rows in
+        place of every tablet, in one commit of the table's log (as Delta replaces a table);
+        then the catalog entry's columns."""
+        before = table.snapshot().metadata
+        meta = table.replacement(catalog.store_schema(self.spark, schema), keys, props)
+        op = "CREATE OR REPLACE TABLE AS SELECT" if frame is not None else "CREATE OR REPLACE TABLE"
+        if frame is None:
+            frame = empty_frame(self.spark, meta.schema, meta.column_names)
+        metrics = append(self.spark, table, frame, opts, operation=op, overwrite=True, name=spec.target, metadata=meta)
+        catalog.sync_schema(self.spark, spec.target, keys_changed=before.key_columns != meta.key_columns)
         return StatementResult("CREATE TABLE", spec.target, metrics)
 
 

@@ -129,3 +129,32 @@ def test_other_tables_and_views_are_sparks(db, table):
     db.sql("ALTER TABLE meta.p2 SET TBLPROPERTIES ('x' = 'y')")  # Spark's own statement
     assert rows(db, "SHOW TBLPROPERTIES meta.p2 ('x')") == [("x", "y")]
     assert "Serde Library" in details(rows(db, "DESCRIBE EXTENDED meta.p2"))
+
+
+def test_create_or_replace_is_one_commit(db, table, spark):
+    """``CREATE OR REPLACE`` of a tablet table (dbt's table materialization) is one commit of
+    its log, as Delta replaces a table: a query that fails while it runs leaves the table as it
+    was, and after a replace the old versions stay readable (time travel)."""
+    t = db.table_of(table)
+    before = t.version
+    failing = "CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT id, assert_true(id < 2, 'boom') AS ok FROM range(5)"
+    with pytest.raises(TabletsError, match="boom") as err:
+        db.sql(failing)
+    assert "\tat " not in str(err.value)  # no Java stack trace
+    assert t.version == before and sorted(db.sql("SELECT id, v FROM meta.t").collect()) == [(1, "a"), (2, "b")]
+    assert [c.name for c in spark.catalog.listColumns("meta.t")] == ["id", "v"]
+
+    db.sql("CREATE OR REPLACE TABLE meta.t USING tablets TBLPROPERTIES ('key_columns' = 'k') "
+           "AS SELECT CAST(id AS INT) AS k, 'x' AS w FROM range(3)")
+    meta = t.snapshot().metadata
+    assert t.version == before + 1 and t.root == db.table_of(table).root
+    assert meta.column_names == ("k", "w") and meta.key_columns == ("k",) and meta.property("team") is None
+    assert sorted(db.sql("SELECT * FROM meta.t").collect()) == [(0, "x"), (1, "x"), (2, "x")]
+    assert [c.name for c in spark.catalog.listColumns("meta.t")] == ["k", "w"]
+    assert t.history()[-1].commit.operation == "CREATE OR REPLACE TABLE AS SELECT"
+    old = sorted(tuple(r) for r in db.sql(f"SELECT * FROM meta.t VERSION AS OF {before}").collect())
+    assert old == [(1, "a"), (2, "b")]
+
+    db.sql("CREATE OR REPLACE TABLE meta.t (a STRING) USING tablets")
+    assert db.sql("SELECT * FROM meta.t").collect() == [] and t.version == before + 2
+    assert t.snapshot().metadata.column_names == ("a",) and t.snapshot().metadata.key_columns == ()

@@ -100,7 +100,7 @@ from tablets.storage import (
     discard,
     fragment_from_json,
 )
-from tablets.storage.actions import AddTablet, RemoveTablet
+from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet
 from tablets.storage.fileio import normalize
 from tablets.storage.transaction import begin, outside, outside_share
 from tablets.storage.types import schema_to_arrow
@@ -1335,9 +1335,12 @@ def append(
     overwrite: bool = False,
     by_name: bool = True,
     name: str | None = None,
+    metadata: Metadata | None = None,
 ) -> MergeMetrics:
     """Write ``frame`` as new tablets in one commit: a blind append (rebases over concurrent
-    commits), or an overwrite that also removes every tablet of the version it read.
+    commits), or an overwrite that also removes every tablet of the version it read; with
+    ``metadata`` (``TabletTable.replacement``: ``CREATE OR REPLACE``) an overwrite that gives the
+    table that schema, keys and properties in the same commit.
 
     ``by_name``: match columns by name (missing ones are NULL); else by position, as SQL
     ``INSERT INTO t SELECT ...`` does. On a table with key columns the rows must not repeat a
@@ -1345,6 +1348,9 @@ def append(
     the append is a MERGE that refuses every matched pair."""
     t0 = time.perf_counter()
     snap = table.snapshot()
+    if metadata is not None:
+        assert overwrite, "new metadata replaces the table's rows"
+        snap = replace(snap, metadata=metadata)  # the rows are written in the new schema
     names = [n for n, _, _ in snap.metadata.schema]
     types = {n: t for n, t, _ in snap.metadata.schema}
     if not by_name:
@@ -1414,7 +1420,9 @@ def append(
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
     m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))
-    removes = [RemoveTablet(t) for t in snap.tablets] if overwrite else []
+    removes: list[Action] = [RemoveTablet(t) for t in snap.tablets] if overwrite else []
+    if metadata is not None:
+        removes.insert(0, metadata)
     if overwrite:
         m.rows_deleted = snap.live_rows
     m.timings_ms["write"] = round((time.perf_counter() - t0) * 1000, 1)

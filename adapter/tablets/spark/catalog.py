@@ -513,7 +513,7 @@ def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[
     return sorted(out)
 
 
-def _store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> pa.Schema | list[tuple[str, str, bool]]:
+def store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> pa.Schema | list[tuple[str, str, bool]]:
     if isinstance(schema, pa.Schema):
         return schema
     from pyspark.sql.types import StructType
@@ -603,7 +603,7 @@ def create_table(
         if replace:
             store.drop()
         elif schema is not None:
-            given = _store_schema(spark, schema)
+            given = store_schema(spark, schema)
             names = [f.name for f in given] if isinstance(given, pa.Schema) else [c[0] for c in given]
             have = list(store.snapshot().metadata.column_names)
             if names and [n.lower() for n in names] != [n.lower() for n in have]:
@@ -615,7 +615,7 @@ def create_table(
         if schema is None:
             raise SchemaMismatch(f"no columns given for the new table {qualified}", help="Give the columns (Spark DDL or a pyarrow schema).")
         store = TabletTable.create(
-            root, _store_schema(spark, schema), key_columns=key_columns, properties=properties,
+            root, store_schema(spark, schema), key_columns=key_columns, properties=properties,
             storage_options=storage(spark).options,
         )
         created = True
@@ -634,6 +634,21 @@ def create_table(
             store.drop()
         raise
     return store
+
+
+def replaceable(spark: SparkSession, name: str, location: str | None = None) -> TabletTable | None:
+    """The tablet table that ``CREATE OR REPLACE TABLE name [LOCATION location]`` replaces in
+    one commit of its own log (``TabletTable.replacement``), as Delta does: ``name`` when it is
+    a tablet table in the catalog (or at that path) and ``location``, if given, is where it is.
+    None otherwise: the old table is dropped and a new one made (``create_table``)."""
+    if path_of(name) is None:
+        db, table = qualify(spark, name)
+        if not _exists(spark, db, table):
+            return None
+    root = lookup(spark, name)
+    if root is None or (location is not None and normalize(location) != root):
+        return None
+    return storage(spark).table(root)
 
 
 def _create_at_path(
@@ -661,7 +676,7 @@ def _create_at_path(
     if schema is None:
         raise SchemaMismatch(f"no columns given for the new table at {path}", help="Give the columns (Spark DDL or a pyarrow schema).")
     return TabletTable.create(
-        path, _store_schema(spark, schema), key_columns=key_columns, properties=properties,
+        path, store_schema(spark, schema), key_columns=key_columns, properties=properties,
         storage_options=storage(spark).options,
     )
 
@@ -702,11 +717,11 @@ def rename_table(spark: SparkSession, old: str, new: str) -> None:
     _write_entry(spark, _Entry(f"{ndb}.{ntable}", entry.path, entry.provider))
 
 
-def sync_schema(spark: SparkSession, name: str) -> None:
-    """Make the catalog entry's columns the store's columns (after ``add_columns`` or
-    ``set_schema``): ``ALTER TABLE ... ADD COLUMNS`` when columns were only added, else the
-    entry is recreated (it is EXTERNAL: the data is not touched). Nothing for a table named by
-    its path (it has no entry)."""
+def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -> None:
+    """Make the catalog entry's columns the store's columns (after ``add_columns``,
+    ``set_schema`` or a replace): ``ALTER TABLE ... ADD COLUMNS`` when columns were only added,
+    else (or when the key columns it records changed) the entry is recreated (it is EXTERNAL:
+    the data is not touched). Nothing for a table named by its path (it has no entry)."""
     if path_of(name) is not None:
         return
     db, table = qualify(spark, name)
@@ -716,10 +731,10 @@ def sync_schema(spark: SparkSession, name: str) -> None:
     store = storage(spark).table(root)
     want = [(n, t.lower()) for n, t, _ in store.snapshot().metadata.schema]
     have = [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(_sql_name(db, table))]
-    if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have]:
+    if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have] and not keys_changed:
         return
     head = [(n.lower(), t) for n, t in want[: len(have)]]
-    if head == [(n.lower(), t) for n, t in have]:
+    if head == [(n.lower(), t) for n, t in have] and not keys_changed:
         added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have):])
         _quiet_hive_alter(spark)
         spark.sql(f"ALTER TABLE {_sql_name(db, table)} ADD COLUMNS ({added})")

@@ -242,7 +242,7 @@ def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: 
     return joined.filter(live).drop(_DEL_FILE, _DEL_WORD, _BITS)
 
 
-def _empty(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns: Sequence[str], extra: Sequence[str] = ()) -> DataFrame:
+def empty_frame(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns: Sequence[str], extra: Sequence[str] = ()) -> DataFrame:
     """No rows, of ``columns`` (and the SQL expressions ``extra``): a SQL statement, whose empty
     local relation Spark's optimizer folds (an aggregate over it runs no scan); an empty
     ``createDataFrame`` is an RDD whose tasks start Python workers (a ``count(*)`` of it took
@@ -338,7 +338,7 @@ def tablet_scan(
     states = [snapshot.tablets[t] for t in ids]
     states = [st for st in states if st.live_rows > 0]
     if not states:
-        frame = _empty(spark, snapshot.metadata.schema, cols, _NO_ROW_IDS)
+        frame = empty_frame(spark, snapshot.metadata.schema, cols, _NO_ROW_IDS)
         return TabletScan(spark, table, frame, tuple(cols), ())
     with_dv = tuple(st for st in states if st.dv is not None)
     paths = [table.tablet_path(st) for st in states]
@@ -420,7 +420,7 @@ def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
 def driver_scan(spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table) -> TabletScan:
     """A ``TabletScan`` of ``driver_rows``' rows: a local relation, no deletion vector left to apply."""
     struct = scan_struct(snapshot, columns)
-    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else _empty(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
+    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else empty_frame(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
     return TabletScan(spark, table, frame, tuple(columns), ())
 
 
@@ -493,7 +493,7 @@ def read_view(
     ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
     states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
     if not states:
-        _empty(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names)).createOrReplaceTempView(name)
+        empty_frame(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names)).createOrReplaceTempView(name)
         return True
     if not native_scan(spark, table, table.tablet_path(states[0])):
         return False

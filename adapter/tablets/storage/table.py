@@ -59,6 +59,31 @@ class HistoryEntry:
     commit: CommitInfo | None
 
 
+def _new_metadata(
+    table_id: str,
+    schema: pa.Schema | Sequence[tuple[str, str, bool]],
+    key_columns: Sequence[str],
+    properties: Mapping[str, str] | None,
+) -> Metadata:
+    cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
+    names = [c[0] for c in cols]
+    if len(set(names)) != len(names):
+        raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
+    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.startswith("__tablets")]
+    if reserved:
+        raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
+    missing = [k for k in key_columns if k not in names]
+    if missing:
+        raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
+    return Metadata(
+        table_id=table_id,
+        schema=cols,
+        key_columns=tuple(key_columns),
+        properties=tuple(sorted((properties or {}).items())),
+        created_ms=int(time.time() * 1000),
+    )
+
+
 class TabletTable:
     """A tablet table at a location: a local directory or an object store URI
     (``s3://bucket/path``, ``gs://...``, ``abfss://...``; see ``tablets.storage.fileio``).
@@ -89,23 +114,7 @@ class TabletTable:
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table already exists at {table.root}")
-        cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
-        names = [c[0] for c in cols]
-        if len(set(names)) != len(names):
-            raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
-        reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.startswith("__tablets")]
-        if reserved:
-            raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
-        missing = [k for k in key_columns if k not in names]
-        if missing:
-            raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
-        meta = Metadata(
-            table_id=new_id(),
-            schema=cols,
-            key_columns=tuple(key_columns),
-            properties=tuple(sorted((properties or {}).items())),
-            created_ms=int(time.time() * 1000),
-        )
+        meta = _new_metadata(new_id(), schema, key_columns, properties)
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
         if not log.write_version(table.io, table.root, 0, [meta, info]):
             if exist_ok:
@@ -126,6 +135,18 @@ class TabletTable:
         except TableNotFound:
             return False
         return bool(versions)
+
+    def replacement(
+        self,
+        schema: pa.Schema | Sequence[tuple[str, str, bool]],
+        key_columns: Sequence[str] = (),
+        properties: Mapping[str, str] | None = None,
+    ) -> Metadata:
+        """The metadata of ``CREATE OR REPLACE`` of this table: the new columns, keys and
+        properties under the table's own id, committed with the new rows in place of every
+        tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a failed
+        replace leaves the table as it was and the old versions stay readable (time travel)."""
+        return _new_metadata(self.snapshot().metadata.table_id, schema, key_columns, properties)
 
     def drop(self) -> None:
         """Delete the table directory (or prefix) and everything in it."""
