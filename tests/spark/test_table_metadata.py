@@ -151,6 +151,7 @@ def test_create_or_replace_is_one_commit(db, table, spark):
     assert meta.column_names == ("k", "w") and meta.key_columns == ("k",) and meta.property("team") is None
     assert sorted(db.sql("SELECT * FROM meta.t").collect()) == [(0, "x"), (1, "x"), (2, "x")]
     assert [c.name for c in spark.catalog.listColumns("meta.t")] == ["k", "w"]
+    assert sorted(tuple(r) for r in spark.sql("SELECT * FROM meta.t").collect()) == [(0, "x"), (1, "x"), (2, "x")]
     assert t.history()[-1].commit.operation == "CREATE OR REPLACE TABLE AS SELECT"
     old = sorted(tuple(r) for r in db.sql(f"SELECT * FROM meta.t VERSION AS OF {before}").collect())
     assert old == [(1, "a"), (2, "b")]
