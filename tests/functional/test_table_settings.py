@@ -64,3 +64,40 @@ class TestTableSettings:
         assert out.count("Model 'events': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
         assert "  - merge_with_schema_evolution = True: it is Delta's MERGE WITH SCHEMA EVOLUTION" in out
         assert len(project.run_sql(f"select * from {project.test_schema}.events", fetch="all")) == 3
+
+
+CLUSTERED = """
+{{ config(materialized='merge_tablets', unique_key='id', cluster_by=['day'], target_tablet_rows=1) }}
+select id, date_add(date'2024-01-01', 3 - id) as day from values (1), (2), (3) as v(id)
+"""
+CONTRACT = """
+models:
+  - name: clustered
+    config:
+      contract: {enforced: true}
+    columns:
+      - name: id
+        data_type: int
+      - name: day
+        data_type: date
+"""
+
+
+class TestContractKeepsTheTableOptions:
+    """A contract's column check is a query of its own, run while the CREATE is rendered: the
+    model's write options (cluster_by) must still reach the CREATE's write."""
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"clustered.sql": CLUSTERED, "schema.yml": CONTRACT}
+
+    def test_first_load_is_clustered(self, project):
+        from dbt.tests.util import run_dbt
+        from tablets.storage import TabletTable
+
+        run_dbt(["run"])
+        described = project.run_sql(f"describe extended {project.test_schema}.clustered", fetch="all")
+        t = TabletTable({r[0]: r[1] for r in described}["Location"])
+        snap = t.snapshot()
+        days = [next(t.scan(snap, tablet_ids=[tid])).column("day")[0].as_py().day for tid in snap.tablets]
+        assert days == [1, 2, 3]  # tablets written in cluster_by order (the rows come in day 3, 2, 1)
