@@ -54,6 +54,7 @@ class TestTableSettings:
         # the CREATE ran with the model's options: one row per tablet
         history = project.run_sql(f"describe history {project.test_schema}.daily", fetch="all")
         assert history[0][4]["tablets_added"] == "3"
+        assert history[0][3]["dbt_model"] == "daily" and history[0][3]["dbt_materialization"] == "table"
 
         assert out.count("Model 'orders': liquid_clustered_by = ['day'] (Databricks' liquid clustering) is cluster_by") == 1
         assert out.count("Model 'orders': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1

@@ -1426,5 +1426,5 @@ def append(
     if overwrite:
         m.rows_deleted = snap.live_rows
     m.timings_ms["write"] = round((time.perf_counter() - t0) * 1000, 1)
-    m.version = table.finish(handle, frags, extra_actions=removes, metrics=m.to_commit())
+    m.version = table.finish(handle, frags, extra_actions=removes, parameters=dict(options.parameters), metrics=m.to_commit())
     return m
