@@ -66,6 +66,11 @@ class TestTableSettings:
         assert "  - merge_with_schema_evolution = True: it is Delta's MERGE WITH SCHEMA EVOLUTION" in out
         assert len(project.run_sql(f"select * from {project.test_schema}.events", fetch="all")) == 3
 
+    def test_warn_error_makes_them_errors(self, project):
+        _, out = run_dbt_and_capture(["--warn-error", "run", "--select", "orders"], expect_pass=False)
+        assert "Error in model orders" in out and "Model 'orders': liquid_clustered_by = ['day']" in out
+        assert "ERROR=1" in out
+
 
 CLUSTERED = """
 {{ config(materialized='merge_tablets', unique_key='id', cluster_by=['day'], target_tablet_rows=1) }}

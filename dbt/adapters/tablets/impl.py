@@ -30,7 +30,10 @@ from dbt.adapters.base.impl import log_code_execution
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
+from dbt.adapters.events.types import AdapterEventWarning
 from dbt.adapters.spark.impl import GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, SparkAdapter
+from dbt_common.events.contextvars import get_node_info
+from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.tablets.config import (
@@ -141,12 +144,13 @@ class TabletsAdapter(SparkAdapter):
 
     def _warn_config(self, config: Mapping[str, Any], model_name: str) -> None:
         """The config's warnings, each once per model and dbt command (microbatch runs the
-        materialization once per batch)."""
+        materialization once per batch), as dbt's warnings: ``--warn-error`` (or
+        ``--warn-error-options`` naming ``AdapterEventWarning``) makes them the model's error."""
         warned = self.__dict__.setdefault("_tablets_warned", set())
         for text in config_warnings(config, model_name):
             if (model_name, text) not in warned:
                 warned.add((model_name, text))
-                logger.warning(text)
+                warn_or_error(AdapterEventWarning(name=logger.name, base_msg=text, args=[], node_info=get_node_info()))
 
     @available
     def render_merge(
