@@ -156,3 +156,14 @@ def test_a_file_read_by_path_as_the_source_keeps_its_quotes():
     assert (spec.source, spec.source_alias) == (Source(query="SELECT * FROM parquet.`/data/src/`"), "src")
     spec = parse_statement("MERGE INTO t USING tablets.`/data/x` s ON t.id = s.id WHEN MATCHED THEN DELETE")
     assert spec.source == Source(table="tablets./data/x")  # a tablet table by path: the catalog resolves it
+
+
+def test_statements_sqlglot_keeps_as_a_command_log_no_warning(caplog):
+    """dbt runs ``show databases`` on every connection: routing it must not log sqlglot's
+    "unsupported syntax" warning each time."""
+    from tablets.sql.reads import references
+
+    with caplog.at_level("WARNING"):
+        assert statement_target("show databases") is None
+        references("show databases")
+    assert not [r for r in caplog.records if "Falling back" in r.getMessage()]

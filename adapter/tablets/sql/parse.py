@@ -8,6 +8,7 @@ as Spark SQL text with the aliases as written.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 
 import sqlglot
@@ -34,6 +35,18 @@ from tablets.engine.spec import (
 from tablets.exceptions import MergeSpecError, StatementParseError
 
 DIALECT = "spark"
+
+
+class _CommandFallback(logging.Filter):
+    """Drops sqlglot's "contains unsupported syntax. Falling back to parsing as a 'Command'":
+    statements are parsed here only to route them (a ``SHOW DATABASES`` is Spark's either way),
+    and dbt runs such statements on every connection, each one a warning in the user's log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Falling back to parsing as a 'Command'" not in record.getMessage()
+
+
+logging.getLogger("sqlglot").addFilter(_CommandFallback())
 _WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b", re.IGNORECASE | re.DOTALL)
 
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec

@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 import sqlglot
 from sqlglot import exp
 
+from tablets.sql.parse import DIALECT
 from tablets.storage.pruning import Pred
 
-DIALECT = "spark"
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT = re.compile(r"^\d+$")
 _DEC = re.compile(r"^\d+\.\d*$|^\.\d+$")
