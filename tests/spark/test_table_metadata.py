@@ -156,6 +156,8 @@ def test_create_or_replace_is_one_commit(db, table, spark):
     old = sorted(tuple(r) for r in db.sql(f"SELECT * FROM meta.t VERSION AS OF {before}").collect())
     assert old == [(1, "a"), (2, "b")]
 
+    db.sql("CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT k + 10 AS k, w FROM meta.t")  # reads what it replaces
+    assert sorted(tuple(r) for r in db.sql("SELECT * FROM meta.t").collect()) == [(10, "x"), (11, "x"), (12, "x")]
     db.sql("CREATE OR REPLACE TABLE meta.t (a STRING) USING tablets")
-    assert db.sql("SELECT * FROM meta.t").collect() == [] and t.version == before + 2
+    assert db.sql("SELECT * FROM meta.t").collect() == [] and t.version == before + 3
     assert t.snapshot().metadata.column_names == ("a",) and t.snapshot().metadata.key_columns == ()
