@@ -59,6 +59,8 @@ from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
     from tablets.storage import TabletTable
 
 _S = TypeVar("_S")
@@ -324,7 +326,7 @@ class Database:
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         old = catalog.replaceable(self.spark, spec.target, spec.location) if spec.replace else None
-        if old is not None:  # one commit: until it lands the old table stands, whatever fails
+        if old is not None and schema is not None:  # one commit: until it lands the old table stands
             return self._replace(spec, old, frame, schema, keys, props, opts)
         table = catalog.create_table(
             self.spark, spec.target, schema, location=spec.location, key_columns=keys,
@@ -336,7 +338,7 @@ class Database:
         return StatementResult("CREATE TABLE", spec.target, metrics)
 
     def _replace(
-        self, spec: CreateSpec, table: TabletTable, frame: DataFrame | None, schema: object, keys: list[str],
+        self, spec: CreateSpec, table: TabletTable, frame: DataFrame | None, schema: StructType | str, keys: list[str],
         props: dict[str, str], opts: MergeOptions,
     ) -> StatementResult:
         """``CREATE OR REPLACE`` of a tablet table: the new schema, keys, properties and rows in
