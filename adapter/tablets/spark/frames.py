@@ -483,7 +483,7 @@ def read_view(
     Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
     deletion vectors has no metadata columns at all, and deletion vectors of up to
     ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
-    every such tablet, each row testing its bit ``words[offset(file) + row_index / 64]``, where
+    every such tablet (one block of bytes, ``long_array``), each row testing its bit ``words[offset(file) + row_index / 64]``, where
     ``offset(file)`` is a CASE over the files with deletions, told apart by their sizes (NULL,
     so live, for the others and for rows past a file's last deleted row). All tablets are one
     scan: Spark packs them into as few tasks as for a plain table
