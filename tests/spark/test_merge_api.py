@@ -374,6 +374,21 @@ def test_dbt_s_parenthesized_on_runs_on_the_driver(db, spark):
     assert len(jobs) <= 2, jobs
 
 
+def test_integers_into_float_columns_on_the_driver(db, spark):
+    """``SET v = 0`` and an INT source column into DOUBLE / FLOAT columns: values a float holds
+    exactly, so the driver writes them; the result is Spark's."""
+    on, jobs, got, off, want = driver_and_spark(
+        db, spark, "api.int_float", "id BIGINT, v DOUBLE, f FLOAT, n INT",
+        ["SELECT id, id / 3, id / 7, 0 FROM range(0, 100)"],
+        "MERGE INTO api.int_float t USING (SELECT id, CAST(id * 1000003 AS INT) AS n, CAST(id AS SMALLINT) AS m "
+        "FROM range(90, 110)) s ON t.id = s.id WHEN MATCHED AND s.id % 2 = 0 THEN UPDATE SET v = 0, f = s.m, n = s.n "
+        "WHEN MATCHED THEN UPDATE SET v = s.n, f = s.m WHEN NOT MATCHED THEN INSERT (id, v, f) VALUES (s.id, s.n, s.m)")
+    assert on.merged_on_driver and not off.merged_on_driver
+    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (10, 10)
+    assert got == want
+    assert len(jobs) <= 2, jobs
+
+
 @pytest.mark.parametrize("cond", [
     "s.updated_at >= t.updated_at OR t.updated_at IS NULL", "t.seen <=> s.seen", "s.amount > t.amount",
     "t.updated_at IN (s.updated_at, NULL) AND s.seen IS NOT NULL", "NOT (t.amount BETWEEN s.amount AND s.big)",
@@ -456,7 +471,8 @@ def test_the_driver_reads_more_in_local_mode(spark):
 @pytest.mark.parametrize("have, want, exact", [
     ("int", "bigint", True), ("tinyint", "int", True), ("float", "double", True), ("string", "string", True),
     ("decimal(10,2)", "decimal(10, 2)", True), ("timestamp", "timestamp", True), ("timestamp_ntz", "timestamp_ntz", True),
-    ("bigint", "int", False), ("int", "double", False), ("double", "float", False), ("timestamp_ntz", "timestamp", False),
+    ("int", "double", True), ("smallint", "float", True), ("bigint", "double", False), ("int", "float", False),
+    ("bigint", "int", False), ("double", "float", False), ("timestamp_ntz", "timestamp", False),
     ("timestamp", "timestamp_ntz", False), ("date", "timestamp", False), ("binary", "binary", False),
     ("decimal(10,2)", "decimal(12,2)", False),
 ])

@@ -925,12 +925,22 @@ _WIDENING = (
 )
 
 
+# integers every value of which a float type holds exactly (its 24- or 53-bit significand):
+# ``SET v = 0`` into a DOUBLE
+_EXACT_IN_FLOAT = {
+    "float": {"tinyint", "byte", "smallint", "short"},
+    "double": {"tinyint", "byte", "smallint", "short", "int", "integer"},
+}
+
+
 def _exact_cast(have: str, want: str) -> bool:
     """A value of Spark type ``have`` becomes one of ``want`` unchanged, in Arrow as in Spark:
-    the same type, or a wider integer or floating type."""
+    the same type, a wider integer or floating type, or an integer type a float type holds."""
     have, want = have.lower().replace(" ", ""), want.lower().replace(" ", "")
     if have == want:
         return arrow_type(have) is not None  # the driver's own merge copies only these
+    if have in _EXACT_IN_FLOAT.get(want, ()):
+        return True
     return any(have in kind and want in kind and kind[have] < kind[want] for kind in _WIDENING)
 
 
