@@ -301,6 +301,17 @@ def driver_and_spark(db, spark, name, ddl, inserts, stmt):
     return on, jobs, got, off, want
 
 
+def assert_driver_gave_sparks_result(on, jobs, got, off, want, **counts):
+    """The driver merged the statement with no Spark job after the source's (its collect;
+    reading its input's schema), and Spark's plan gave the same counts (``counts``: the
+    expected ``rows_updated`` and so on) and the same rows."""
+    assert on.merged_on_driver and not off.merged_on_driver
+    for name, n in counts.items():
+        assert getattr(on, name) == getattr(off, name) == n, (name, getattr(on, name), getattr(off, name))
+    assert got == want
+    assert len(jobs) <= 2, jobs
+
+
 def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
     """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
     itself (``executor._arrow_rows``); the result is the Spark plan's."""
@@ -310,10 +321,7 @@ def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
         ["SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)"],
         f"MERGE INTO api.plain t USING ({src}) s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
-    assert on.merged_on_driver and not off.merged_on_driver
-    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (10, 10)
-    assert got == want
-    assert len(jobs) <= 2, jobs  # the source's (its collect; reading its input's schema)
+    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10, rows_inserted=10)
 
 
 def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
@@ -329,11 +337,8 @@ def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
         "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT * "
         "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 AND t.s IS NOT NULL THEN DELETE "
         "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL")
-    assert on.merged_on_driver and not off.merged_on_driver
-    counts = (on.rows_updated, on.rows_inserted, on.rows_deleted)
-    assert counts == (off.rows_updated, off.rows_inserted, off.rows_deleted) == (10 + 89, 10, 6 + 5)  # 1401-1489 soft-deleted; ids % 100 = 0, s not NULL
-    assert got == want
-    assert len(jobs) <= 2, jobs
+    # 1401-1489 soft-deleted; ids % 100 = 0 with s not NULL deleted
+    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10 + 89, rows_inserted=10, rows_deleted=6 + 5)
 
 
 def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(db, spark):
@@ -354,10 +359,7 @@ def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(
             "WHEN NOT MATCHED THEN INSERT *")
     finally:
         spark.conf.set("spark.sql.session.timeZone", before)
-    assert on.merged_on_driver and not off.merged_on_driver
-    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (5, 10)  # even ids are newer
-    assert got == want
-    assert len(jobs) <= 2, jobs
+    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=5, rows_inserted=10)  # even ids are newer
 
 
 def test_dbt_s_parenthesized_on_runs_on_the_driver(db, spark):
@@ -368,10 +370,7 @@ def test_dbt_s_parenthesized_on_runs_on_the_driver(db, spark):
         "MERGE INTO api.paren_on AS DBT_INTERNAL_DEST USING (SELECT id % 10 AS a, CAST(id DIV 10 AS STRING) AS b, 1 AS v "
         "FROM range(95, 105)) AS DBT_INTERNAL_SOURCE ON (DBT_INTERNAL_SOURCE.a = DBT_INTERNAL_DEST.a) "
         "AND (DBT_INTERNAL_SOURCE.b = DBT_INTERNAL_DEST.b) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    assert on.merged_on_driver and not off.merged_on_driver
-    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (5, 5)
-    assert got == want
-    assert len(jobs) <= 2, jobs
+    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=5, rows_inserted=5)
 
 
 def test_integers_into_float_columns_on_the_driver(db, spark):
@@ -383,10 +382,7 @@ def test_integers_into_float_columns_on_the_driver(db, spark):
         "MERGE INTO api.int_float t USING (SELECT id, CAST(id * 1000003 AS INT) AS n, CAST(id AS SMALLINT) AS m "
         "FROM range(90, 110)) s ON t.id = s.id WHEN MATCHED AND s.id % 2 = 0 THEN UPDATE SET v = 0, f = s.m, n = s.n "
         "WHEN MATCHED THEN UPDATE SET v = s.n, f = s.m WHEN NOT MATCHED THEN INSERT (id, v, f) VALUES (s.id, s.n, s.m)")
-    assert on.merged_on_driver and not off.merged_on_driver
-    assert (on.rows_updated, on.rows_inserted) == (off.rows_updated, off.rows_inserted) == (10, 10)
-    assert got == want
-    assert len(jobs) <= 2, jobs
+    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10, rows_inserted=10)
 
 
 @pytest.mark.parametrize("cond", [
