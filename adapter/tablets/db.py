@@ -57,6 +57,7 @@ from tablets.spark.frames import empty_frame
 from tablets.spark.session import get_or_create_session
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
+from tablets.storage.table import replacement
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -345,7 +346,7 @@ class Database:
         place of every tablet, in one commit of the table's log (as Delta replaces a table);
         then the catalog entry's columns."""
         before = table.snapshot().metadata
-        meta = table.replacement(catalog.store_schema(self.spark, schema), keys, props)
+        meta = replacement(before, catalog.store_schema(self.spark, schema), keys, props)
         op = "CREATE OR REPLACE TABLE AS SELECT" if frame is not None else "CREATE OR REPLACE TABLE"
         if frame is None:
             frame = empty_frame(self.spark, meta.schema, meta.column_names)

@@ -638,7 +638,7 @@ def create_table(
 
 def replaceable(spark: SparkSession, name: str, location: str | None = None) -> TabletTable | None:
     """The tablet table that ``CREATE OR REPLACE TABLE name [LOCATION location]`` replaces in
-    one commit of its own log (``TabletTable.replacement``), as Delta does: ``name`` when it is
+    one commit of its own log (``storage.table.replacement``), as Delta does: ``name`` when it is
     a tablet table in the catalog (or at that path) and ``location``, if given, is where it is.
     None otherwise: the old table is dropped and a new one made (``create_table``)."""
     if path_of(name) is None:

@@ -483,12 +483,12 @@ def read_view(
     Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
     deletion vectors has no metadata columns at all, and deletion vectors of up to
     ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
-    every such tablet (one block of bytes, ``long_array``), each row testing its bit ``words[offset(file) + row_index / 64]``, where
-    ``offset(file)`` is a CASE over the files with deletions, told apart by their sizes (NULL,
-    so live, for the others and for rows past a file's last deleted row). All tablets are one
-    scan: Spark packs them into as few tasks as for a plain table
-    (a union of two scans made 3x the tasks and cost more than the CASE on every row). Each
-    tablet's size is checked against the log first (``check_sizes``); the frame itself is
+    every such tablet (one block of bytes, ``long_array``), each row testing its bit
+    ``words[offset(file) + row_index / 64]``, where ``offset(file)`` is a CASE over the files
+    with deletions, told apart by their sizes (NULL, so live, for the others and for rows past a
+    file's last deleted row). All tablets are one scan: Spark packs them into as few tasks as
+    for a plain table (a union of two scans made 3x the tasks and cost more than the CASE on
+    every row). Each tablet's size is checked against the log first (``check_sizes``); the frame itself is
     kept for the next query of the same tablets (``_READ_FRAMES``)."""
     ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
     states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]

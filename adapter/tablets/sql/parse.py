@@ -47,6 +47,7 @@ class _CommandFallback(logging.Filter):
 
 
 logging.getLogger("sqlglot").addFilter(_CommandFallback())
+
 _WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b", re.IGNORECASE | re.DOTALL)
 
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec

@@ -84,6 +84,19 @@ def _new_metadata(
     )
 
 
+def replacement(
+    current: Metadata,
+    schema: pa.Schema | Sequence[tuple[str, str, bool]],
+    key_columns: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+) -> Metadata:
+    """The metadata of ``CREATE OR REPLACE`` of a table whose metadata is ``current``: the new
+    columns, keys and properties under the table's own id, committed with the new rows in place
+    of every tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a
+    failed replace leaves the table as it was and the old versions stay readable (time travel)."""
+    return _new_metadata(current.table_id, schema, key_columns, properties)
+
+
 class TabletTable:
     """A tablet table at a location: a local directory or an object store URI
     (``s3://bucket/path``, ``gs://...``, ``abfss://...``; see ``tablets.storage.fileio``).
@@ -135,18 +148,6 @@ class TabletTable:
         except TableNotFound:
             return False
         return bool(versions)
-
-    def replacement(
-        self,
-        schema: pa.Schema | Sequence[tuple[str, str, bool]],
-        key_columns: Sequence[str] = (),
-        properties: Mapping[str, str] | None = None,
-    ) -> Metadata:
-        """The metadata of ``CREATE OR REPLACE`` of this table: the new columns, keys and
-        properties under the table's own id, committed with the new rows in place of every
-        tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a failed
-        replace leaves the table as it was and the old versions stay readable (time travel)."""
-        return _new_metadata(self.snapshot().metadata.table_id, schema, key_columns, properties)
 
     def drop(self) -> None:
         """Delete the table directory (or prefix) and everything in it."""
