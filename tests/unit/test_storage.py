@@ -225,3 +225,35 @@ def test_outside_share_is_what_a_range_filter_could_skip():
     assert outside_share(add("2024-01-01", "2024-01-11"), "id", datetime.date(2024, 1, 6), datetime.date(2024, 2, 1)) == 0.5
     assert outside_share(add("aa", "zz"), "id", "ab", "zy") < 0.01
     assert outside_share(add("aa", "zz"), "id", "m", "n") > 0.9
+
+
+def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
+    """The log keeps timestamps and decimals as text (``2023-11-14T22:00:00+00:00``, ``2.50``):
+    ``outside`` reads them back as values, so a range that ends exactly at a tablet's smallest
+    key keeps the tablet, in any zone; an instant never against a wall time."""
+    import datetime
+    import decimal
+
+    from tablets.storage.actions import AddTablet, ColumnStats
+    from tablets.storage.transaction import outside
+
+    def add(lo, hi):
+        return AddTablet("t", "tablets/t.parquet", 10, 100, (("k", ColumnStats(lo, hi, 0)),))
+
+    utc, la = datetime.timezone.utc, datetime.timezone(datetime.timedelta(hours=-8))
+    tablet = add("2023-11-14T22:00:00+00:00", "2023-11-15T07:00:00.500000+00:00")
+    at = datetime.datetime(2023, 11, 14, 22, tzinfo=utc)
+    assert not outside(tablet, [("k", at - datetime.timedelta(hours=5), at)])  # ends at the tablet's min
+    assert not outside(tablet, [("k", at.astimezone(la), at.astimezone(la))])  # the same instant elsewhere
+    assert outside(tablet, [("k", at - datetime.timedelta(hours=5), at - datetime.timedelta(microseconds=1))])
+    end = datetime.datetime(2023, 11, 15, 7, 0, 0, 500000, tzinfo=utc)
+    assert not outside(tablet, [("k", end, end + datetime.timedelta(days=1))])  # starts at the max's microseconds
+    assert outside(tablet, [("k", end + datetime.timedelta(microseconds=1), end + datetime.timedelta(days=1))])
+    naive = datetime.datetime(2023, 11, 14, 22)
+    assert not outside(tablet, [("k", naive, naive)])  # a wall time against instants: cannot tell
+    assert outside(add("2023-11-14T22:00:00", "2023-11-14T23:00:00"), [("k", naive + datetime.timedelta(hours=2), naive + datetime.timedelta(hours=3))])
+    assert not outside(add("2024-01-01", "2024-01-31"), [("k", datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 2, 1))])
+    d = decimal.Decimal
+    assert not outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.5"))])
+    assert outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.49999"))])
+    assert outside(add("2.50", "9.75"), [("k", d("10"), d("11"))])

@@ -37,6 +37,7 @@ selected rows still replace the target scan.
 
 from __future__ import annotations
 
+import datetime
 import math
 import re
 import time
@@ -49,9 +50,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, LongType, StructField, StructType
+from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampNTZType, TimestampType
 
 from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
 from tablets.engine.metrics import MergeMetrics
@@ -507,7 +508,17 @@ def _spark_source(run: _Run, original: DataFrame) -> DataFrame:
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
-_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32")
+_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal")
+
+
+def _arrow_range(arrow: pa.DataType, target: str) -> bool:
+    """Whether the min/max of a source column of Arrow type ``arrow`` bound the values that
+    Spark compares with a target column of Spark type ``target``: timestamps only of the
+    target's kind (an instant with a zone for TIMESTAMP, a wall time for TIMESTAMP_NTZ; Spark
+    casts between them in the session zone)."""
+    if pa.types.is_timestamp(arrow):
+        return target.lower() == ("timestamp" if arrow.tz else "timestamp_ntz")
+    return str(arrow).startswith(_ARROW_RANGE_TYPES)
 
 
 def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
@@ -535,7 +546,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
         i = _source_column(run, data, expr)
-        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
+        if i is None or not _arrow_range(data.schema.field(i).type, dict(run.plan.column_types).get(col, "")):
             frame = frame or _local_frame(run)  # an expression: Spark takes the ranges
             ranges = _source_ranges(run, frame) if frame is not None else None
             break
@@ -588,14 +599,34 @@ def _key_values(run: _Run, data: pa.Table) -> dict[str, pa.Array] | None:
         if i is None:
             continue
         arrow, spark = data.schema.field(i).type, types.get(col, "").lower()
+        values = pc.unique(data.column(i).combine_chunks().drop_null())
         if (
             (spark in _INTEGRAL and pa.types.is_integer(arrow))
             or (spark == "string" and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)))
             or (spark == "date" and pa.types.is_date32(arrow))
         ):
-            out[col] = pc.unique(data.column(i).combine_chunks().drop_null())
-            run.key_sources[col] = data.column_names[i]
+            out[col] = values
+        elif (want := _key_type(arrow, spark)) is not None:
+            try:
+                out[col] = values.cast(want)  # safe: a value the target's type cannot hold exactly raises
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+        else:
+            continue
+        run.key_sources[col] = data.column_names[i]
     return out or None
+
+
+def _key_type(arrow: pa.DataType, spark: str) -> pa.DataType | None:
+    """The target column's Arrow type where a source key of Arrow type ``arrow`` compares with
+    it in Arrow as in Spark, once cast to it: timestamps of the same kind (instants compare in
+    any zone; a wall time against an instant is Spark's cast in the session zone) and decimals
+    (exact, whatever their scales)."""
+    if pa.types.is_timestamp(arrow) and _arrow_range(arrow, spark):
+        return arrow_type(spark)
+    if pa.types.is_decimal(arrow) and spark.startswith("decimal"):
+        return arrow_type(spark)
+    return None
 
 
 def _local_limit(spark: SparkSession) -> int:
@@ -609,26 +640,55 @@ def _local_limit(spark: SparkSession) -> int:
 
 
 def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:
-    alias = run.plan.spec.source_alias
-    aggs: list[Column] = []
-    for i, (_, expr) in enumerate(run.plan.prune_keys):
-        aggs += [F.min(F.expr(expr)).alias(f"lo{i}"), F.max(F.expr(expr)).alias(f"hi{i}")]
-    row = source.alias(alias).agg(*aggs).collect()[0]
-    return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(run.plan.prune_keys)]
+    return _key_ranges(run, source, run.plan.prune_keys)[1]
 
 
 def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
     """Count the source (filling the persisted copy) and take min/max of its join keys."""
-    alias = run.plan.spec.source_alias
-    aggs: list[Column] = [F.count(F.lit(1)).alias("n")]
     keys = run.plan.prune_keys if run.options.prune else ()
-    for i, (_, expr) in enumerate(keys):
-        aggs += [F.min(F.expr(expr)).alias(f"lo{i}"), F.max(F.expr(expr)).alias(f"hi{i}")]
-    row = source.alias(alias).agg(*aggs).collect()[0]
+    row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")])
     run.metrics.source_rows = int(row["n"])
-    if not keys:
-        return None
-    return [(col, row[f"lo{i}"], row[f"hi{i}"]) for i, (col, _) in enumerate(keys)]
+    return ranges if keys else None
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+
+
+def _key_ranges(
+    run: _Run, source: DataFrame, keys: Sequence[tuple[str, str]], first: Sequence[Column] = ()
+) -> tuple[Row, list[tuple[str, object, object]]]:
+    """One aggregate of the source: ``first``, then min/max of each key expression, as ranges
+    that the target's statistics compare with soundly (``transaction.outside``). PySpark gives a
+    TIMESTAMP as a wall time in the Python process's zone: these are taken as instants
+    (``unix_micros``). A key whose values are of the other timestamp kind than its target
+    column (Spark casts one to the other in the session zone) gets no range."""
+    frame = source.alias(run.plan.spec.source_alias)
+
+    def aggregate(instants: set[int]) -> DataFrame:
+        aggs = list(first)
+        for i, (_, expr) in enumerate(keys):
+            lo, hi = F.min(F.expr(expr)), F.max(F.expr(expr))
+            if i in instants:
+                lo, hi = F.unix_micros(lo), F.unix_micros(hi)
+            aggs += [lo.alias(f"lo{i}"), hi.alias(f"hi{i}")]
+        return frame.agg(*aggs)
+
+    df = aggregate(set())
+    kinds = {f.name: f.dataType for f in df.schema.fields}
+    instants = {i for i in range(len(keys)) if isinstance(kinds[f"lo{i}"], TimestampType)}
+    row = (aggregate(instants) if instants else df).collect()[0]
+    types = dict(run.plan.column_types)
+    ranges: list[tuple[str, object, object]] = []
+    for i, (col, _) in enumerate(keys):
+        lo, hi, target = row[f"lo{i}"], row[f"hi{i}"], types.get(col, "").lower()
+        if i in instants:
+            if target != "timestamp":
+                continue
+            lo, hi = (None if v is None else _EPOCH + datetime.timedelta(microseconds=v) for v in (lo, hi))
+        elif isinstance(kinds[f"lo{i}"], TimestampNTZType) and target != "timestamp_ntz":
+            continue
+        ranges.append((col, lo, hi))
+    return row, ranges
 
 
 def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import decimal
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -272,12 +273,24 @@ def _group(into: dict[str, list[np.ndarray]], tablet_ids: Sequence[str], row_num
 
 
 def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
-    """(stat, value) in a form ``<`` compares soundly, or None if they do not compare."""
+    """(stat, value) in a form ``<`` compares soundly, or None if they do not compare. The log
+    keeps dates, timestamps and decimals as text: read back as values of ``value``'s type, a
+    timestamp with its offset as an instant (ISO text compares by wall time, and drops zero
+    microseconds), one with a zone never against one without."""
     if stat is None or value is None:
         return None
-    if hasattr(value, "isoformat") and isinstance(stat, str):
-        value = value.isoformat()
     if isinstance(stat, bool) or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, datetime.datetime):
+            stat = stat if isinstance(stat, datetime.datetime) else datetime.datetime.fromisoformat(str(stat))
+            return (stat, value) if (stat.tzinfo is None) == (value.tzinfo is None) else None
+        if isinstance(value, datetime.date):
+            stat = stat if type(stat) is datetime.date else datetime.date.fromisoformat(str(stat))
+            return stat, value
+        if isinstance(value, decimal.Decimal):
+            return (decimal.Decimal(str(stat)), value) if isinstance(stat, (str, int, decimal.Decimal)) else None
+    except (ValueError, TypeError, decimal.InvalidOperation):
         return None
     if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
         return stat, value
