@@ -514,3 +514,39 @@ def test_timestamp_and_decimal_keys_pair_and_prune_soundly(db, spark, key, path)
     assert m.tablets_pruned == 1  # keys 0-9
     assert m.merged_on_driver == (path == "driver")
     assert rows(db, "SELECT count(*), count(DISTINCT k), sum(v) FROM api.keys") == [(30, 30, 6)]
+
+
+_ACROSS_KINDS = {
+    # a DATE key against text that Spark casts to those dates: as text, '2024-01-31 00:00:00'
+    # sorts after the tablet's largest date '2024-01-31', and '2024-1-5' after every one
+    "date_by_text": ("DATE", "DATE'2024-01-01' + CAST(id AS INT)",
+                     "SELECT explode(array('2024-01-31 00:00:00', '2024-1-5', '2024-03-15')) AS k, 1 AS v", (2, 1)),
+    # a TIMESTAMP key against wall times, which Spark casts to instants in the session zone
+    "timestamp_by_wall_time": ("TIMESTAMP", "timestamp_seconds(1700000000 + id * 3600)",
+                               "SELECT CAST(timestamp_seconds(1700000000 + id * 3600) AS TIMESTAMP_NTZ) AS k, 1 AS v "
+                               "FROM range(28, 64)", (34, 2)),
+}
+
+
+@pytest.mark.parametrize("path", ["driver", "spark_local_source", "spark_cached_source"])
+@pytest.mark.parametrize("case", list(_ACROSS_KINDS))
+def test_keys_of_another_kind_than_the_target_never_prune_a_match(db, spark, case, path):
+    """A source key that Spark casts to the target column's type before comparing gives no
+    range to skip tablets by: compared with the log's statistics as they are, it skipped the
+    tablet holding its match, which was then inserted again."""
+    ddl, target, src, (updated, inserted) = _ACROSS_KINDS[case]
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    if path == "spark_cached_source":
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    try:
+        fresh(db, "api.kinds", f"k {ddl}, v INT")
+        for lo in (0, 31):  # two tablets
+            db.sql(f"INSERT INTO api.kinds SELECT {target}, 0 FROM range({lo}, {lo + 31})")
+        m = merge(db, spark, f"MERGE INTO api.kinds t USING ({src}) s ON t.k = s.k "
+                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", driver=path == "driver")
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    assert (m.rows_updated, m.rows_inserted) == (updated, inserted)
+    assert rows(db, "SELECT count(*), count(DISTINCT k), sum(v) FROM api.kinds") == [(62 + inserted, 62 + inserted, updated + inserted)]

@@ -240,7 +240,7 @@ def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
     def add(lo, hi):
         return AddTablet("t", "tablets/t.parquet", 10, 100, (("k", ColumnStats(lo, hi, 0)),))
 
-    utc, la = datetime.timezone.utc, datetime.timezone(datetime.timedelta(hours=-8))
+    utc, la = datetime.UTC, datetime.timezone(datetime.timedelta(hours=-8))
     tablet = add("2023-11-14T22:00:00+00:00", "2023-11-15T07:00:00.500000+00:00")
     at = datetime.datetime(2023, 11, 14, 22, tzinfo=utc)
     assert not outside(tablet, [("k", at - datetime.timedelta(hours=5), at)])  # ends at the tablet's min

@@ -38,6 +38,7 @@ selected rows still replace the target scan.
 from __future__ import annotations
 
 import datetime
+import decimal
 import math
 import re
 import time
@@ -52,7 +53,14 @@ from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import BooleanType, LongType, StructField, StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import (
+    BooleanType,
+    LongType,
+    StructField,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
 from tablets.engine.metrics import MergeMetrics
@@ -404,6 +412,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
             if ranges is not None:
+                ranges = _comparable_ranges(run, ranges)
                 tablets = _prune(run, tablets, ranges)
                 run.ranges = ranges
         m.tablets_scanned = len(tablets)
@@ -651,7 +660,7 @@ def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object
     return ranges if keys else None
 
 
-_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _key_ranges(
@@ -754,6 +763,38 @@ def _same_kind(spark_type: str, value: object) -> bool:
     if isinstance(value, str):
         return t == "string"
     return type(value).__name__ == "date" and t == "date"
+
+
+def _comparable_ranges(run: _Run, ranges: list[tuple[str, object, object]]) -> list[tuple[str, object, object]]:
+    """The source key ranges that the target's statistics bound soundly (pruning, and the
+    concurrent appends a statement cannot match): values of the target column's kind. Across
+    kinds Spark casts one side, which orders differently: a STRING source against a DATE column
+    ('2024-1-5', '2024-01-05 00:00:00' are that date) or a wall time against an instant. All
+    NULL (``lo`` None) stays: ``=`` matches nothing."""
+    types = dict(run.plan.column_types)
+    return [(c, lo, hi) for c, lo, hi in ranges if lo is None or _range_kind(types.get(c, ""), lo)]
+
+
+def _range_kind(spark_type: str, value: object) -> bool:
+    """``value`` (a source key's min or max) is of the kind of the Spark type ``spark_type``:
+    numbers that compare exactly with its values, text of a string, dates of a date, instants of a TIMESTAMP,
+    wall times of a TIMESTAMP_NTZ."""
+    t = spark_type.lower()
+    if isinstance(value, bool):
+        return t == "boolean"
+    if isinstance(value, int):
+        return t in _INTEGRAL
+    if isinstance(value, float):  # not against integers: Spark compares them as doubles, inexactly
+        return t in ("float", "double")
+    if isinstance(value, decimal.Decimal):
+        return t in _INTEGRAL or t.startswith("decimal")
+    if isinstance(value, str):
+        return t == "string"
+    if isinstance(value, datetime.datetime):
+        return t == ("timestamp" if value.tzinfo is not None else "timestamp_ntz")
+    if isinstance(value, datetime.date):
+        return t == "date"
+    return False
 
 
 def _driver_scan_bytes(spark: SparkSession) -> int:
