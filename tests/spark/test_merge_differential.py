@@ -12,6 +12,8 @@ the driver where the statement allows it.
 TABLETS_DIFF_CASES=2000 runs more cases (opt-in).
 """
 
+import datetime
+import decimal
 import os
 import random
 from collections import Counter
@@ -85,15 +87,15 @@ def _duckdb(target, source, stmt):
     return Counter(con.execute("SELECT k, a, b FROM target").fetchall())
 
 
-def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=None):
-    table = TabletTable.create(root, SCHEMA)
+def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=None, schema=SCHEMA):
+    table = TabletTable.create(root, schema)
     half, g = len(target) // 2, len(ghosts) // 2
     dead_rows = []  # (tablet id, row numbers) of the ghosts: the last rows of their tablets
     for chunk, dead in ((target[:half], ghosts[:g]), (target[half:], ghosts[g:])):  # two tablets
         if chunk or dead:
             before = set(table.snapshot().tablets)
-            rows = [dict(zip(SCHEMA.names, r, strict=True)) for r in chunk + dead]
-            table.append(pa.Table.from_pylist(rows, schema=SCHEMA))
+            rows = [dict(zip(schema.names, r, strict=True)) for r in chunk + dead]
+            table.append(pa.Table.from_pylist(rows, schema=schema))
             (tid,) = set(table.snapshot().tablets) - before
             dead_rows.append((tid, list(range(len(chunk), len(chunk) + len(dead)))))
     if ghosts:  # delete them: the merge reads a target with deletion vectors
@@ -104,7 +106,7 @@ def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=Non
         table.finish(handle, sink.finish())
     # from Arrow: a local relation, as a small model's rows are (a Python list is an RDD of
     # unknown size, which always takes the cached path)
-    src = spark.createDataFrame(pa.Table.from_pylist([dict(zip(SCHEMA.names, r, strict=True)) for r in source], schema=SCHEMA))
+    src = spark.createDataFrame(pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in source], schema=schema))
     before = table.version
     try:
         m = execute(spark, table, parse_statement(stmt), src, MergeOptions(skip_unchanged=skip_unchanged))
@@ -267,3 +269,49 @@ def test_expression_images_on_the_driver_match_duckdb(spark, tmp_path, request, 
     stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED THEN UPDATE SET a = 7"])
     metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
     assert all(m.merged_on_driver or m.noop or (m.source_rows == 0 and "BY SOURCE" not in stmt) for m in metrics), stmt
+
+
+_UTC = datetime.UTC
+KEY_TYPES = {  # an order-preserving map of the integer keys onto keys of other types
+    "timestamp": (pa.timestamp("us", tz="UTC"), lambda i: datetime.datetime(2023, 11, 14, 22, tzinfo=_UTC) + datetime.timedelta(hours=i)),
+    "timestamp_ntz": (pa.timestamp("us"), lambda i: datetime.datetime(2023, 11, 14, 22) + datetime.timedelta(minutes=i)),
+    "date": (pa.date32(), lambda i: datetime.date(2024, 1, 1) + datetime.timedelta(days=i)),
+    "decimal": (pa.decimal128(10, 2), lambda i: decimal.Decimal(i) / 4),
+    "string": (pa.string(), lambda i: f"key-{i:03d}"),
+}
+
+
+@pytest.mark.parametrize("case", range(CASES // 4))
+def test_merges_on_keys_of_other_types_match_duckdb(spark, tmp_path, case):
+    """The randomized statements on TIMESTAMP (in a session zone other than UTC), TIMESTAMP_NTZ,
+    DATE, DECIMAL and STRING keys, the target's two tablets holding disjoint key ranges, so that
+    the source's key range skips tablets (on the driver and in Spark, the source collected or
+    cached): the result is DuckDB's on the integers the keys stand for."""
+    rng = random.Random(60_000 + case)
+    kind = list(KEY_TYPES)[case % len(KEY_TYPES)]
+    arrow, key = KEY_TYPES[kind]
+    target = sorted(_rows(rng, rng.randint(0, 9), 6), key=lambda r: (r[0] is None, r[0] or 0))
+    source = _rows(rng, rng.randint(0, 7), 6)
+    stmt = _statement(rng)
+    expected = _duckdb(target, source, stmt)
+
+    def typed(rows):
+        return [(None if k is None else key(k), a, b) for k, a, b in rows]
+
+    schema = pa.schema([("k", arrow), ("a", pa.int32()), ("b", pa.string())])
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    if case % 3 == 1:
+        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    if (case // 2) % 2 == 1:
+        spark.conf.set(DRIVER_SCAN_CONF, "0")
+    try:
+        got = _ours(spark, str(tmp_path / "t"), typed(target), [], typed(source), stmt, skip_unchanged=case % 2 == 0, schema=schema)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+        spark.conf.unset(DRIVER_SCAN_CONF)
+    back = {key(i): i for i in range(6)}
+    if got != "cardinality":
+        got = Counter({(None if k is None else back[k], a, b): n for (k, a, b), n in got.items()})
+    assert got == expected, f"{kind}: {stmt}\ntarget={target}\nsource={source}"
