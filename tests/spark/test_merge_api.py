@@ -550,3 +550,34 @@ def test_keys_of_another_kind_than_the_target_never_prune_a_match(db, spark, cas
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
     assert (m.rows_updated, m.rows_inserted) == (updated, inserted)
     assert rows(db, "SELECT count(*), count(DISTINCT k), sum(v) FROM api.kinds") == [(62 + inserted, 62 + inserted, updated + inserted)]
+
+
+def test_deletes_updates_and_window_replaces_skip_the_tablets_their_where_rules_out(db, spark):
+    """DELETE / UPDATE ... WHERE and a MERGE ON FALSE that replaces a window (dbt's microbatch:
+    ``event_ts >= '<start>+00:00' AND event_ts < '<end>+00:00'``, in a session zone other than
+    UTC) read only the tablets whose statistics let the WHERE hold; a WHERE they cannot rule
+    on (an OR, a float) reads every tablet."""
+    ts = "timestamp_seconds(1700000000 + id * 60)"
+    fresh(db, "api.windows", "id BIGINT, event_ts TIMESTAMP, v DOUBLE")
+    for lo in (0, 100, 200):  # three tablets: ids 0-99, 100-199, 200-299, a minute apart
+        db.sql(f"INSERT INTO api.windows SELECT id, {ts}, id / 2 FROM range({lo}, {lo + 100})")
+    m = db.sql("DELETE FROM api.windows WHERE id BETWEEN 120 AND 129").metrics
+    assert (m.rows_deleted, m.tablets_pruned, m.tablets_scanned) == (10, 2, 1)
+    m = db.sql("UPDATE api.windows w SET v = -1 WHERE w.id >= 290 AND v > 0").metrics
+    assert (m.rows_updated, m.tablets_pruned) == (10, 2)
+    m = db.sql("DELETE FROM api.windows WHERE id < 5 OR id > 295").metrics
+    assert (m.rows_deleted, m.tablets_pruned) == (9, 0)
+    # ids 150-159 again: the window of minutes 150-159, its bounds written with an offset
+    start, end = (f"'{s}+00:00'" for s in spark.sql(
+        "SELECT CAST(timestamp_seconds(1700000000 + 150 * 60) AS STRING), CAST(timestamp_seconds(1700000000 + 160 * 60) AS STRING)"
+    ).first())
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
+    try:
+        m = db.sql(f"MERGE INTO api.windows t USING (SELECT id, {ts} AS event_ts, 0D AS v FROM range(150, 160)) s ON FALSE "
+                   f"WHEN NOT MATCHED BY SOURCE AND t.event_ts >= {start} AND t.event_ts < {end} THEN DELETE "
+                   "WHEN NOT MATCHED THEN INSERT *").metrics
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert (m.rows_deleted, m.rows_inserted, m.tablets_pruned, m.tablets_scanned) == (10, 10, 3, 1)  # and the UPDATE's tablet
+    assert rows(db, "SELECT count(*), count(DISTINCT id), sum(IF(v = 0, 1, 0)), sum(IF(v = -1, 1, 0)) FROM api.windows") == [(281, 281, 10, 6)]

@@ -8,7 +8,7 @@ import random
 
 import pyarrow as pa
 import pytest
-from tablets.sql.reads import Cond, references, typed
+from tablets.sql.reads import Cond, condition, references, typed
 from tablets.storage.actions import AddTablet
 from tablets.storage.pruning import Pred, kind_of, prune
 from tablets.storage.tablet import column_stats
@@ -95,6 +95,24 @@ def test_typed_keeps_literals_that_compare_as_spark_compares_them():
         Pred("ge", "d", dt.date(2021, 6, 1)), Pred("lt", "d", dt.date(2022, 1, 1)),
         Pred("eq", "k", decimal.Decimal("2.5")), Pred("in", "k", (1, 2)),
     ]  # s = 5, d = '2021-6-1', x > 1 and 1e3 (a double in Spark) are dropped
+
+
+def test_timestamps_with_an_offset_are_instants_and_conditions_read_alone():
+    """A TIMESTAMP column against text with an offset (dbt's microbatch bounds) compares as that
+    instant in every session zone; without an offset the session zone decides: dropped. A
+    condition alone (a DELETE's WHERE, a BY SOURCE clause's) gives the conjuncts on its table's
+    columns, qualified by its alias or not."""
+    kinds = {"ts": "ts_tz", "id": "int"}
+    names = {c: c for c in kinds}
+    got = typed(condition("t.ts >= '2024-01-01 00:00:00+00:00' AND ts < '2024-01-01T01:30:00.5-02:00' "
+                          "AND ts > '2024-01-01 00:00:00' AND s.id = 1 AND id IN (1, 2) AND (id = 3 OR id = 4)", "t"), kinds, names)
+    utc = dt.UTC
+    assert got == [
+        Pred("ge", "ts", dt.datetime(2024, 1, 1, tzinfo=utc)),
+        Pred("lt", "ts", dt.datetime(2024, 1, 1, 3, 30, 0, 500000, tzinfo=utc)),
+        Pred("in", "id", (1, 2)),
+    ]
+    assert condition("not sql (", "t") == []
 
 
 # --- pruning against the rows ------------------------------------------------------------------

@@ -99,6 +99,7 @@ from tablets.spark.frames import (
     tablet_scan,
 )
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
+from tablets.sql.reads import condition, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import (
     DVFragment,
@@ -108,6 +109,7 @@ from tablets.storage import (
     TabletTable,
     discard,
     fragment_from_json,
+    pruning,
 )
 from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet
 from tablets.storage.fileio import normalize
@@ -415,6 +417,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
                 ranges = _comparable_ranges(run, ranges)
                 tablets = _prune(run, tablets, ranges)
                 run.ranges = ranges
+        if not has_source or plan.pairs_nothing:
+            tablets = _unacted(run, tablets)
         m.tablets_scanned = len(tablets)
         # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
         rows = _arrow_rows(run, tablets) if has_source else None
@@ -763,6 +767,27 @@ def _same_kind(spark_type: str, value: object) -> bool:
     if isinstance(value, str):
         return t == "string"
     return type(value).__name__ == "date" and t == "date"
+
+
+def _unacted(run: _Run, tablets: list[str]) -> list[str]:
+    """Without the tablets whose rows no clause can act on, by the log's statistics, where no
+    target row has a pair (UPDATE / DELETE ... WHERE, ON FALSE: microbatch, replace_where):
+    a tablet where some conjunct of each acting BY SOURCE clause's condition is never true
+    (``tablets.sql.reads.condition``, ``storage.pruning``), as Delta skips files for a DELETE."""
+    plan = run.plan
+    # (without a pair, MATCHED clauses never act; NOT MATCHED ones insert source rows)
+    acting = [b for b in plan.branches if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING]
+    if not acting or not all(b.condition for b in acting):
+        return tablets
+    schema = schema_to_arrow(run.snapshot.metadata.schema)
+    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
+    names = {n.lower(): n for n in schema.names}
+    preds = [typed(condition(b.condition, plan.spec.target_alias), kinds, names) for b in acting]
+    if not all(preds):
+        return tablets
+    keep = [t for t in tablets if not all(pruning.prune(p, run.snapshot.tablets[t].add, kinds) for p in preds)]
+    run.metrics.tablets_pruned += len(tablets) - len(keep)
+    return keep
 
 
 def _comparable_ranges(run: _Run, ranges: list[tuple[str, object, object]]) -> list[tuple[str, object, object]]:

@@ -10,7 +10,8 @@ Predicates are taken only where they cannot skip a row the query needs: the conj
 WHERE of a SELECT that reads that one table (no join), of the form ``column <op> literal``,
 ``BETWEEN``, ``IN (literals)``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``, ``NOT`` of those; a literal
 only of a type that compares with the column's as Spark compares them (numbers with integer and
-decimal columns, strings with strings, dates and ``'yyyy-mm-dd'`` with dates). Spark still
+decimal columns, strings with strings, dates and ``'yyyy-mm-dd'`` with dates, timestamps with
+their offset (``'2024-01-01 00:00:00+00:00'``) with TIMESTAMP columns). Spark still
 evaluates the whole WHERE: the predicates only choose which tablets are read.
 """
 
@@ -29,6 +30,8 @@ from tablets.sql.parse import DIALECT
 from tablets.storage.pruning import Pred
 
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+# a timestamp with its offset ('2024-01-01 00:00:00+00:00': dbt's microbatch bounds)
+_ISO_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?[+-]\d{2}:\d{2}$")
 _INT = re.compile(r"^\d+$")
 _DEC = re.compile(r"^\d+\.\d*$|^\.\d+$")
 _OWN_ARGS = {"this", "db", "catalog", "alias"}
@@ -283,4 +286,20 @@ def _value(lit: Lit, kind: str) -> object:
                 return dt.date.fromisoformat(str(v))
             except ValueError:
                 return None
+    if kind == "ts_tz" and what == "str" and _ISO_INSTANT.match(str(v)):
+        try:  # with its offset, an instant in every session zone
+            return dt.datetime.fromisoformat(str(v))
+        except ValueError:
+            return None
     return None
+
+
+def condition(text: str, alias: str) -> list[Cond]:
+    """The conjuncts of the SQL condition ``text`` on the columns of the table ``alias`` (or
+    unqualified: a condition that sees only that table's columns, a BY SOURCE clause's or a
+    DELETE's WHERE), as ``Cond`` to ``typed``; the others are left out (none: [])."""
+    try:
+        tree = sqlglot.parse_one(text, read=DIALECT, into=exp.Condition)
+    except (sqlglot.errors.SqlglotError, ValueError):
+        return []
+    return [p for c in _conjuncts(tree) if (p := _pred(c, {alias.lower()})) is not None]
