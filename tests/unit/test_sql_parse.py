@@ -147,6 +147,9 @@ def test_char_and_varchar_columns_are_strings_and_defaults_are_refused():
     assert parse_statement("ALTER TABLE db.t ADD COLUMNS (c varchar(200))").columns == (("c", "string"),)
     with pytest.raises(StatementParseError, match="column c: DEFAULT 'x' is not supported"):
         parse_statement("ALTER TABLE db.t ADD COLUMN c varchar(200) DEFAULT 'x'")
+    with pytest.raises(StatementParseError, match="column k: COLLATE UTF8_LCASE is not supported") as info:
+        parse_statement("CREATE TABLE db.t (k STRING COLLATE UTF8_LCASE) USING tablets")
+    assert "byte by byte" in info.value.help
 
 
 def test_a_file_read_by_path_as_the_source_keeps_its_quotes():

@@ -515,6 +515,12 @@ def _column_type(col: exp.ColumnDef, where: str) -> str:
     refused, not dropped."""
     for c in col.args.get("constraints") or ():
         kind = c.args.get("kind")
+        if isinstance(kind, exp.CollateColumnConstraint):
+            raise StatementParseError(
+                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                help="Tablet tables compare strings byte by byte (Spark's UTF8_BINARY): drop COLLATE, "
+                "and compare with lower(col) or col COLLATE UTF8_LCASE in queries.",
+            )
         if not isinstance(kind, exp.NotNullColumnConstraint | exp.CommentColumnConstraint):
             raise StatementParseError(
                 f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
