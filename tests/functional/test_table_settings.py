@@ -65,6 +65,11 @@ class TestTableSettings:
         assert out.count("Model 'events': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
         assert "  - merge_with_schema_evolution = True: it is Delta's MERGE WITH SCHEMA EVOLUTION" in out
         assert len(project.run_sql(f"select * from {project.test_schema}.events", fetch="all")) == 3
+        # each later batch's window replace reads only its day's tablets: the earlier days' are
+        # ruled out by their event_time statistics against the batch bounds
+        history = project.run_sql(f"describe history {project.test_schema}.events", fetch="all")
+        pruned = sorted(int(float(h[4]["tablets_pruned"])) for h in history if h[2] == "MERGE")
+        assert pruned and pruned[-1] >= 1, history
 
     def test_warn_error_makes_them_errors(self, project):
         _, out = run_dbt_and_capture(["--warn-error", "run", "--select", "orders"], expect_pass=False)
