@@ -4,6 +4,7 @@ refused statement leaves the table unchanged (contents and version)."""
 
 import pytest
 import tablets
+from support.conf import LOS_ANGELES, settings
 from tablets.exceptions import CardinalityViolation, KeyViolation, MergeSpecError
 
 pytestmark = pytest.mark.spark
@@ -177,9 +178,7 @@ def test_timestamp_keys_at_a_tablets_edge_are_refused_and_kept_once(db, spark):
     table's later tablet: INSERT refuses it, ON CONFLICT DO NOTHING keeps one row (the log's
     timestamp statistics once skipped that tablet, and the key was inserted again)."""
     ts = "timestamp_seconds(1700000000 + {} * 3600)"
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    try:
+    with settings(spark, LOS_ANGELES):
         db.sql("DROP TABLE IF EXISTS keys.ts")
         db.sql("CREATE TABLE keys.ts (at TIMESTAMP, v INT) USING tablets TBLPROPERTIES ('key_columns' = 'at')")
         for lo in (0, 10):  # two tablets: hours 0-9 and 10-19
@@ -187,8 +186,6 @@ def test_timestamp_keys_at_a_tablets_edge_are_refused_and_kept_once(db, spark):
         refused(db, f"INSERT INTO keys.ts SELECT {ts.format('id')}, 1 FROM range(9, 11)", KeyViolation, "at=", name="keys.ts")
         db.sql(f"INSERT INTO keys.ts SELECT {ts.format('id')}, 1 FROM range(5, 11) ON CONFLICT (at) DO NOTHING")
         assert rows(db, "SELECT count(*), count(DISTINCT at), sum(v) FROM keys.ts") == [(20, 20, 0)]
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
 
 
 def test_ctas_and_overwrite_with_repeated_keys(db):

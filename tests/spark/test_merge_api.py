@@ -2,6 +2,7 @@
 
 import pytest
 import tablets
+from support.conf import LOS_ANGELES, settings
 from support.jobs import spark_jobs
 from tablets.engine.executor import DRIVER_SCAN_CONF
 from tablets.storage import TabletTable
@@ -346,9 +347,7 @@ def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(
     t.updated_at``), with TIMESTAMP, TIMESTAMP_NTZ and DECIMAL columns compared and copied, in
     a session zone other than UTC: the driver classifies and writes it; the result is Spark's."""
     ts = "timestamp_seconds(1700000000 + id * 3600)"
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    try:
+    with settings(spark, LOS_ANGELES):
         src = (f"SELECT id, {ts} + IF(id % 2 = 0, INTERVAL 1 SECOND, INTERVAL -1 SECOND) AS updated_at, "
                f"CAST({ts} AS TIMESTAMP_NTZ) AS seen, CAST(id / 4 + 1 AS DECIMAL(12,2)) AS amount FROM range(990, 1010)")
         on, jobs, got, off, want = driver_and_spark(
@@ -357,8 +356,6 @@ def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(
             f"MERGE INTO api.newer t USING ({src}) s ON t.id = s.id "
             "WHEN MATCHED AND s.updated_at > t.updated_at AND s.amount <> t.amount THEN UPDATE SET * "
             "WHEN NOT MATCHED THEN INSERT *")
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
     assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=5, rows_inserted=10)  # even ids are newer
 
 
@@ -478,6 +475,21 @@ def test_copies_the_driver_makes_without_spark_s_cast(have, want, exact):
     assert _exact_cast(have, want) is exact
 
 
+PATHS = ["driver", "spark_local_source", "spark_cached_source"]
+
+
+def merge_by_path(db, spark, name, ddl, fills, stmt, path):
+    """``stmt`` on a fresh table filled by ``fills`` (queries), in a session zone other than
+    UTC, by ``path`` (``PATHS``: the driver, or Spark with the source collected or cached, its
+    key ranges then taken by Spark): its metrics."""
+    fresh(db, name, ddl)
+    cached = {"spark.sql.autoBroadcastJoinThreshold": "-1"} if path == "spark_cached_source" else {}
+    with settings(spark, {**LOS_ANGELES, **cached}):
+        for q in fills:
+            db.sql(f"INSERT INTO {name} {q}")
+        return merge(db, spark, stmt, driver=path == "driver")
+
+
 _KEYS = {
     "timestamp": ("TIMESTAMP", "timestamp_seconds(1700000000 + {} * 3600)"),
     "timestamp_ntz": ("TIMESTAMP_NTZ", "CAST(timestamp_seconds(1700000000 + {} * 3600) AS TIMESTAMP_NTZ)"),
@@ -486,7 +498,7 @@ _KEYS = {
 }
 
 
-@pytest.mark.parametrize("path", ["driver", "spark_local_source", "spark_cached_source"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("key", list(_KEYS))
 def test_timestamp_and_decimal_keys_pair_and_prune_soundly(db, spark, key, path):
     """TIMESTAMP, TIMESTAMP_NTZ and DECIMAL keys, in a session zone other than UTC: the tablets
@@ -495,21 +507,12 @@ def test_timestamp_and_decimal_keys_pair_and_prune_soundly(db, spark, key, path)
     time PySpark gives, that tablet was skipped and its row inserted again), on the driver and
     in Spark, with the source collected or cached (its range then taken by Spark)."""
     ddl, expr = _KEYS[key]
-    target_ddl = ddl if not key.startswith("decimal") else "DECIMAL(12,2)"
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    if path == "spark_cached_source":
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    try:
-        fresh(db, "api.keys", f"k {target_ddl}, v INT")
-        for lo in (0, 10, 20):  # three tablets: keys 0-9, 10-19, 20-29
-            db.sql(f"INSERT INTO api.keys SELECT {expr.format('id')}, 0 FROM range({lo}, {lo + 10})")
-        src = f"SELECT {expr.format('id')} AS k, 1 AS v FROM range(15, 21)"  # its largest key: the third tablet's smallest
-        m = merge(db, spark, f"MERGE INTO api.keys t USING ({src}) s ON t.k = s.k "
-                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", driver=path == "driver")
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    src = f"SELECT {expr.format('id')} AS k, 1 AS v FROM range(15, 21)"  # its largest key: the third tablet's smallest
+    m = merge_by_path(
+        db, spark, "api.keys", f"k {ddl if not key.startswith('decimal') else 'DECIMAL(12,2)'}, v INT",
+        [f"SELECT {expr.format('id')}, 0 FROM range({lo}, {lo + 10})" for lo in (0, 10, 20)],  # keys 0-9, 10-19, 20-29
+        f"MERGE INTO api.keys t USING ({src}) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+        path)
     assert (m.rows_updated, m.rows_inserted) == (6, 0)
     assert m.tablets_pruned == 1  # keys 0-9
     assert m.merged_on_driver == (path == "driver")
@@ -528,26 +531,17 @@ _ACROSS_KINDS = {
 }
 
 
-@pytest.mark.parametrize("path", ["driver", "spark_local_source", "spark_cached_source"])
+@pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("case", list(_ACROSS_KINDS))
 def test_keys_of_another_kind_than_the_target_never_prune_a_match(db, spark, case, path):
     """A source key that Spark casts to the target column's type before comparing gives no
     range to skip tablets by: compared with the log's statistics as they are, it skipped the
     tablet holding its match, which was then inserted again."""
     ddl, target, src, (updated, inserted) = _ACROSS_KINDS[case]
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    if path == "spark_cached_source":
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    try:
-        fresh(db, "api.kinds", f"k {ddl}, v INT")
-        for lo in (0, 31):  # two tablets
-            db.sql(f"INSERT INTO api.kinds SELECT {target}, 0 FROM range({lo}, {lo + 31})")
-        m = merge(db, spark, f"MERGE INTO api.kinds t USING ({src}) s ON t.k = s.k "
-                  "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *", driver=path == "driver")
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
+    m = merge_by_path(
+        db, spark, "api.kinds", f"k {ddl}, v INT", [f"SELECT {target}, 0 FROM range({lo}, {lo + 31})" for lo in (0, 31)],
+        f"MERGE INTO api.kinds t USING ({src}) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+        path)
     assert (m.rows_updated, m.rows_inserted) == (updated, inserted)
     assert rows(db, "SELECT count(*), count(DISTINCT k), sum(v) FROM api.kinds") == [(62 + inserted, 62 + inserted, updated + inserted)]
 
@@ -571,13 +565,9 @@ def test_deletes_updates_and_window_replaces_skip_the_tablets_their_where_rules_
     start, end = (f"'{s}+00:00'" for s in spark.sql(
         "SELECT CAST(timestamp_seconds(1700000000 + 150 * 60) AS STRING), CAST(timestamp_seconds(1700000000 + 160 * 60) AS STRING)"
     ).first())
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    try:
+    with settings(spark, LOS_ANGELES):
         m = db.sql(f"MERGE INTO api.windows t USING (SELECT id, {ts} AS event_ts, 0D AS v FROM range(150, 160)) s ON FALSE "
                    f"WHEN NOT MATCHED BY SOURCE AND t.event_ts >= {start} AND t.event_ts < {end} THEN DELETE "
                    "WHEN NOT MATCHED THEN INSERT *").metrics
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
     assert (m.rows_deleted, m.rows_inserted, m.tablets_pruned, m.tablets_scanned) == (10, 10, 3, 1)  # and the UPDATE's tablet
     assert rows(db, "SELECT count(*), count(DISTINCT id), sum(IF(v = 0, 1, 0)), sum(IF(v = -1, 1, 0)) FROM api.windows") == [(281, 281, 10, 6)]

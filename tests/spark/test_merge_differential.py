@@ -21,6 +21,7 @@ from collections import Counter
 import duckdb
 import pyarrow as pa
 import pytest
+from support.conf import LOS_ANGELES, settings
 from tablets.engine.executor import DRIVER_SCAN_CONF, MergeOptions, execute
 from tablets.exceptions import CardinalityViolation
 from tablets.sql import parse_statement
@@ -300,18 +301,10 @@ def test_merges_on_keys_of_other_types_match_duckdb(spark, tmp_path, case):
         return [(None if k is None else key(k), a, b) for k, a, b in rows]
 
     schema = pa.schema([("k", arrow), ("a", pa.int32()), ("b", pa.string())])
-    before = spark.conf.get("spark.sql.session.timeZone")
-    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")
-    if case % 3 == 1:
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    if (case // 2) % 2 == 1:
-        spark.conf.set(DRIVER_SCAN_CONF, "0")
-    try:
+    conf = {**LOS_ANGELES, **({"spark.sql.autoBroadcastJoinThreshold": "-1"} if case % 3 == 1 else {}),
+            **({DRIVER_SCAN_CONF: "0"} if (case // 2) % 2 == 1 else {})}
+    with settings(spark, conf):
         got = _ours(spark, str(tmp_path / "t"), typed(target), [], typed(source), stmt, skip_unchanged=case % 2 == 0, schema=schema)
-    finally:
-        spark.conf.set("spark.sql.session.timeZone", before)
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
-        spark.conf.unset(DRIVER_SCAN_CONF)
     back = {key(i): i for i in range(6)}
     if got != "cardinality":
         got = Counter({(None if k is None else back[k], a, b): n for (k, a, b), n in got.items()})
@@ -336,10 +329,6 @@ def test_deletes_and_updates_with_where_match_duckdb(spark, tmp_path, case):
     where = " AND ".join(rng.choice(WHERE).format(lo=lo, hi=hi) for _ in range(rng.randint(1, 2)))
     stmt = rng.choice([f"DELETE FROM target WHERE {where}", f"UPDATE target SET a = -1, b = 'u' WHERE {where}"])
     expected = _duckdb(target, [], stmt)
-    if case % 2 == 1:
-        spark.conf.set(DRIVER_SCAN_CONF, "0")
-    try:
+    with settings(spark, {DRIVER_SCAN_CONF: "0"} if case % 2 == 1 else {}):
         got = _ours(spark, str(tmp_path / "t"), target, [], None, stmt, skip_unchanged=case % 3 == 0)
-    finally:
-        spark.conf.unset(DRIVER_SCAN_CONF)
     assert got == expected, f"{stmt}\ntarget={target}"
