@@ -80,13 +80,24 @@ def test_pruning_skips_tablets_outside_source_keys(db):
     assert "tablet pruning" in db.sql("EXPLAIN MERGE INTO api.clustered t USING (SELECT id FROM range(1, 2)) s ON t.id = s.id WHEN MATCHED THEN DELETE")
 
 
-def test_by_source_disables_pruning(db):
+def test_by_source_reads_only_tablets_its_conditions_or_pairs_need(db):
+    """A BY SOURCE clause acts on target rows without a pair, anywhere in the table: a tablet is
+    skipped only where its statistics rule out every acting BY SOURCE clause's condition and
+    (with a MATCHED clause) its keys lie outside the source's."""
     fresh(db, "api.sync", "id BIGINT, v INT")
-    db.sql("INSERT INTO api.sync SELECT id, 0 FROM range(0, 100)")
-    db.sql("INSERT INTO api.sync SELECT id, 0 FROM range(100, 200)")
+    for lo in (0, 100, 200):
+        db.sql(f"INSERT INTO api.sync SELECT id, 0 FROM range({lo}, {lo + 100})")
+    m = db.sql("MERGE INTO api.sync t USING (SELECT id, 1 AS v FROM range(0, 10)) s ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED BY SOURCE AND t.id >= 250 THEN DELETE").metrics
+    assert (m.rows_updated, m.rows_deleted, m.tablets_pruned) == (10, 50, 1)  # ids 100-199: no pair, none >= 250
     m = db.sql("MERGE INTO api.sync t USING (SELECT id FROM range(0, 10)) s ON t.id = s.id "
                "WHEN NOT MATCHED BY SOURCE AND t.id >= 150 THEN DELETE").metrics
-    assert m.tablets_pruned == 0 and m.rows_deleted == 50
+    assert (m.rows_deleted, m.tablets_pruned) == (100, 2)  # no MATCHED clause: ids 0-99 and the updated 0-9 need no read
+    m = db.sql("MERGE INTO api.sync t USING (SELECT id, 2 AS v FROM range(0, 10)) s ON t.id = s.id "
+               "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED BY SOURCE AND t.id < 5 THEN DELETE "
+               "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = 9").metrics
+    assert (m.rows_updated, m.tablets_pruned) == (10 + 140, 0)  # an unconditional BY SOURCE clause reads them all
+    assert rows(db, "SELECT count(*), sum(v) FROM api.sync") == [(150, 10 * 2 + 140 * 9)]
 
 
 def test_cluster_by_sorts_new_tablets(db, spark):

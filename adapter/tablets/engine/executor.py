@@ -413,12 +413,16 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
-            if ranges is not None:
-                ranges = _comparable_ranges(run, ranges)
+        pair_ranges = None
+        if ranges is not None:
+            ranges = _comparable_ranges(run, ranges)
+            if plan.prune_keys:
                 tablets = _prune(run, tablets, ranges)
                 run.ranges = ranges
-        if not has_source or plan.pairs_nothing:
-            tablets = _unacted(run, tablets)
+            else:  # a BY SOURCE clause may act on any tablet: _unacted decides
+                pair_ranges, ranges = ranges, None
+        if not has_source or plan.pairs_nothing or pair_ranges is not None:
+            tablets = _unacted(run, tablets, has_source, pair_ranges)
         m.tablets_scanned = len(tablets)
         # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
         rows = _arrow_rows(run, tablets) if has_source else None
@@ -555,7 +559,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     run.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
     frame = None if alone else _local_frame(run)
-    keys = run.plan.prune_keys if run.options.prune else ()
+    keys = _range_keys(run)
     ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
         i = _source_column(run, data, expr)
@@ -653,12 +657,12 @@ def _local_limit(spark: SparkSession) -> int:
 
 
 def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:
-    return _key_ranges(run, source, run.plan.prune_keys)[1]
+    return _key_ranges(run, source, _range_keys(run))[1]
 
 
 def _source_pass(run: _Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
     """Count the source (filling the persisted copy) and take min/max of its join keys."""
-    keys = run.plan.prune_keys if run.options.prune else ()
+    keys = _range_keys(run)
     row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")])
     run.metrics.source_rows = int(row["n"])
     return ranges if keys else None
@@ -769,15 +773,31 @@ def _same_kind(spark_type: str, value: object) -> bool:
     return type(value).__name__ == "date" and t == "date"
 
 
-def _unacted(run: _Run, tablets: list[str]) -> list[str]:
-    """Without the tablets whose rows no clause can act on, by the log's statistics, where no
-    target row has a pair (UPDATE / DELETE ... WHERE, ON FALSE: microbatch, replace_where):
-    a tablet where some conjunct of each acting BY SOURCE clause's condition is never true
-    (``tablets.sql.reads.condition``, ``storage.pruning``), as Delta skips files for a DELETE."""
+def _range_keys(run: _Run) -> tuple[tuple[str, str], ...]:
+    """The join keys whose source min/max the statement takes, to skip tablets by."""
+    return run.plan.join_keys if run.options.prune else ()
+
+
+def _unacted(
+    run: _Run, tablets: list[str], has_source: bool, pair_ranges: list[tuple[str, object, object]] | None = None
+) -> list[str]:
+    """Without the tablets whose rows no clause can act on, by the log's statistics: a tablet
+    where some conjunct of each acting BY SOURCE clause's condition is never true
+    (``tablets.sql.reads.condition``, ``storage.pruning``), as Delta skips files for a DELETE,
+    and whose rows' pairs decide nothing: there is no source (UPDATE / DELETE ... WHERE), ON is
+    false (microbatch, replace_where), no MATCHED or NOT MATCHED clause acts (a pair also keeps
+    a source row from being inserted), or the tablet's keys lie outside the source's
+    (``pair_ranges``: a sync that deletes a window, ``WHEN NOT MATCHED BY SOURCE AND t.day >=
+    ... THEN DELETE``)."""
     plan = run.plan
-    # (without a pair, MATCHED clauses never act; NOT MATCHED ones insert source rows)
     acting = [b for b in plan.branches if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING]
     if not acting or not all(b.condition for b in acting):
+        return tablets
+    # whether a source row has a pair decides MATCHED clauses and which rows NOT MATCHED inserts
+    pairs = has_source and not plan.pairs_nothing and any(
+        b.clause.category is not Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING
+        for b in plan.branches)
+    if pairs and not pair_ranges:
         return tablets
     schema = schema_to_arrow(run.snapshot.metadata.schema)
     kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
@@ -785,7 +805,10 @@ def _unacted(run: _Run, tablets: list[str]) -> list[str]:
     preds = [typed(condition(b.condition, plan.spec.target_alias), kinds, names) for b in acting]
     if not all(preds):
         return tablets
-    keep = [t for t in tablets if not all(pruning.prune(p, run.snapshot.tablets[t].add, kinds) for p in preds)]
+    def skipped(add: AddTablet) -> bool:
+        return (not pairs or outside(add, pair_ranges or ())) and all(pruning.prune(p, add, kinds) for p in preds)
+
+    keep = [t for t in tablets if not skipped(run.snapshot.tablets[t].add)]
     run.metrics.tablets_pruned += len(tablets) - len(keep)
     return keep
 
