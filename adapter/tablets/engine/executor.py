@@ -80,7 +80,7 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import JOIN_NAMES, DriverClause, DriverClauses, Plan, plan_merge
+from tablets.engine.plan import JOIN_NAMES, Branch, DriverClause, DriverClauses, Plan, plan_merge
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -774,8 +774,17 @@ def _same_kind(spark_type: str, value: object) -> bool:
 
 
 def _range_keys(run: _Run) -> tuple[tuple[str, str], ...]:
-    """The join keys whose source min/max the statement takes, to skip tablets by."""
-    return run.plan.join_keys if run.options.prune else ()
+    """The join keys whose source min/max the statement takes, to skip tablets by: all where no
+    BY SOURCE clause acts; with them, only where each has a condition (``_unacted``)."""
+    if not run.options.prune:
+        return ()
+    if run.plan.prune_keys:
+        return run.plan.prune_keys
+    return run.plan.join_keys if all(b.condition for b in _by_source_acting(run.plan)) else ()
+
+
+def _by_source_acting(plan: Plan) -> list[Branch]:
+    return [b for b in plan.branches if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING]
 
 
 def _unacted(
@@ -790,7 +799,7 @@ def _unacted(
     (``pair_ranges``: a sync that deletes a window, ``WHEN NOT MATCHED BY SOURCE AND t.day >=
     ... THEN DELETE``)."""
     plan = run.plan
-    acting = [b for b in plan.branches if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING]
+    acting = _by_source_acting(plan)
     if not acting or not all(b.condition for b in acting):
         return tablets
     # whether a source row has a pair decides MATCHED clauses and which rows NOT MATCHED inserts
@@ -805,6 +814,7 @@ def _unacted(
     preds = [typed(condition(b.condition, plan.spec.target_alias), kinds, names) for b in acting]
     if not all(preds):
         return tablets
+
     def skipped(add: AddTablet) -> bool:
         return (not pairs or outside(add, pair_ranges or ())) and all(pruning.prune(p, add, kinds) for p in preds)
 
