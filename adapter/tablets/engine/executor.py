@@ -811,7 +811,7 @@ def _unacted(
     schema = schema_to_arrow(run.snapshot.metadata.schema)
     kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
     names = {n.lower(): n for n in schema.names}
-    preds = [typed(condition(b.condition, plan.spec.target_alias), kinds, names) for b in acting]
+    preds = [typed(condition(b.condition or "", plan.spec.target_alias), kinds, names) for b in acting]
     if not all(preds):
         return tablets
 
