@@ -313,10 +313,11 @@ def driver_and_spark(db, spark, name, ddl, inserts, stmt):
     return on, jobs, got, off, want
 
 
-def assert_driver_gave_sparks_result(on, jobs, got, off, want, **counts):
-    """The driver merged the statement with no Spark job after the source's (its collect;
-    reading its input's schema), and Spark's plan gave the same counts (``counts``: the
-    expected ``rows_updated`` and so on) and the same rows."""
+def assert_driver_gives_sparks_result(db, spark, name, ddl, inserts, stmt, **counts):
+    """``driver_and_spark``: the driver merged the statement with no Spark job after the
+    source's (its collect; reading its input's schema), and Spark's plan gave the same counts
+    (``counts``: the expected ``rows_updated`` and so on) and the same rows."""
+    on, jobs, got, off, want = driver_and_spark(db, spark, name, ddl, inserts, stmt)
     assert on.merged_on_driver and not off.merged_on_driver
     for name, n in counts.items():
         assert getattr(on, name) == getattr(off, name) == n, (name, getattr(on, name), getattr(off, name))
@@ -328,12 +329,12 @@ def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
     """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
     itself (``executor._arrow_rows``); the result is the Spark plan's."""
     src = "SELECT id, id * 3D AS v, CAST(NULL AS STRING) AS s, DATE'2020-01-01' AS d FROM range(990, 1010)"
-    on, jobs, got, off, want = driver_and_spark(
+    assert_driver_gives_sparks_result(
         db, spark, "api.plain", "id BIGINT, v DOUBLE, s STRING, d DATE",
         ["SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)), DATE'2024-01-01' + CAST(id AS INT) FROM range(0, 1000)"],
         f"MERGE INTO api.plain t USING ({src}) s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
-    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10, rows_inserted=10)
+        "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *",
+        rows_updated=10, rows_inserted=10)
 
 
 def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
@@ -341,16 +342,16 @@ def test_a_sync_with_by_source_runs_no_spark_job_after_the_source(db, spark):
     condition columns of every tablet, classifies the rows without a pair in Arrow, and writes
     the statement itself; the result is the Spark plan's."""
     src = "SELECT id, id * 3D AS v, 'new' AS s FROM range(1490, 1510)"
-    on, jobs, got, off, want = driver_and_spark(
+    # 1401-1489 soft-deleted; ids % 100 = 0 with s not NULL deleted
+    assert_driver_gives_sparks_result(
         db, spark, "api.sync", "id BIGINT, v DOUBLE, s STRING",
         ["SELECT id, id / 2, IF(id % 3 = 0, NULL, CAST(id AS STRING)) FROM range(0, 1000)",
          "SELECT id, 0, 'b' FROM range(1000, 1500)"],  # two tablets
         f"MERGE INTO api.sync t USING ({src}) s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT * "
         "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 AND t.s IS NOT NULL THEN DELETE "
-        "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL")
-    # 1401-1489 soft-deleted; ids % 100 = 0 with s not NULL deleted
-    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10 + 89, rows_inserted=10, rows_deleted=6 + 5)
+        "WHEN NOT MATCHED BY SOURCE AND t.id > 1400 THEN UPDATE SET s = NULL",
+        rows_updated=10 + 89, rows_inserted=10, rows_deleted=6 + 5)
 
 
 def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(db, spark):
@@ -361,36 +362,36 @@ def test_dbt_incremental_merge_on_timestamps_runs_no_spark_job_after_the_source(
     with settings(spark, LOS_ANGELES):
         src = (f"SELECT id, {ts} + IF(id % 2 = 0, INTERVAL 1 SECOND, INTERVAL -1 SECOND) AS updated_at, "
                f"CAST({ts} AS TIMESTAMP_NTZ) AS seen, CAST(id / 4 + 1 AS DECIMAL(12,2)) AS amount FROM range(990, 1010)")
-        on, jobs, got, off, want = driver_and_spark(
+        assert_driver_gives_sparks_result(
             db, spark, "api.newer", "id BIGINT, updated_at TIMESTAMP, seen TIMESTAMP_NTZ, amount DECIMAL(12,2)",
             [f"SELECT id, {ts}, NULL, CAST(id / 4 AS DECIMAL(12,2)) FROM range(0, 1000)"],
             f"MERGE INTO api.newer t USING ({src}) s ON t.id = s.id "
             "WHEN MATCHED AND s.updated_at > t.updated_at AND s.amount <> t.amount THEN UPDATE SET * "
-            "WHEN NOT MATCHED THEN INSERT *")
-    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=5, rows_inserted=10)  # even ids are newer
+            "WHEN NOT MATCHED THEN INSERT *",
+            rows_updated=5, rows_inserted=10)  # even ids are newer
 
 
 def test_dbt_s_parenthesized_on_runs_on_the_driver(db, spark):
     """dbt's default merge writes ``ON (s.k1 = t.k1) AND (s.k2 = t.k2)``: the same key pairs."""
-    on, jobs, got, off, want = driver_and_spark(
+    assert_driver_gives_sparks_result(
         db, spark, "api.paren_on", "a BIGINT, b STRING, v INT",
         ["SELECT id % 10, CAST(id DIV 10 AS STRING), 0 FROM range(0, 100)"],
         "MERGE INTO api.paren_on AS DBT_INTERNAL_DEST USING (SELECT id % 10 AS a, CAST(id DIV 10 AS STRING) AS b, 1 AS v "
         "FROM range(95, 105)) AS DBT_INTERNAL_SOURCE ON (DBT_INTERNAL_SOURCE.a = DBT_INTERNAL_DEST.a) "
-        "AND (DBT_INTERNAL_SOURCE.b = DBT_INTERNAL_DEST.b) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=5, rows_inserted=5)
+        "AND (DBT_INTERNAL_SOURCE.b = DBT_INTERNAL_DEST.b) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+        rows_updated=5, rows_inserted=5)
 
 
 def test_integers_into_float_columns_on_the_driver(db, spark):
     """``SET v = 0`` and an INT source column into DOUBLE / FLOAT columns: values a float holds
     exactly, so the driver writes them; the result is Spark's."""
-    on, jobs, got, off, want = driver_and_spark(
+    assert_driver_gives_sparks_result(
         db, spark, "api.int_float", "id BIGINT, v DOUBLE, f FLOAT, n INT",
         ["SELECT id, id / 3, id / 7, 0 FROM range(0, 100)"],
         "MERGE INTO api.int_float t USING (SELECT id, CAST(id * 1000003 AS INT) AS n, CAST(id AS SMALLINT) AS m "
         "FROM range(90, 110)) s ON t.id = s.id WHEN MATCHED AND s.id % 2 = 0 THEN UPDATE SET v = 0, f = s.m, n = s.n "
-        "WHEN MATCHED THEN UPDATE SET v = s.n, f = s.m WHEN NOT MATCHED THEN INSERT (id, v, f) VALUES (s.id, s.n, s.m)")
-    assert_driver_gave_sparks_result(on, jobs, got, off, want, rows_updated=10, rows_inserted=10)
+        "WHEN MATCHED THEN UPDATE SET v = s.n, f = s.m WHEN NOT MATCHED THEN INSERT (id, v, f) VALUES (s.id, s.n, s.m)",
+        rows_updated=10, rows_inserted=10)
 
 
 @pytest.mark.parametrize("cond", [
