@@ -58,7 +58,6 @@ from pyspark.sql.types import (
     LongType,
     StructField,
     StructType,
-    TimestampNTZType,
     TimestampType,
 )
 
@@ -525,17 +524,8 @@ def _spark_source(run: _Run, original: DataFrame) -> DataFrame:
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
-_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal")
-
-
-def _arrow_range(arrow: pa.DataType, target: str) -> bool:
-    """Whether the min/max of a source column of Arrow type ``arrow`` bound the values that
-    Spark compares with a target column of Spark type ``target``: timestamps only of the
-    target's kind (an instant with a zone for TIMESTAMP, a wall time for TIMESTAMP_NTZ; Spark
-    casts between them in the session zone)."""
-    if pa.types.is_timestamp(arrow):
-        return target.lower() == ("timestamp" if arrow.tz else "timestamp_ntz")
-    return str(arrow).startswith(_ARROW_RANGE_TYPES)
+# (whether a range compares with its column's statistics: _comparable_ranges)
+_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal", "timestamp")
 
 
 def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
@@ -563,7 +553,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
         i = _source_column(run, data, expr)
-        if i is None or not _arrow_range(data.schema.field(i).type, dict(run.plan.column_types).get(col, "")):
+        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
             frame = frame or _local_frame(run)  # an expression: Spark takes the ranges
             ranges = _source_ranges(run, frame) if frame is not None else None
             break
@@ -639,7 +629,7 @@ def _key_type(arrow: pa.DataType, spark: str) -> pa.DataType | None:
     it in Arrow as in Spark, once cast to it: timestamps of the same kind (instants compare in
     any zone; a wall time against an instant is Spark's cast in the session zone) and decimals
     (exact, whatever their scales)."""
-    if pa.types.is_timestamp(arrow) and _arrow_range(arrow, spark):
+    if pa.types.is_timestamp(arrow) and spark == ("timestamp" if arrow.tz else "timestamp_ntz"):
         return arrow_type(spark)
     if pa.types.is_decimal(arrow) and spark.startswith("decimal"):
         return arrow_type(spark)
@@ -674,11 +664,9 @@ _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 def _key_ranges(
     run: _Run, source: DataFrame, keys: Sequence[tuple[str, str]], first: Sequence[Column] = ()
 ) -> tuple[Row, list[tuple[str, object, object]]]:
-    """One aggregate of the source: ``first``, then min/max of each key expression, as ranges
-    that the target's statistics compare with soundly (``transaction.outside``). PySpark gives a
-    TIMESTAMP as a wall time in the Python process's zone: these are taken as instants
-    (``unix_micros``). A key whose values are of the other timestamp kind than its target
-    column (Spark casts one to the other in the session zone) gets no range."""
+    """One aggregate of the source: ``first``, then min/max of each key expression. PySpark
+    gives a TIMESTAMP as a wall time in the Python process's zone: these are taken as instants
+    (``unix_micros``), which the target's statistics compare with (``_comparable_ranges``)."""
     frame = source.alias(run.plan.spec.source_alias)
 
     def aggregate(instants: set[int]) -> DataFrame:
@@ -694,18 +682,11 @@ def _key_ranges(
     kinds = {f.name: f.dataType for f in df.schema.fields}
     instants = {i for i in range(len(keys)) if isinstance(kinds[f"lo{i}"], TimestampType)}
     row = (aggregate(instants) if instants else df).collect()[0]
-    types = dict(run.plan.column_types)
-    ranges: list[tuple[str, object, object]] = []
-    for i, (col, _) in enumerate(keys):
-        lo, hi, target = row[f"lo{i}"], row[f"hi{i}"], types.get(col, "").lower()
-        if i in instants:
-            if target != "timestamp":
-                continue
-            lo, hi = (None if v is None else _EPOCH + datetime.timedelta(microseconds=v) for v in (lo, hi))
-        elif isinstance(kinds[f"lo{i}"], TimestampNTZType) and target != "timestamp_ntz":
-            continue
-        ranges.append((col, lo, hi))
-    return row, ranges
+
+    def value(i: int, v: object) -> object:
+        return _EPOCH + datetime.timedelta(microseconds=v) if i in instants and isinstance(v, int) else v
+
+    return row, [(col, value(i, row[f"lo{i}"]), value(i, row[f"hi{i}"])) for i, (col, _) in enumerate(keys)]
 
 
 def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:
@@ -760,19 +741,6 @@ def _appends_match(run: _Run, source: DataFrame | None, adds: list[AddTablet]) -
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
 
 
-def _same_kind(spark_type: str, value: object) -> bool:
-    """A source key value compares with the target column as the join's equality does: same
-    kind of type (Spark would otherwise coerce one side, ordering them differently)."""
-    t = spark_type.lower()
-    if isinstance(value, bool):
-        return t == "boolean"
-    if isinstance(value, int):
-        return t in _INTEGRAL
-    if isinstance(value, str):
-        return t == "string"
-    return type(value).__name__ == "date" and t == "date"
-
-
 def _range_keys(run: _Run) -> tuple[tuple[str, str], ...]:
     """The join keys whose source min/max the statement takes, to skip tablets by: all where no
     BY SOURCE clause acts; with them, only where each has a condition (``_unacted``)."""
@@ -808,9 +776,7 @@ def _unacted(
         for b in plan.branches)
     if pairs and not pair_ranges:
         return tablets
-    schema = schema_to_arrow(run.snapshot.metadata.schema)
-    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
-    names = {n.lower(): n for n in schema.names}
+    kinds, names = pruning.column_kinds(schema_to_arrow(run.snapshot.metadata.schema))
     preds = [typed(condition(b.condition or "", plan.spec.target_alias), kinds, names) for b in acting]
     if not all(preds):
         return tablets
@@ -940,15 +906,16 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     # row ids always: every statement reports the target rows its result depends on
     scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame
-    types = dict(plan.column_types)
     adds = [run.snapshot.tablets[t].add for t in tablets] if run.ranges else []
     for col, lo, hi in run.ranges or ():
         # rows outside the source's key range cannot pair: Spark's Parquet reader skips their
         # row groups by their statistics (pruning inside the tablets the log could not rule
         # out). Only where that can skip a fair part of some tablet: the filter doubles the
         # scan's CPU (10M rows: 5.3 s against 2.1 s), which a source spread over the whole
-        # key space (an upsert of random keys) would pay for nothing
-        if lo is None or hi is None or not _same_kind(types.get(col, ""), lo):
+        # key space (an upsert of random keys) would pay for nothing. The ranges are of their
+        # column's kind (_comparable_ranges); F.lit writes integers, text and dates as that kind
+        # (not floats: NaN; nor timestamps, whose wall times it would read in the session zone)
+        if lo is None or hi is None or not (isinstance(lo, (int, str)) or type(lo) is datetime.date):
             continue
         shares = (outside_share(a, col, lo, hi) for a in adds)
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):

@@ -169,8 +169,7 @@ def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int, list[str]]:
     ``kind_of``: the view reads floats as ``nanvl(c, c)`` so that Spark does not skip row groups
     holding NaN by their min/max)."""
     schema = schema_to_arrow(snap.metadata.schema)
-    kinds = {f.name: k for f in schema if (k := pruning.kind_of(f.type)) is not None}
-    names = {n.lower(): n for n in schema.names}
+    kinds, names = pruning.column_kinds(schema)
     typed_conds = [(c, typed([c], kinds, names)) for c in ref.conds]
     preds = [p for _, ps in typed_conds for p in ps]
     early = [c.sql for c, ps in typed_conds if ps and c.sql]

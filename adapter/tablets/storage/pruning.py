@@ -57,6 +57,13 @@ def kind_of(t: pa.DataType) -> str | None:
     return None
 
 
+def column_kinds(schema: pa.Schema) -> tuple[dict[str, str], dict[str, str]]:
+    """The kinds (``kind_of``) of a table's columns that statistics can rule on, by name, and
+    every column's name by its lower-case name: what ``tablets.sql.reads.typed`` takes."""
+    kinds = {f.name: k for f in schema if (k := kind_of(f.type)) is not None}
+    return kinds, {n.lower(): n for n in schema.names}
+
+
 def _value_fits(kind: str, v: object) -> bool:
     if kind == "bool":
         return isinstance(v, bool)
