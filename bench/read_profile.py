@@ -1,7 +1,7 @@
 """Reads of a tablet table through Spark SQL against the same rows as a plain Parquet table.
 
     .venv/bin/python bench/read_profile.py --rows 3000000 --repeat 9
-    .venv/bin/python bench/read_profile.py --paths plain,native --queries "id range 1%,unique test" --results ''
+    .venv/bin/python bench/read_profile.py --paths plain,spark,native --queries "id range 1%,unique test" --results ''
 
 One session (local[2], 4 shuffle partitions). The data (made once per --rows under --work):
 ``id BIGINT`` 0..N-1 in order, ``k INT`` = id % 1000, ``v DOUBLE`` = id / 64, ``s STRING`` = 's'
@@ -11,9 +11,10 @@ live rows as Parquet files written with the tablets' settings (zstd, 128k-row gr
 per tablet. Each query's result is checked equal across the paths; the median of --repeat runs
 (interleaved across the paths) after one untimed warm-up run is printed with the ratio to plain Parquet.
 
-Paths: ``plain`` (the Parquet table), ``python`` (``spark.sql`` on the catalog table: the
-Python data source), ``native`` (``Database.sql``, as dbt runs it: the front door reads the
-table with Spark's Parquet scan, ``tablets.spark.reads``).
+Paths: ``plain`` (the Parquet table), ``python`` (``spark.sql`` on the catalog table with
+native reads off: the Python data source), ``spark`` (``spark.sql`` on the catalog table: the
+native-read rule, ``tablets.spark.native``), ``native`` (``Database.sql``, as dbt runs it: the
+front door reads the table with Spark's Parquet scan, ``tablets.spark.reads``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from tablets.storage.transaction import RowLevelSink  # noqa: E402
 
 TABLETS = 6
 DELETED = 0.05
-LABELS = {"plain": "plain Parquet", "python": "Python source (spark.sql)", "native": "front door (db.sql, dbt)"}
+LABELS = {"plain": "plain Parquet", "python": "Python source", "spark": "spark.sql (native-read rule)",
+          "native": "front door (db.sql, dbt)"}
 
 QUERIES = {
     "full aggregate": "SELECT count(*), sum(id), sum(k), sum(v), max(s), min(d) FROM {t}",
@@ -96,7 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=3_000_000)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--paths", default="plain,python,native")
+    ap.add_argument("--paths", default="plain,python,spark,native")
     ap.add_argument("--queries", default=",".join(QUERIES))
     ap.add_argument("--work", default="/tmp/tablets-read-bench")
     ap.add_argument("--memory", default="2g")
@@ -122,9 +124,19 @@ def main() -> None:
 
     one = pq.read_table(os.path.join(plain, "part-00003.parquet"), columns=["s"]).column(0)[12345].as_py()
     params = {"lo": args.rows // 2, "hi": args.rows // 2 + args.rows // 100, "s": one}
+    from tablets.spark.frames import READ_NATIVE_CONF
+
+    def python_source(q: str) -> list:
+        spark.conf.set(READ_NATIVE_CONF, "false")
+        try:
+            return spark.sql(q.format(t="default.tab", **params)).collect()
+        finally:
+            spark.conf.set(READ_NATIVE_CONF, "true")
+
     runners = {
         "plain": lambda q: spark.sql(q.format(t="default.plain", **params)).collect(),
-        "python": lambda q: spark.sql(q.format(t="default.tab", **params)).collect(),
+        "python": python_source,
+        "spark": lambda q: spark.sql(q.format(t="default.tab", **params)).collect(),
         "native": lambda q: db.sql(q.format(t="default.tab", **params)).collect(),
     }
     paths = args.paths.split(",")

@@ -317,3 +317,114 @@ def test_the_deletion_vectors_words_are_one_packed_literal(db, spark):
     plan = df._jdf.queryExecution().optimizedPlan().toString()
     assert "UnsafeArrayData" in plan and "bit_get" in plan
     assert sorted(r[0] for r in df.collect()) == [i for i in range(4, 299) if i != 64]
+
+
+# --- plain Spark SQL: the native-read rule (tablets.spark.native) -----------------------------
+
+
+def _native(df) -> bool:
+    """Whether ``df`` reads its tablet tables natively (the rule's marker, no Python source)."""
+    from tablets.spark.native import MARKER
+
+    plan = df._jdf.queryExecution().analyzed().toString()
+    return MARKER in plan and "RelationV2" not in plan
+
+
+def test_plain_spark_sql_reads_natively_and_rows_equal_plain_parquet(db, spark):
+    """``spark.sql`` outside the front door: every filter kind reads the rows the plain copy
+    gives, through Spark's Parquet scan (column pruning, pushdown), deletion vectors applied."""
+    cols = "id, k, s, d, m, x, f"  # (the catalog has no c: added by the table API, not synced)
+    for i, where in enumerate(w for w in FILTERS if "c " not in w):
+        df = spark.sql(f"SELECT {cols} FROM rd.t WHERE {where}")
+        assert _native(df), where
+        spark.conf.set("spark.sql.parquet.filterPushdown", "false")  # the copy's NaN rows (see above)
+        try:
+            want = rows(spark.sql(f"SELECT {cols} FROM rd.plain WHERE {where}"))
+        finally:
+            spark.conf.unset("spark.sql.parquet.filterPushdown")
+        assert rows(df) == want, (i, where)
+    # the DataFrame API and a whole-table read
+    assert _native(spark.table("rd.t"))
+    assert spark.table("rd.t").filter("id < 10").count() == 9  # 0 deleted
+    assert rows(spark.table("rd.t").select("id", "s")) == rows(spark.table("rd.plain").select("id", "s"))
+    # the plan reads only the columns asked for
+    scan = spark.sql("SELECT sum(k) FROM rd.t")._jdf.queryExecution().executedPlan().toString()
+    assert "ReadSchema: struct<k:int," in scan and "s:string" not in scan, scan  # (+ the row index: DVs)
+
+
+def test_plain_spark_sql_skips_tablets_by_the_querys_where(db, spark):
+    """The query's WHERE on the table reaches the planner: tablets it rules out by the log's
+    statistics are not read (``inputFiles``), and conditions it cannot judge skip none."""
+    every = len(spark.table("rd.t").inputFiles())
+    assert every == 4
+
+    def files(sql):
+        df = spark.sql(sql)
+        assert _native(df), sql
+        return len(df.inputFiles())
+
+    assert files("SELECT * FROM rd.t WHERE id BETWEEN 120 AND 130") == 1
+    assert files("SELECT count(*) FROM rd.t x WHERE x.id >= 395 AND s LIKE 'a%'") == 1
+    assert files("SELECT * FROM rd.t WHERE d < DATE'2021-01-11'") == 1
+    assert files("SELECT * FROM rd.t WHERE 120 >= id") == 2
+    assert files("SELECT * FROM rd.t WHERE k = 3 AND d >= DATE'2021-01-25'") == 2  # ids 240-399
+    assert files("SELECT * FROM rd.t WHERE id IN (5, 250)") == 2
+    assert files("SELECT * FROM rd.t WHERE s = 'it''s'") == 4  # a quote: not passed on, rows still right
+    assert files("SELECT * FROM rd.t WHERE id < 5 OR id > 395") == 4
+    assert files("SELECT * FROM rd.t WHERE id = 5000") == 0
+    assert spark.sql("SELECT * FROM rd.t WHERE id = 5000").collect() == []
+    assert rows(spark.sql("SELECT id FROM rd.t WHERE id BETWEEN 120 AND 130")) == [(i,) for i in range(120, 131)]
+
+
+def test_plain_spark_sql_keeps_the_version_it_read_and_the_setting_turns_it_off(db, spark):
+    t = db.table_of("rd.t")
+    df = spark.sql("SELECT count(*) FROM rd.t")
+    live = df.collect()[0][0]
+    t.append(_part(1000, 1001).append_column("c", pa.array([9], pa.int32())))
+    try:
+        assert df.collect()[0][0] == live  # a DataFrame keeps the version it read
+        assert spark.sql("SELECT count(*) FROM rd.t").collect()[0][0] == live + 1
+        spark.conf.set(READ_NATIVE_CONF, "false")
+        off = spark.sql("SELECT id FROM rd.t WHERE id > 395")
+        assert not _native(off) and rows(off) == [(396,), (397,), (398,), (399,), (1000,)]
+    finally:
+        spark.conf.unset(READ_NATIVE_CONF)
+        db.sql("DELETE FROM rd.t WHERE id = 1000")
+
+
+def test_plain_spark_sql_of_a_cut_tablet_is_the_python_sources_error(db, spark):
+    """A tablet the log does not describe is not read natively: the Python source reads the
+    table and raises its ``FormatError`` (inside PySpark's ``PythonException``)."""
+    from pyspark.errors import PythonException
+
+    t = db.table_of("rd.t")
+    paths = [t.tablet_path(st) for st in t.snapshot().tablets.values()]
+    good = damage(t, paths[1], "truncated")
+    try:
+        df = spark.sql("SELECT * FROM rd.t")
+        assert not _native(df)
+        with pytest.raises(PythonException, match="tablets.exceptions.FormatError: tablet .* is damaged"):
+            df.collect()
+    finally:
+        restore(t, paths[1], good)
+    assert _native(spark.sql("SELECT * FROM rd.t"))
+
+
+def test_a_merge_whose_source_reads_its_target_natively_knows_it(db, spark):
+    """The engine tells from its source's plan whether the statement reads its target (its
+    conflict rules depend on it): a native read names the table's provider."""
+    from types import SimpleNamespace
+
+    from tablets.engine.executor import _reads_target
+
+    db.sql("DROP TABLE IF EXISTS rd.other")
+    db.sql("CREATE TABLE rd.other (id BIGINT) USING tablets")
+    src = spark.sql("SELECT max(id) + 1 AS id FROM rd.t")
+    assert _native(src)
+    assert _reads_target(SimpleNamespace(spark=spark, table=db.table_of("rd.t")), src)
+    assert not _reads_target(SimpleNamespace(spark=spark, table=db.table_of("rd.other")), src)
+    # and the statement, end to end
+    db.sql("INSERT INTO rd.other VALUES (1)")
+    db.sql("MERGE INTO rd.other o USING (SELECT max(id) AS id FROM rd.t) s ON o.id = s.id "
+           "WHEN NOT MATCHED THEN INSERT VALUES (s.id)")
+    assert rows(spark.sql("SELECT id FROM rd.other")) == [(1,), (399,)]

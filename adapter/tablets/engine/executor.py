@@ -97,6 +97,7 @@ from tablets.spark.frames import (
     scan_struct,
     tablet_scan,
 )
+from tablets.spark.native import MARKER as NATIVE_MARKER
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.sql.reads import condition, typed
 from tablets.sqltext import quote_ident
@@ -697,6 +698,7 @@ def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object
 
 
 _RELATION = re.compile(r"RelationV2\[[^\]]*\] (\S+)")
+_NATIVE = re.compile(r"SubqueryAlias " + NATIVE_MARKER + r"(tablets_[0-9a-f]{12})\b")
 
 
 def _reads_target(run: _Run, source: DataFrame) -> bool:
@@ -713,6 +715,10 @@ def _reads_target(run: _Run, source: DataFrame) -> bool:
             text = str(explain(extended=True))
         else:
             text = str(source._jdf.queryExecution().analyzed().toString())  # noqa: SLF001
+        for provider in set(_NATIVE.findall(text)):  # a read the native-read rule replaced
+            root = catalog.root_of_provider(run.spark, provider)
+            if root is None or normalize(root) == normalize(run.table.root):
+                return True
         for name in set(_RELATION.findall(text)):
             root = catalog.lookup(run.spark, name)
             if root is not None and normalize(root) == normalize(run.table.root):

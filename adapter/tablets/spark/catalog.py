@@ -84,11 +84,22 @@ def provider_name(root: str) -> str:
     return f"{PROVIDER_PREFIX}{digest}"
 
 
+_provider_roots: dict[str, str] = {}  # every provider this process made a source class of
+
+
+def root_of_provider(spark: SparkSession, provider: str) -> str | None:
+    """The root of the tablet table whose provider is ``provider`` (registry, or a table read
+    by path in this process), else None."""
+    entry = _load(spark).by_provider.get(provider)
+    return entry.path if entry is not None else _provider_roots.get(provider)
+
+
 def table_source(root: str, storage_options: Mapping[str, str] | None = None) -> type[TabletsDataSource]:
     """The data source class of one tablet table (pickled by value into Spark's workers, with
     the store settings its reads need)."""
     root = normalize(root)
     provider = provider_name(root)
+    _provider_roots[provider] = root
     return type(
         f"TabletsTable_{provider[len(PROVIDER_PREFIX):]}",
         (TabletsDataSource,),
@@ -243,6 +254,9 @@ def register_sources(spark: SparkSession) -> None:
             register_base(spark)
             done.add(SOURCE_NAME)
     _register(spark, list(_load(spark).by_provider.values()))
+    from tablets.spark import native
+
+    native.register(spark)
 
 
 # --- names ------------------------------------------------------------------------------------

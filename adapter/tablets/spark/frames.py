@@ -471,10 +471,26 @@ def read_view(
     tablet_ids: Sequence[str] | None = None,
     where: Sequence[str] = (),
 ) -> bool:
-    """Temporary view ``name`` of the live rows of ``snapshot`` (of ``tablet_ids``, default all),
-    every column, for a query: Spark's Parquet scan, so Spark reads only the columns the query
-    uses and skips row groups by its filters. False (no view) where the native scan cannot read
-    the table (the Python source then). ``where``: conditions (Spark SQL on the table's
+    """Temporary view ``name`` of ``read_frame``'s rows; False (no view) where the native scan
+    cannot read the table (the Python source then)."""
+    frame = read_frame(spark, table, snapshot, tablet_ids, where)
+    if frame is None:
+        return False
+    frame.createOrReplaceTempView(name)
+    return True
+
+
+def read_frame(
+    spark: SparkSession,
+    table: TabletTable,
+    snapshot: Snapshot,
+    tablet_ids: Sequence[str] | None = None,
+    where: Sequence[str] = (),
+) -> DataFrame | None:
+    """The live rows of ``snapshot`` (of ``tablet_ids``, default all), every column, for a
+    query: Spark's Parquet scan, so Spark reads only the columns the query uses and skips row
+    groups by its filters. None where the native scan cannot read the table (the Python source
+    then). ``where``: conditions (Spark SQL on the table's
     non-float columns) the query keeps only rows that meet; they are tested before the deletion
     vectors, which Spark would otherwise test first on every row (it puts a view's own filter
     before the query's). Each DataFrame call is an analysis in the JVM (~5-15 ms here): strings,
@@ -493,10 +509,9 @@ def read_view(
     ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
     states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
     if not states:
-        empty_frame(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names)).createOrReplaceTempView(name)
-        return True
+        return empty_frame(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names))
     if not native_scan(spark, table, table.tablet_path(states[0])):
-        return False
+        return None
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     key = (spark, table.root, snapshot.version, tuple(st.tablet_id for st in states))
     with _known_lock:
@@ -509,9 +524,7 @@ def read_view(
             _READ_FRAMES[key] = parts
             while len(_READ_FRAMES) > READ_FRAMES_KEPT:
                 _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
-    frame = parts.frame if parts.scan is None or not where else _live(parts.scan, parts.struct, where)
-    frame.createOrReplaceTempView(name)
-    return True
+    return parts.frame if parts.scan is None or not where else _live(parts.scan, parts.struct, where)
 
 
 def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:

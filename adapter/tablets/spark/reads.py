@@ -20,15 +20,11 @@ temporary one). Left to the Python source: names that a temporary view of the se
 tables whose files Spark's Hadoop file system cannot read (``frames.native_scan``), Spark Connect
 sessions (the server analyzes a statement only when it runs: the views would be gone), statements
 ``tablets.sql.reads`` is not sure about, and every read when ``spark.tablets.read.native``
-(``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door has no hook
-for this, so plain Spark SQL reads keep the Python source: the per-table provider
-(``tablets.spark.catalog``) can only return a Python data source, whose reader Spark plans itself;
-swapping its scan for a Parquet scan would take an optimizer rule or a catalog plugin, both JVM
-classes (``spark.sql.extensions``, ``spark.sql.catalog.*``) that a pip-installed Python package
-does not ship; and a catalog view over the tablet files would be stale after every commit and
-could not apply deletion vectors. Nor do the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE
-TABLE ... USING tablets AS``): the engine tells from the source's plan whether it reads the
-target, which its conflict rules depend on.
+(``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door, views,
+and the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE TABLE ... USING
+tablets AS``) are not rewritten here: the analyzer rule of ``tablets.spark.native`` replaces their
+reads of the Python source by ``frames.read_frame`` (marked, so that the engine still tells from
+the source's plan whether it reads the target, which its conflict rules depend on).
 
 Verification: each tablet's size is checked against the log before planning (``check_sizes``:
 a cut, grown or missing tablet is a ``FormatError`` here) and parquet-mr checks the page CRCs
@@ -44,7 +40,7 @@ import itertools
 import logging
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -53,7 +49,7 @@ from tablets.exceptions import FormatError
 from tablets.spark import catalog
 from tablets.spark.frames import read_view, reads_natively
 from tablets.spark.session import is_connect
-from tablets.sql.reads import TableRef, references, typed
+from tablets.sql.reads import Cond, TableRef, references, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
 from tablets.storage.tablet import damaged
@@ -144,7 +140,7 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
         root = found
     table = catalog.storage(spark).table(root)
     snap = snaps.setdefault(root, table.snapshot())
-    keep, pruned, early = _tablets(snap, ref)
+    keep, pruned, early = tablets_to_read(snap, ref.conds)
     with _ids_lock:
         view = f"{VIEW_PREFIX}{next(_ids)}"
     if not read_view(spark, view, table, snap, keep, early):
@@ -160,8 +156,8 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     return view
 
 
-def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int, list[str]]:
-    """The live tablets to read, how many the reference's predicates ruled out, and the
+def tablets_to_read(snap: Snapshot, conds: Sequence[Cond]) -> tuple[list[str], int, list[str]]:
+    """The live tablets to read, how many the query's conditions on the table ruled out, and the
     conjuncts (``Cond.sql``) that may filter the rows before the deletion vectors are tested.
     Those rows include deleted ones, so only conjuncts that cannot fail on any value: ``typed``
     ones, whose literal compares with the column without casting the column's values (ANSI
@@ -170,7 +166,7 @@ def _tablets(snap: Snapshot, ref: TableRef) -> tuple[list[str], int, list[str]]:
     holding NaN by their min/max)."""
     schema = schema_to_arrow(snap.metadata.schema)
     kinds, names = pruning.column_kinds(schema)
-    typed_conds = [(c, typed([c], kinds, names)) for c in ref.conds]
+    typed_conds = [(c, typed([c], kinds, names)) for c in conds]
     preds = [p for _, ps in typed_conds for p in ps]
     early = [c.sql for c, ps in typed_conds if ps and c.sql]
     keep, pruned = [], 0

@@ -205,7 +205,7 @@ def build_session(
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from tablets.spark import jvm
+    from tablets.spark import jvm, native
     from tablets.spark.catalog import configure, register_sources
     from tablets.spark.ship import ship
 
@@ -220,7 +220,8 @@ def build_session(
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)
         full = session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri)
-        if SparkContext._active_spark_context is None:  # a JVM to start: with the class archive
+        if SparkContext._active_spark_context is None:  # a JVM to start: native reads, the class archive
+            full = native.with_extension(full)
             archive = jvm.options(java, full)
             if archive:
                 full["spark.driver.extraJavaOptions"] = f"{full.get('spark.driver.extraJavaOptions', '')} {archive}".strip()

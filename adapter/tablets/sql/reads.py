@@ -131,12 +131,17 @@ def _predicates(node: exp.Table) -> Iterator[Cond]:
     for c in _conjuncts(where.this):
         pred = _pred(c, names)
         if pred is not None:
-            bare = c.copy()
-            for col in bare.find_all(exp.Column):
-                col.set("table", None)
-            sql = bare.sql(dialect=DIALECT)
-            # a backslash: Spark and sqlglot unescape some string literals differently
-            yield replace(pred, sql="" if "\\" in sql else sql)
+            yield _with_sql(pred, c)
+
+
+def _with_sql(pred: Cond, c: exp.Expr) -> Cond:
+    """``pred`` with the SQL of its conjunct ``c`` on the bare column (``Cond.sql``)."""
+    bare = c.copy()
+    for col in bare.find_all(exp.Column):
+        col.set("table", None)
+    sql = bare.sql(dialect=DIALECT)
+    # a backslash: Spark and sqlglot unescape some string literals differently
+    return replace(pred, sql="" if "\\" in sql else sql)
 
 
 def _conjuncts(e: exp.Expr) -> Iterator[exp.Expr]:
@@ -302,4 +307,4 @@ def condition(text: str, alias: str) -> list[Cond]:
         tree = sqlglot.parse_one(text, read=DIALECT, into=exp.Condition)
     except (sqlglot.errors.SqlglotError, ValueError):
         return []
-    return [p for c in _conjuncts(tree) if (p := _pred(c, {alias.lower()})) is not None]
+    return [_with_sql(p, c) for c in _conjuncts(tree) if (p := _pred(c, {alias.lower()})) is not None]
