@@ -87,7 +87,8 @@ def test_merge_matches_duckdb_on_the_cluster(spark, tmp_path, case):
 
 def test_deletion_vectors_are_written_by_the_executors(spark):
     """SQL through the front door on the cluster: INSERT, a MERGE that deletes and updates
-    (deletion vectors, written by the executors' tasks), UPDATE, DELETE, SELECT."""
+    (deletion vectors, written by the executors' tasks), UPDATE, DELETE, SELECT; and a plain
+    ``spark.sql`` read (the native-read rule)."""
     import tablets
     from tablets.spark import catalog
     from tablets.storage import TabletTable
@@ -118,4 +119,10 @@ def test_deletion_vectors_are_written_by_the_executors(spark):
     rows = dict((r.item, r.qty) for r in db.sql("SELECT * FROM stock").collect())
     assert "i1" not in rows and rows["i2"] == 3 and rows["new"] == 7 and rows["i3"] == 1003
     assert len(rows) == 100 - 1 - 10 + 1
+    # plain Spark SQL on the cluster: the native-read rule's Parquet scan, deletion vectors applied
+    from tablets.spark.native import MARKER
+
+    plain = spark.sql("SELECT item, qty FROM stock WHERE qty < 1000")
+    assert MARKER in plain._jdf.queryExecution().analyzed().toString()
+    assert dict((r.item, r.qty) for r in plain.collect()) == {k: v for k, v in rows.items() if v < 1000}
     db.sql("DROP TABLE stock")
