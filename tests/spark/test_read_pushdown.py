@@ -384,11 +384,16 @@ def test_plain_spark_sql_keeps_the_version_it_read_and_the_setting_turns_it_off(
     try:
         assert df.collect()[0][0] == live  # a DataFrame keeps the version it read
         assert spark.sql("SELECT count(*) FROM rd.t").collect()[0][0] == live + 1
+        # a persistent view reads the newest version, natively, each time it is queried
+        spark.sql("CREATE OR REPLACE VIEW rd.pv AS SELECT id FROM rd.t WHERE id >= 398")
+        view = spark.sql("SELECT * FROM rd.pv")
+        assert _native(view) and rows(view) == [(398,), (399,), (1000,)]
         spark.conf.set(READ_NATIVE_CONF, "false")
         off = spark.sql("SELECT id FROM rd.t WHERE id > 395")
         assert not _native(off) and rows(off) == [(396,), (397,), (398,), (399,), (1000,)]
     finally:
         spark.conf.unset(READ_NATIVE_CONF)
+        spark.sql("DROP VIEW IF EXISTS rd.pv")
         db.sql("DELETE FROM rd.t WHERE id = 1000")
 
 

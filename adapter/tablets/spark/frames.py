@@ -441,11 +441,12 @@ def snapshot_frame(
 
 # --- reads of a whole table (queries), not the engine's ---------------------------------------
 
-READ_NATIVE_CONF = "spark.tablets.read.native"  # false: front-door queries read through the Python source
+READ_NATIVE_CONF = "spark.tablets.read.native"  # false: queries read through the Python source
 
 
 def reads_natively(spark: SparkSession) -> bool:
-    """Whether front-door queries read tablet tables with ``read_view`` (``READ_NATIVE_CONF``)."""
+    """Whether queries (the front door's, and plain Spark SQL's through ``tablets.spark.native``)
+    read tablet tables with ``read_frame`` (``READ_NATIVE_CONF``)."""
     return (spark.conf.get(READ_NATIVE_CONF, None) or "true").strip().lower() != "false"
 
 
