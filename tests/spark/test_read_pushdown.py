@@ -433,3 +433,19 @@ def test_a_merge_whose_source_reads_its_target_natively_knows_it(db, spark):
     db.sql("MERGE INTO rd.other o USING (SELECT max(id) AS id FROM rd.t) s ON o.id = s.id "
            "WHEN NOT MATCHED THEN INSERT VALUES (s.id)")
     assert rows(spark.sql("SELECT id FROM rd.other")) == [(1,), (399,)]
+
+
+def test_plain_spark_sql_from_several_threads(db, spark):
+    """dbt's threads: reads planned at once, each served by its own callback into this process."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    want = {lo: rows(spark.table("rd.plain").filter(f"id BETWEEN {lo} AND {lo + 30}").select("id", "s")) for lo in range(0, 400, 40)}
+
+    def read(lo):
+        df = spark.sql(f"SELECT id, s FROM rd.t WHERE id BETWEEN {lo} AND {lo + 30}")
+        return lo, _native(df), rows(df)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(read, list(want) * 2))
+    assert all(native for _, native, _ in got)
+    assert all(r == want[lo] for lo, _, r in got)
