@@ -12,7 +12,8 @@ Parquet scan, deletion vectors applied; tablets the query's WHERE rules out by t
 statistics are skipped). The analyzer then deduplicates self-joins as it does for views.
 
 Why a callback and not a JVM reader of the log: the snapshot, the pruning and the deletion
-vectors' test stay in one place (Python), and the JVM class is ~250 lines of plan plumbing.
+vectors' test stay in one place (Python); the JVM class only swaps plans and renders simple
+conditions.
 The cost: it works where the session's driver is this Python process (embedded sessions,
 dbt, notebooks, PySpark jobs); a Spark Connect server or a JVM-only driver has no planner and
 keeps the Python source.
