@@ -13,7 +13,6 @@ their ratio; ``--results`` appends them to bench/RESULTS.md.
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import os
 import shutil
@@ -27,7 +26,7 @@ sys.path.insert(0, HERE)
 
 import report  # noqa: E402
 import systems  # noqa: E402
-from read_profile import make_data  # noqa: E402
+from read_profile import data_arguments, make_data  # noqa: E402
 
 STATEMENT = (
     "MERGE INTO default.target t USING (SELECT id, k, v FROM default.upstream WHERE id BETWEEN {lo} AND {hi}) s "
@@ -36,13 +35,7 @@ STATEMENT = (
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=3_000_000)
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--work", default="/tmp/tablets-read-bench")
-    ap.add_argument("--memory", default="2g")
-    ap.add_argument("--results", default=report.RESULTS, help="'' to append nowhere")
-    args = ap.parse_args()
+    args = data_arguments(__doc__, repeat=7).parse_args()
     started, load_at_start = datetime.datetime.now(datetime.UTC), os.getloadavg()
     work = os.path.join(args.work, str(args.rows))
     root, _ = make_data(work, args.rows)

@@ -94,15 +94,22 @@ def make_data(work: str, rows: int) -> tuple[str, str]:
     return root, plain
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def data_arguments(doc: str | None, repeat: int) -> argparse.ArgumentParser:
+    """The options of the scripts over this table: its size, where it lives, the session's
+    memory, the runs and where their results go."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=3_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--paths", default="plain,python,spark,native")
-    ap.add_argument("--queries", default=",".join(QUERIES))
+    ap.add_argument("--repeat", type=int, default=repeat)
     ap.add_argument("--work", default="/tmp/tablets-read-bench")
     ap.add_argument("--memory", default="2g")
     ap.add_argument("--results", default=report.RESULTS, help="'' to append nowhere")
+    return ap
+
+
+def main() -> None:
+    ap = data_arguments(__doc__, repeat=3)
+    ap.add_argument("--paths", default="plain,python,spark,native")
+    ap.add_argument("--queries", default=",".join(QUERIES))
     args = ap.parse_args()
     started, load_at_start = datetime.datetime.now(datetime.UTC), os.getloadavg()
 
