@@ -88,10 +88,14 @@ _provider_roots: dict[str, str] = {}  # every provider this process made a sourc
 
 
 def root_of_provider(spark: SparkSession, provider: str) -> str | None:
-    """The root of the tablet table whose provider is ``provider`` (registry, or a table read
-    by path in this process), else None."""
+    """The root of the tablet table whose provider is ``provider``, else None: a provider names
+    one root for good (a digest of it), so the sources this process made answer without I/O;
+    the registry only for one it has not made."""
+    root = _provider_roots.get(provider)
+    if root is not None:
+        return root
     entry = _load(spark).by_provider.get(provider)
-    return entry.path if entry is not None else _provider_roots.get(provider)
+    return entry.path if entry is not None else None
 
 
 def table_source(root: str, storage_options: Mapping[str, str] | None = None) -> type[TabletsDataSource]:

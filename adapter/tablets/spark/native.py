@@ -167,16 +167,21 @@ class _Planner:
         implements = ["tablets.spark.ReadPlanner"]
 
     def plan(self, session: str, provider: str, where: str) -> object:
+        from tablets.exceptions import FormatError
+
         try:
             return self._plan(session, provider, where)
-        except Exception:  # noqa: BLE001 - the Python source reads it, and reports what is wrong
+        except FormatError:  # a damaged tablet: the Python source reads the table and raises it
             logger.debug("tablets: no native read of %s", provider, exc_info=True)
-            return None
+        except Exception:  # noqa: BLE001 - the Python source reads it (right rows, slower)
+            logger.warning("tablets: planning a native read of %s failed; it reads through the Python source",
+                           provider, exc_info=True)
+        return None
 
     @staticmethod
     def _plan(session: str, provider: str, where: str) -> object:
         from tablets.spark import catalog
-        from tablets.spark.frames import read_frame, reads_natively
+        from tablets.spark.frames import native_scan, read_frame, reads_natively
         from tablets.spark.reads import tablets_to_read
         from tablets.sql.reads import condition
 
@@ -187,6 +192,8 @@ class _Planner:
         if root is None:
             return None
         table = catalog.storage(spark).table(root)
+        if not native_scan(spark, table, root):  # before any I/O: a store Spark cannot read (per scheme)
+            return None
         snap = table.snapshot()
         keep, pruned, early = tablets_to_read(snap, condition(where, "") if where else [])
         frame = read_frame(spark, table, snap, keep, early)

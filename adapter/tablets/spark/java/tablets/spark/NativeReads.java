@@ -3,6 +3,7 @@ package tablets.spark;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.regex.Pattern;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.AliasIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -59,6 +60,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class NativeReads extends Rule<LogicalPlan> {
   /** The replaced read's marker ({@code SubqueryAlias}), followed by its provider name. */
   public static final String MARKER = "__tablets_native_";
+
+  private static final Pattern PROVIDER = Pattern.compile("tablets_[0-9a-f]{12}");
 
   private static volatile ReadPlanner planner;
 
@@ -121,7 +124,7 @@ public final class NativeReads extends Rule<LogicalPlan> {
 
   private static boolean isTablets(DataSourceV2Relation rel) {
     String cls = rel.table().getClass().getName();
-    return cls.endsWith(".PythonTable") && rel.table().name().matches("tablets_[0-9a-f]{12}");
+    return cls.endsWith(".PythonTable") && PROVIDER.matcher(rel.table().name()).matches();
   }
 
   /** The tablet table read under {@code plan} (through subquery aliases), or null. */
