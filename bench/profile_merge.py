@@ -120,8 +120,49 @@ def _trace_planning() -> None:
 
         setattr(DataFrame, name, run)
 
-    for n in ("collect", "count"):
+    for n in ("collect", "count", "toArrow"):
         wrap(n)
+
+
+class _Py4jTrace:
+    """Every py4j call to the JVM of one run: its milliseconds, the command and the line of
+    the package (or bench) that made it, printed in order (the driver's round trips)."""
+
+    def __init__(self) -> None:
+        from py4j import clientserver
+
+        self.calls: list[tuple[float, float, str, str]] = []
+        self.on = False
+        cls = clientserver.ClientServerConnection
+        orig = cls.send_command
+        trace = self
+
+        def send(conn, command, *a, **k):
+            if not trace.on:
+                return orig(conn, command, *a, **k)
+            t = time.perf_counter()
+            try:
+                return orig(conn, command, *a, **k)
+            finally:
+                trace.calls.append((t, time.perf_counter() - t, " ".join(command.split("\n")[:3]), _caller()))
+
+        cls.send_command = send
+
+    def print(self, start: float) -> None:
+        for t, ms, command, caller in self.calls:
+            print(f"    +{(t - start) * 1000:6.1f} ms {ms * 1000:6.1f} ms  {caller:50s} {command[:70]}")
+        print(f"    {len(self.calls)} calls, {sum(c[1] for c in self.calls) * 1000:.1f} ms")
+        self.calls.clear()
+
+
+def _caller() -> str:
+    f = sys._getframe(2)  # noqa: SLF001
+    while f is not None:
+        name = f.f_code.co_filename
+        if "/tablets/" in name or "/bench/" in name:
+            return f"{name.rsplit('/', 1)[-1]}:{f.f_lineno} {f.f_code.co_name}"
+        f = f.f_back
+    return "?"
 
 
 def main() -> None:
@@ -134,6 +175,7 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], help="k=v: a Spark setting of the session")
     ap.add_argument("--phases", action="store_true", help="print Spark's planning phases of every collect/count")
     ap.add_argument("--cprofile", action="store_true", help="also print the driver's Python profile of the last run")
+    ap.add_argument("--py4j", action="store_true", help="also print every py4j call of the last run to the JVM")
     args = ap.parse_args()
     data_dir = data.generate(args.rows)
     work = os.path.join(args.work, str(args.rows))
@@ -143,6 +185,7 @@ def main() -> None:
     sys_.extra = dict(c.split("=", 1) for c in args.conf)
     if args.phases:
         _trace_planning()
+    py4j = _Py4jTrace() if args.py4j else None
     sys_.open()
     t = time.perf_counter()
     sys_.load()
@@ -156,11 +199,17 @@ def main() -> None:
             sys_.restore(w)
             start = time.time() * 1000
             prof = cProfile.Profile() if args.cprofile and run == args.repeat else None
+            traced = py4j is not None and run == args.repeat
             t = time.perf_counter()
             if prof:
                 prof.enable()
+            if traced:
+                py4j.on = True
             res = sys_.merge(w)
             wall = time.perf_counter() - t
+            if traced:
+                py4j.on = False
+                py4j.print(t)
             if prof:
                 prof.disable()
                 pstats.Stats(prof).sort_stats("cumulative").print_stats(45)

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import tablets
 from pyspark.errors import PythonException
-from support.damage import CASES, add_old_tablet, damage, restore
+from support.damage import CASES, add_old_tablet, damage, restore, same_size_pair
 from tablets.engine.executor import MergeOptions, execute
 from tablets.exceptions import FormatError
 from tablets.spark.frames import SCAN_CONF, snapshot_frame
@@ -86,9 +86,8 @@ def test_swapped_tablet_of_the_same_size_through_the_arrow_reader(db, spark):
     db.sql(f"DROP TABLE IF EXISTS corrupt.{name}")
     db.sql(f"CREATE TABLE corrupt.{name} (id BIGINT, v STRING, x DOUBLE) USING tablets")
     t = db.table_of(f"corrupt.{name}")
-    for _ in range(2):  # the same rows twice: tablets of one size, two ids
-        t.append(pa.table({"id": list(range(100)), "v": ["v"] * 100, "x": [0.5] * 100}, schema=t.arrow_schema()))
-    path, other = first_tablet(t)
+    a, b = same_size_pair(t, pa.table({"id": list(range(100)), "v": ["v"] * 100, "x": [0.5] * 100}, schema=t.arrow_schema()))
+    path, other = t.tablet_path(a), t.tablet_path(b)
     damage(t, path, "swapped", other)
     spark.conf.set(SCAN_CONF, "arrow")
     try:

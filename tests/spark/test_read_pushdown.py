@@ -12,11 +12,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tablets
-from support.damage import damage, restore
+from support.damage import add_tablet_with_id, add_tablet_without_row_ids, damage, restore
 from tablets.exceptions import FormatError
 from tablets.spark import reads
 from tablets.spark.frames import READ_NATIVE_CONF
 from tablets.storage import RowLevelSink
+from tablets.storage.tablet import ROW_ID, row_id_tag
 
 pytestmark = pytest.mark.spark
 
@@ -214,25 +215,57 @@ def test_damaged_tablet(db, spark, case):
     assert db.sql("SELECT count(*) FROM rd.t WHERE id BETWEEN 100 AND 199").collect()[0][0] == 100
 
 
-def test_deletion_vectors_of_tablets_of_one_size(db, spark):
-    """The front door tells tablets with deletions apart by their file's size, and by their
-    name too where two are of one size: three copies of the same rows, each with other deletions.
-    A tablet's rows after its last deleted one are live (they once read the next tablet's bits)."""
-    db.sql("DROP TABLE IF EXISTS rd.same")
-    db.sql("CREATE TABLE rd.same (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
-    t = db.table_of("rd.same")
-    for part in (_part(0, 100), _part(0, 100), _part(0, 100), _part(0, 40)):
-        t.append(part)
+def _three_copies(db, name: str, add) -> None:  # noqa: ANN001
+    """``rd.<name>``: three copies of the same 100 rows and 40 of them, each with other deletions."""
+    db.sql(f"DROP TABLE IF EXISTS rd.{name}")
+    db.sql(f"CREATE TABLE rd.{name} (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    t = db.table_of(f"rd.{name}")
+    for n, part in enumerate((_part(0, 100), _part(0, 100), _part(0, 100), _part(0, 40))):
+        add(t, part, n)
     states = list(t.snapshot().tablets.values())
-    assert len({st.add.bytes for st in states[:3]}) == 1 and states[3].add.bytes != states[0].add.bytes
     h = t.begin_delete()
     sink = RowLevelSink(h)
     sink.delete([states[0].tablet_id] * 2 + [states[1].tablet_id] * 3 + [states[3].tablet_id], [0, 7, 1, 7, 99, 3])
     t.finish(h, sink.finish())
-    got = {r[0]: r[1] for r in db.sql("SELECT id, count(*) FROM rd.same GROUP BY id").collect()}
-    assert reads.last_report().tables
+
+
+def _three_copies_read(db, name: str) -> str:
+    """The three copies' live rows through the front door and plain Spark SQL; the plan read."""
     want = {i: 3 + (i < 40) - (i in (0, 7)) - (i in (1, 7, 99)) - (i == 3) for i in range(100)}
-    assert got == {i: n for i, n in want.items() if n}
+    want = {i: n for i, n in want.items() if n}
+    df = db.sql(f"SELECT id, count(*) FROM rd.{name} GROUP BY id")
+    assert {r[0]: r[1] for r in df.collect()} == want
+    assert reads.last_report().tables
+    assert {r[0]: r[1] for r in db.spark.sql(f"SELECT id, count(*) FROM rd.{name} GROUP BY id").collect()} == want
+    return df._jdf.queryExecution().optimizedPlan().toString()
+
+
+def test_deletion_vectors_of_tablets_of_one_size(db):
+    """Tablets written before row ids: the front door tells tablets with deletions apart by their
+    file's size, and by their name too where two are of one size. A tablet's rows after its last
+    deleted one are live (they once read the next tablet's bits)."""
+    _three_copies(db, "same", lambda t, part, n: add_tablet_without_row_ids(t, part))
+    states = list(db.table_of("rd.same").snapshot().tablets.values())
+    assert len({st.add.bytes for st in states[:3]}) == 1 and states[3].add.bytes != states[0].add.bytes
+    plan = _three_copies_read(db, "same")
+    assert "_metadata" in plan and ROW_ID not in plan, plan
+
+
+def test_deletion_vectors_by_the_tablets_row_ids(db):
+    """Tablets of the current format are told apart and their rows placed by their ``ROW_ID``
+    column, with no ``_metadata`` column in the plan. With one tablet of the older format, or two
+    tablets of one tag, the read takes ``_metadata`` as before; the rows are the same."""
+    _three_copies(db, "ids", lambda t, part, n: t.append(part))
+    plan = _three_copies_read(db, "ids")
+    assert ROW_ID in plan and "_metadata" not in plan, plan
+
+    _three_copies(db, "mixed", lambda t, part, n: add_tablet_without_row_ids(t, part) if n == 1 else t.append(part))
+    assert "_metadata" in _three_copies_read(db, "mixed")
+
+    alike = ["00000000000015f1edd02c99d2c9e1aa", "000000000000a547d7cac577616b3806"]  # crc32 >> 1 equal
+    assert row_id_tag(alike[0]) == row_id_tag(alike[1])
+    _three_copies(db, "alike", lambda t, part, n: add_tablet_with_id(t, part, alike[n]) if n < 2 else t.append(part))
+    assert "_metadata" in _three_copies_read(db, "alike")
 
 
 @pytest.mark.parametrize("seed", range(6))

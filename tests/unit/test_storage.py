@@ -13,8 +13,10 @@ from tablets.exceptions import (
     VacuumRetentionError,
 )
 from tablets.storage import RowLevelSink, TabletTable, log
+from tablets.storage.actions import ColumnStats
 from tablets.storage.fileio import join
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
+from tablets.storage.tablet import ROW_ID
 
 pytestmark = pytest.mark.unit
 
@@ -68,6 +70,41 @@ def test_reserved_and_bad_keys(base):
         TabletTable.create(join(base, "a"), pa.schema([(ROW_TABLET, pa.string())]))
     with pytest.raises(SchemaMismatch, match="key columns"):
         TabletTable.create(join(base, "b"), SCHEMA, key_columns=["nope"])
+    t = make(base)
+    for bad in (ROW_ID, ROW_ID.upper(), "__Tablets_x"):  # Spark resolves Parquet columns in any case
+        with pytest.raises(SchemaMismatch, match="reserved"):
+            t.add_columns([(bad, "bigint")])
+        with pytest.raises(SchemaMismatch, match="reserved"):
+            t.set_schema([*t.snapshot().metadata.schema, (bad, "bigint", True)])
+    assert t.snapshot().metadata.column_names == ("id", "v")
+
+
+def test_tablets_carry_their_row_ids(base):
+    """Every tablet holds ``ROW_ID`` = (tag << 32) | row number, delta-encoded (a few bytes a
+    page), listed in the log's stats; the table's reads never show it. Nested columns keep
+    their dictionaries (the writer's settings go by leaf path)."""
+    import numpy as np
+    import pyarrow.parquet as pq
+    from tablets.storage.tablet import ROW_ID_SHIFT, has_row_ids, row_id_tag
+
+    schema = pa.schema([("id", pa.int64()), ("st", pa.struct([("a", pa.int32())])), ("l", pa.list_(pa.string()))])
+    t = TabletTable.create(join(base, "n"), schema)
+    n = 300_000  # three row groups
+    t.append(pa.table({"id": np.arange(n), "st": [{"a": i % 3} for i in range(n)], "l": [["x"]] * n}, schema=schema))
+    (st,) = t.snapshot().tablets.values()
+    assert has_row_ids(st.add)
+    base_id = row_id_tag(st.tablet_id) << ROW_ID_SHIFT
+    assert st.add.column_stats(ROW_ID) == ColumnStats(base_id, base_id + n - 1, 0)
+    pf = pq.ParquetFile(t.io.open_input(t.tablet_path(st)))
+    assert pf.read(columns=[ROW_ID]).column(0).to_numpy().tolist() == list(range(base_id, base_id + n))
+    meta = pf.metadata
+    for g in range(meta.num_row_groups):
+        by_path = {meta.row_group(g).column(i).path_in_schema: meta.row_group(g).column(i) for i in range(meta.num_columns)}
+        assert "DELTA_BINARY_PACKED" in by_path[ROW_ID].encodings and by_path[ROW_ID].total_compressed_size < 1024
+        for leaf in ("id", "st.a", "l.list.element"):
+            assert "RLE_DICTIONARY" in by_path[leaf].encodings, leaf
+    assert t.read().column_names == ["id", "st", "l"]
+    assert ROW_ID not in next(t.scan(t.snapshot(), row_ids=True)).column_names
 
 
 def test_row_level_delete_writes_one_dv_and_ors_old(base):

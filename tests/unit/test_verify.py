@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from support.damage import CASES, add_old_tablet, damage, restore, tablet_paths
+from support.damage import CASES, add_old_tablet, damage, restore, same_size_pair, tablet_paths
 from tablets.exceptions import FormatError
 from tablets.storage import TabletTable
 from tablets.storage import tablet as tablet_mod
@@ -71,10 +71,7 @@ def test_damaged_tablet_is_a_format_error_naming_it(base, case):
 
 def test_swapped_tablet_of_the_same_size_is_caught_by_its_footer_id(base):
     t = TabletTable.create(join(base, "t"), SCHEMA)
-    t.append(data(0, 500))
-    t.append(data(0, 500))  # the same rows: byte for byte the same size, another tablet id
-    a, b = t.snapshot().tablets.values()
-    assert a.add.bytes == b.add.bytes
+    a, b = same_size_pair(t, data(0, 500))
     damage(t, t.tablet_path(a), "swapped", t.tablet_path(b))
     with pytest.raises(FormatError, match=f"holds tablet {b.tablet_id}, not {a.tablet_id}") as err:
         t.read()

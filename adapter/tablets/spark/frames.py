@@ -4,6 +4,8 @@
 .parquet(*paths)`` (a tablet written before a column was added reads it as NULL), keeps only
 the columns asked for, and adds the row id: ``_tablet_id`` (the file name without
 ``.parquet``) and ``_row_number`` (``_metadata.row_index``, the row's position in the file).
+(``read_frame``, the reads of queries, takes both from the tablets' own ``ROW_ID`` column
+instead where it can: docs/FORMAT.md, "Row ids".)
 
 ``tablet_scan`` is the same scan with the deletion vectors left for later: the engine joins the
 target with a small broadcast source first and applies them to the pairs only.
@@ -75,7 +77,14 @@ from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
-from tablets.storage.tablet import TABLET_SUFFIX, check_sizes
+from tablets.storage.tablet import (
+    ROW_ID,
+    ROW_ID_SHIFT,
+    TABLET_SUFFIX,
+    check_sizes,
+    has_row_ids,
+    row_id_tag,
+)
 
 if TYPE_CHECKING:
     from tablets.storage.snapshot import Snapshot, TabletState
@@ -501,9 +510,12 @@ def read_frame(
     deletion vectors has no metadata columns at all, and deletion vectors of up to
     ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
     every such tablet (one block of bytes, ``long_array``), each row testing its bit
-    ``words[offset(file) + row_index / 64]``, where ``offset(file)`` is a CASE over the files
-    with deletions, told apart by their sizes (NULL, so live, for the others and for rows past a
-    file's last deleted row). All tablets are one scan: Spark packs them into as few tasks as
+    ``words[offset(tablet) + row / 64]``, where ``offset(tablet)`` is a CASE over the tablets
+    with deletions (NULL, so live, for the others and for rows past a tablet's last deleted row).
+    The row and its tablet come from the tablets' ``ROW_ID`` column; tablets written before it
+    (or two of one tag) take Spark's ``_metadata.row_index`` and tell the files apart by their
+    sizes, which costs ~15 ns more per row read (any ``_metadata`` column does: 3M rows, a
+    selective query, 195 ms against 230 ms). All tablets are one scan: Spark packs them into as few tasks as
     for a plain table (a union of two scans made 3x the tasks and cost more than the CASE on
     every row). Each tablet's size is checked against the log first (``check_sizes``); the frame itself is
     kept for the next query of the same tablets (``_READ_FRAMES``)."""
@@ -590,24 +602,34 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
-    scan = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located)
     with_dv = [st for st in states if st.dv is not None]
     if not with_dv:
-        return _ReadParts(_no_float_pushdown(scan, struct), struct)
+        return _ReadParts(_no_float_pushdown(spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located), struct), struct)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
         return _ReadParts(_no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct), struct)
-    name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
+    this: Callable[[TabletState], Column]
+    if _stored_row_ids(states):
+        # the tablets' own row id column: no `_metadata` column, which costs every row read
+        scan = spark.read.schema(StructType([*struct.fields, StructField(ROW_ID, LongType())]))
+        scan = scan.options(**VERIFY_OPTIONS).parquet(*located)
+        row = F.col(ROW_ID).bitwiseAND(F.lit((1 << ROW_ID_SHIFT) - 1))
+        tag = F.shiftright(F.col(ROW_ID), ROW_ID_SHIFT)
 
-    sizes = Counter(st.add.bytes for st in states)
+        def this(st: TabletState) -> Column:
+            return tag == F.lit(row_id_tag(st.tablet_id))
+    else:
+        scan = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located)
+        name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
+        sizes = Counter(st.add.bytes for st in states)
 
-    def this(st: TabletState) -> Column:
-        # by the file's size (a long; check_sizes held every file to the log's), not by its
-        # name (~50 bytes compared a row per tablet with deletions); the name too where two
-        # tablets of the scan are of one size
-        same = size == F.lit(st.add.bytes)
-        return same if sizes[st.add.bytes] == 1 else same & (name == _file_name(st))
+        def this(st: TabletState) -> Column:
+            # by the file's size (a long; check_sizes held every file to the log's), not by its
+            # name (~50 bytes compared a row per tablet with deletions); the name too where two
+            # tablets of the scan are of one size
+            same = size == F.lit(st.add.bytes)
+            return same if sizes[st.add.bytes] == 1 else same & (name == _file_name(st))
 
     # a tablet's words end at its last deleted row: a later row's word index must not run on
     # into the next tablet's words (NULL: live)
@@ -623,6 +645,12 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
     scan = scan.select("*", live.alias(_LIVE))
     return _ReadParts(_live(scan, struct), struct, scan)
+
+
+def _stored_row_ids(states: Sequence[TabletState]) -> bool:
+    """Every tablet of the scan holds the ``ROW_ID`` column, and their tags tell them apart
+    (31-bit tags: two alike among 10k tablets about once in 40 scans; those read by ``_metadata``)."""
+    return all(has_row_ids(st.add) for st in states) and len({row_id_tag(st.tablet_id) for st in states}) == len(states)
 
 
 def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover

@@ -59,6 +59,14 @@ class HistoryEntry:
     commit: CommitInfo | None
 
 
+def _check_reserved(names: Sequence[str]) -> None:
+    """No column may take a name the format or the engine uses (any case: Spark resolves
+    Parquet columns without it)."""
+    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.lower().startswith("__tablets")]
+    if reserved:
+        raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
+
+
 def _new_metadata(
     table_id: str,
     schema: pa.Schema | Sequence[tuple[str, str, bool]],
@@ -69,9 +77,7 @@ def _new_metadata(
     names = [c[0] for c in cols]
     if len(set(names)) != len(names):
         raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
-    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.startswith("__tablets")]
-    if reserved:
-        raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
+    _check_reserved(names)
     missing = [k for k in key_columns if k not in names]
     if missing:
         raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
@@ -270,6 +276,7 @@ class TabletTable:
         new = [(n, t, True) for n, t in columns if n not in names]
         if not new:
             return None
+        _check_reserved([n for n, _, _ in new])
         meta = snap.metadata.with_schema(snap.metadata.schema + tuple(new))
         handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)})
@@ -280,6 +287,7 @@ class TabletTable:
         cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
         if cols == snap.metadata.schema:
             return None
+        _check_reserved([c[0] for c in cols])
         meta = snap.metadata.with_schema(cols)
         handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta])

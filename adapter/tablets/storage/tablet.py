@@ -11,7 +11,9 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import decimal
+import functools
 import uuid
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import NamedTuple
 
@@ -32,6 +34,12 @@ TABLET_SUFFIX = ".parquet"  # a tablet file is <tablet id>.parquet
 DV_DIR = "dv"
 STATS_MAX_STRING = 64
 FOOTER_TABLET_ID = b"tablets.tablet_id"  # footer key-value metadata: the tablet's own id
+# A hidden column of every tablet written since format rows ids were added: (tag << 32) | row
+# number, the tag 31 bits of the tablet id (row_id_tag). Spark's Parquet scan reads it in place of
+# its `_metadata` columns, whose use turns every row read into ~15 ns more (docs/FORMAT.md).
+# Its entry in the log's stats marks a tablet that has it (has_row_ids): older logs stay readable.
+ROW_ID = "__tablets_row_id"
+ROW_ID_SHIFT = 32
 DAMAGED_HELP = (
     "Restore the file from a copy (byte for byte: the log records its size and tablet id), or "
     "time-travel to a version from before this tablet was added (see the table's history)."
@@ -48,6 +56,16 @@ def tablet_relpath(tablet_id: str) -> str:
 
 def dv_relpath(tablet_id: str, txid: str) -> str:
     return f"{DV_DIR}/{tablet_id}-{txid}.bin"
+
+
+def row_id_tag(tablet_id: str) -> int:
+    """The tag of ``tablet_id``'s rows in its ``ROW_ID`` column (31 bits: the values stay positive)."""
+    return zlib.crc32(tablet_id.encode()) >> 1
+
+
+def has_row_ids(add: AddTablet) -> bool:
+    """Whether the tablet's file holds the ``ROW_ID`` column (its log stats list it)."""
+    return add.column_stats(ROW_ID) is not None
 
 
 def tablet_id_of_path(path: str) -> str:
@@ -99,22 +117,35 @@ def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: st
     """Write ``data`` as one new tablet under ``root`` and describe it."""
     tablet_id = tablet_id or new_id()
     rel = tablet_relpath(tablet_id)
+    stats = column_stats(data)
+    options: dict[str, object] = {}
+    n = data.num_rows
+    if n < 1 << ROW_ID_SHIFT:
+        # delta encoding: a run of +1 steps is a few bytes a page and decodes at memory speed
+        options = {"use_dictionary": _leaf_paths(data.schema), "column_encoding": {ROW_ID: "DELTA_BINARY_PACKED"}}
+        base = row_id_tag(tablet_id) << ROW_ID_SHIFT
+        data = data.append_column(ROW_ID, pa.array(np.arange(base, base + n, dtype=np.int64)))
+        stats += ((ROW_ID, ColumnStats(base, base + max(n - 1, 0), 0)),)
     buf = pa.BufferOutputStream()
     with pq.ParquetWriter(
-        buf, data.schema, compression="zstd", write_page_checksum=True, dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES
+        buf, data.schema, compression="zstd", write_page_checksum=True, dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
+        **options,  # type: ignore[arg-type]
     ) as w:
         w.write_table(data, row_group_size=ROW_GROUP_ROWS)
         w.add_key_value_metadata({FOOTER_TABLET_ID: tablet_id.encode()})
     body = buf.getvalue()
     io.write(join(root, rel), body)  # a fresh uuid name: nothing to overwrite
-    return AddTablet(
-        tablet_id=tablet_id,
-        path=rel,
-        rows=data.num_rows,
-        bytes=body.size,
-        stats=column_stats(data),
-        txid=txid,
-    )
+    return AddTablet(tablet_id=tablet_id, path=rel, rows=n, bytes=body.size, stats=stats, txid=txid)
+
+
+@functools.lru_cache(maxsize=64)
+def _leaf_paths(schema: pa.Schema) -> tuple[str, ...]:
+    """The Parquet leaf column paths of ``schema`` (``s.x``, ``l.list.element``): the writer
+    takes per-column settings by them, and a nested column has one per leaf."""
+    buf = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), buf)
+    leaves = pq.ParquetFile(pa.BufferReader(buf.getvalue())).schema
+    return tuple(leaves.column(i).path for i in range(len(leaves)))
 
 
 def conform(data: pa.Table, schema: pa.Schema, num_rows: int | None = None) -> pa.Table:
