@@ -410,6 +410,45 @@ def test_plain_spark_sql_skips_tablets_by_the_querys_where(db, spark):
     assert rows(spark.sql("SELECT id FROM rd.t WHERE id BETWEEN 120 AND 130")) == [(i,) for i in range(120, 131)]
 
 
+def test_plain_spark_sql_skips_tablets_by_timestamps(db, spark):
+    """dbt's microbatch bounds (text with an offset against a TIMESTAMP column) and TIMESTAMP
+    literals skip tablets in any session time zone: the rule passes the instant on with its
+    offset. One tablet a day; the rows are those of the same filter on the Python source."""
+    db.sql("DROP TABLE IF EXISTS rd.ts")
+    db.sql("CREATE TABLE rd.ts (id BIGINT, ts TIMESTAMP) USING tablets")
+    t = db.table_of("rd.ts")
+    day = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+    for n in range(3):
+        ids = list(range(n * 24, (n + 1) * 24))
+        t.append(pa.table({"id": pa.array(ids, pa.int64()),
+                           "ts": pa.array([day + dt.timedelta(hours=i) for i in ids], pa.timestamp("us", "UTC"))}))
+    cases = {
+        "ts >= '2026-11-02 00:00:00+00:00' AND ts < '2026-11-03 00:00:00+00:00'": 1,
+        "ts >= TIMESTAMP'2026-11-02 12:00:00+00:00'": 2,
+        "ts BETWEEN '2026-11-01 23:00:00-01:00' AND '2026-11-02 00:30:00+00:00'": 1,
+        "ts IN (TIMESTAMP'2026-11-01 05:00:00+00:00', TIMESTAMP'2026-11-03 05:00:00+00:00')": 2,
+        "ts > '2026-11-04 00:00:00+00:00'": 0,
+    }
+    before = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        for zone in ("UTC", "America/Los_Angeles"):
+            spark.conf.set("spark.sql.session.timeZone", zone)
+            for where, n in cases.items():
+                df = spark.sql(f"SELECT id FROM rd.ts WHERE {where}")
+                assert _native(df) and len(df.inputFiles()) == n, (zone, where, df.inputFiles())
+                spark.conf.set(READ_NATIVE_CONF, "false")
+                try:
+                    want = sorted(r[0] for r in spark.sql(f"SELECT id FROM rd.ts WHERE {where}").collect())
+                finally:
+                    spark.conf.unset(READ_NATIVE_CONF)
+                assert sorted(r[0] for r in df.collect()) == want, (zone, where)
+            # a literal without an offset is of the session's zone: passed on as the instant it is
+            df = spark.sql("SELECT id FROM rd.ts WHERE ts >= TIMESTAMP'2026-11-02 20:00:00'")
+            assert len(df.inputFiles()) == (2 if zone == "UTC" else 1)  # 2026-11-03 04:00 UTC
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+
+
 def test_plain_spark_sql_keeps_the_version_it_read_and_the_setting_turns_it_off(db, spark):
     t = db.table_of("rd.t")
     df = spark.sql("SELECT count(*) FROM rd.t")

@@ -1,6 +1,11 @@
 package tablets.spark;
 
+import java.time.Instant;
 import java.time.LocalDate;
+import java.time.LocalDateTime;
+import java.time.ZoneOffset;
+import java.time.format.DateTimeFormatter;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
@@ -34,6 +39,7 @@ import org.apache.spark.sql.types.IntegerType;
 import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
+import org.apache.spark.sql.types.TimestampType;
 import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -278,11 +284,22 @@ public final class NativeReads extends Rule<LogicalPlan> {
 
   /**
    * A constant of the column's type, as SQL; else null. Integers of another width too (BETWEEN's
-   * and IN's bounds before type coercion): comparing them casts nothing that can fail.
+   * and IN's bounds before type coercion): comparing them casts nothing that can fail. A foldable
+   * expression is evaluated: {@code ts >= '2024-01-01'} is a cast of text in the session's zone.
    */
   private static String literal(Expression e, DataType type) {
-    if (!e.foldable() || !e.deterministic()
-        || !(e.dataType().sameType(type) || integral(e.dataType()) && integral(type))) {
+    if (!e.foldable() || !e.deterministic()) {
+      return null;
+    }
+    if (e.dataType() instanceof StringType && (type instanceof TimestampType || type instanceof DateType)) {
+      // text that BETWEEN compares before type coercion: passed on where it reads alike in every
+      // session time zone (a date; an instant with its offset)
+      Object v = e.eval(null);
+      String s = v == null ? "" : v.toString();
+      Pattern p = type instanceof DateType ? DATE_TEXT : INSTANT_TEXT;
+      return p.matcher(s).matches() ? "'" + s + "'" : null;
+    }
+    if (!(e.dataType().sameType(type) || integral(e.dataType()) && integral(type))) {
       return null;
     }
     Object v;
@@ -304,8 +321,19 @@ public final class NativeReads extends Rule<LogicalPlan> {
     if (type instanceof DateType) {
       return "DATE'" + LocalDate.ofEpochDay((Integer) v) + "'";
     }
+    if (type instanceof TimestampType) {
+      // the instant as text with its offset, which reads alike in every session time zone (dbt's
+      // microbatch bounds have this form: '2024-01-01 00:00:00+00:00' against a TIMESTAMP column)
+      LocalDateTime t = LocalDateTime.ofInstant(Instant.EPOCH.plus((Long) v, ChronoUnit.MICROS), ZoneOffset.UTC);
+      return t.getYear() < 1000 || t.getYear() > 9999 ? null : "'" + t.format(INSTANT) + "+00:00'";
+    }
     return null;
   }
+
+  private static final DateTimeFormatter INSTANT = DateTimeFormatter.ofPattern("uuuu-MM-dd HH:mm:ss.SSSSSS");
+  private static final Pattern DATE_TEXT = Pattern.compile("\\d{4}-\\d{2}-\\d{2}");
+  private static final Pattern INSTANT_TEXT =
+      Pattern.compile("\\d{4}-\\d{2}-\\d{2}[ T]\\d{2}:\\d{2}:\\d{2}(\\.\\d{1,6})?[+-]\\d{2}:\\d{2}");
 
   /** A cast that keeps every value as it is: to the same type, or to a wider integer. */
   private static boolean widens(DataType from, DataType to) {
