@@ -383,7 +383,7 @@ def test_plain_spark_sql_reads_natively_and_rows_equal_plain_parquet(db, spark):
     assert rows(spark.table("rd.t").select("id", "s")) == rows(spark.table("rd.plain").select("id", "s"))
     # the plan reads only the columns asked for
     scan = spark.sql("SELECT sum(k) FROM rd.t")._jdf.queryExecution().executedPlan().toString()
-    assert "ReadSchema: struct<k:int," in scan and "s:string" not in scan, scan  # (+ the row index: DVs)
+    assert "ReadSchema: struct<k:int," in scan and "s:string" not in scan, scan  # (+ the row ids: DVs)
 
 
 def test_plain_spark_sql_skips_tablets_by_the_querys_where(db, spark):

@@ -34,9 +34,9 @@ TABLET_SUFFIX = ".parquet"  # a tablet file is <tablet id>.parquet
 DV_DIR = "dv"
 STATS_MAX_STRING = 64
 FOOTER_TABLET_ID = b"tablets.tablet_id"  # footer key-value metadata: the tablet's own id
-# A hidden column of every tablet written since format rows ids were added: (tag << 32) | row
+# A hidden column of every tablet written since row ids entered the format: (tag << 32) | row
 # number, the tag 31 bits of the tablet id (row_id_tag). Spark's Parquet scan reads it in place of
-# its `_metadata` columns, whose use turns every row read into ~15 ns more (docs/FORMAT.md).
+# its `_metadata` columns, which cost every row read ~15 ns more (docs/FORMAT.md, "Row ids").
 # Its entry in the log's stats marks a tablet that has it (has_row_ids): older logs stay readable.
 ROW_ID = "__tablets_row_id"
 ROW_ID_SHIFT = 32
