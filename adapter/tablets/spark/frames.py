@@ -515,7 +515,7 @@ def read_frame(
     The row and its tablet come from the tablets' ``ROW_ID`` column; tablets written before it
     (or two of one tag) take Spark's ``_metadata.row_index`` and tell the files apart by their
     sizes, which costs ~15 ns more per row read (any ``_metadata`` column does: 3M rows, a
-    selective query, 195 ms against 230 ms). All tablets are one scan: Spark packs them into as few tasks as
+    selective query, 184-192 ms against 242 ms). All tablets are one scan: Spark packs them into as few tasks as
     for a plain table (a union of two scans made 3x the tasks and cost more than the CASE on
     every row). Each tablet's size is checked against the log first (``check_sizes``); the frame itself is
     kept for the next query of the same tablets (``_READ_FRAMES``)."""
