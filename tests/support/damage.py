@@ -82,23 +82,21 @@ def add_tablet_without_row_ids(t: TabletTable, data: pa.Table, tablet_id: str | 
 
 def _commit_bytes(t: TabletTable, data: pa.Table, body_of, tablet_id: str | None = None) -> AddTablet:  # noqa: ANN001
     """Commit ``data`` as one tablet whose file holds ``body_of(tablet id)``, described as then."""
-    from tablets.storage.transaction import TabletFragment, begin
-
     add = write_tablet(t.io, t.root, data, "0" * 32, tablet_id)  # for its id and stats; the bytes are replaced
     body = body_of(add.tablet_id)
     t.io.write(join(t.root, add.path), body)
     stats = tuple(s for s in add.stats if s[0] != ROW_ID)
-    old = AddTablet(add.tablet_id, add.path, add.rows, body.size, stats, add.txid)
-    handle = begin(t.snapshot(), t.root, "APPEND", delete_from=(), io=t.io)
-    t.finish(handle, [TabletFragment(old)])
-    return old
+    return _commit(t, AddTablet(add.tablet_id, add.path, add.rows, body.size, stats, add.txid))
 
 
 def add_tablet_with_id(t: TabletTable, data: pa.Table, tablet_id: str) -> AddTablet:
     """Commit ``data`` as one tablet of the current format named ``tablet_id``."""
+    return _commit(t, write_tablet(t.io, t.root, data, "0" * 32, tablet_id))
+
+
+def _commit(t: TabletTable, add: AddTablet) -> AddTablet:
     from tablets.storage.transaction import TabletFragment, begin
 
-    add = write_tablet(t.io, t.root, data, "0" * 32, tablet_id)
     handle = begin(t.snapshot(), t.root, "APPEND", delete_from=(), io=t.io)
     t.finish(handle, [TabletFragment(add)])
     return add

@@ -603,8 +603,12 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
     with_dv = [st for st in states if st.dv is not None]
+
+    def parquet(schema: StructType) -> DataFrame:
+        return spark.read.schema(schema).options(**VERIFY_OPTIONS).parquet(*located)
+
     if not with_dv:
-        return _ReadParts(_no_float_pushdown(spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located), struct), struct)
+        return _ReadParts(_no_float_pushdown(parquet(struct), struct), struct)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
@@ -612,15 +616,14 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     this: Callable[[TabletState], Column]
     if _stored_row_ids(states):
         # the tablets' own row id column: no `_metadata` column, which costs every row read
-        scan = spark.read.schema(StructType([*struct.fields, StructField(ROW_ID, LongType())]))
-        scan = scan.options(**VERIFY_OPTIONS).parquet(*located)
+        scan = parquet(StructType([*struct.fields, StructField(ROW_ID, LongType())]))
         row = F.col(ROW_ID).bitwiseAND(F.lit((1 << ROW_ID_SHIFT) - 1))
         tag = F.shiftright(F.col(ROW_ID), ROW_ID_SHIFT)
 
         def this(st: TabletState) -> Column:
             return tag == F.lit(row_id_tag(st.tablet_id))
     else:
-        scan = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*located)
+        scan = parquet(struct)
         name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
         sizes = Counter(st.add.bytes for st in states)
 
