@@ -6,6 +6,7 @@ table's rows (and the run's message), not SQL text."""
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -200,6 +201,27 @@ class TestMergeTabletsOptions:
             == "MERGE 2 (inserted 1, updated 1, deleted 0, unchanged 1)"
         )
         assert runs[1]["upsert"].adapter_response["rows_affected"] == 2
+        assert rows(project, "upsert") == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
+
+    def test_a_run_with_the_same_input_changes_nothing(self, project, runs):
+        """dbt run again with no new data: the table's last MERGE with the same rows, no version."""
+        before = {m: self.stats(project, m)["version"] for m in ("upsert", "full_sync")}
+        # the tablets are away: a run that read one would fail
+        away = [p for m in before for p in glob.glob(os.path.join(self.stats(project, m)["location"], "tablets", "*.parquet"))]
+        assert away
+        for p in away:
+            os.rename(p, p + ".away")
+        try:
+            again = run_dbt(["run", "--select", "upsert", "full_sync", "--vars", "phase: 2"])
+        finally:
+            for p in away:
+                os.rename(p + ".away", p)
+        got = {r.node.name: r.adapter_response["_message"] for r in again.results}
+        assert got == {
+            "upsert": "MERGE 0 (inserted 0, updated 0, deleted 0, unchanged 3)",
+            "full_sync": "MERGE 0 (inserted 0, updated 0, deleted 0, unchanged 2)",
+        }
+        assert {m: self.stats(project, m)["version"] for m in before} == before
         assert rows(project, "upsert") == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
 
     def test_the_merge_is_in_target_run(self, project, runs):

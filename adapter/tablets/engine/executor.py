@@ -61,6 +61,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from tablets.engine import rerun
 from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
@@ -79,7 +80,15 @@ from tablets.engine.names import (
     T_MARK,
     TID,
 )
-from tablets.engine.plan import JOIN_NAMES, Branch, DriverClause, DriverClauses, Plan, plan_merge
+from tablets.engine.plan import (
+    JOIN_NAMES,
+    Branch,
+    DriverClause,
+    DriverClauses,
+    Plan,
+    plan_merge,
+    source_column,
+)
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -208,6 +217,8 @@ RANGE_FILTER_SHARE = 0.1
 # tablet), 10k-row upsert, warm session: 1.03 s with the Spark scan (its job 0.25 s), 0.92 s with
 # the rows selected here (0.09 s) but still broadcast-joined and shuffled to Python tasks,
 # 0.71 s joined and written here too (no-op re-merge: 1.17 -> 0.54 s)
+# "false": a MERGE run again with the same rows reads the target to find it changes nothing
+RERUN_CONF = "spark.tablets.merge.skipSameSource"
 DRIVER_SCAN_CONF = "spark.tablets.merge.driverScanBytes"
 DRIVER_SCAN_BYTES = 64 << 20
 # ... and in local mode (the executors are threads of the driver's machine, so its Arrow reads
@@ -413,6 +424,10 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             t0 = run.phase("source", t0)
             if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
                 return m  # empty source: nothing can match or be inserted
+        digest = _source_digest(run)
+        if digest is not None and _ran_before(run, *digest):
+            run.phase("same_source", t0)  # the table is what this statement made of these rows
+            return m
         pair_ranges = None
         if ranges is not None:
             ranges = _comparable_ranges(run, ranges)
@@ -467,7 +482,11 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         m.version = run.table.finish(
             handle,
             fragments,
-            parameters={"statement": plan.spec.operation, **dict(run.options.parameters)},
+            parameters={
+                "statement": plan.spec.operation,
+                **dict(run.options.parameters),
+                **({rerun.SOURCE_DIGEST: digest[0]} if digest is not None else {}),
+            },
             metrics=m.to_commit(),
             may_match=None if self_read else (lambda adds: _appends_match(run, spark_source(), adds)),
         )
@@ -567,6 +586,47 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     return frame, ranges
 
 
+def _conf_flag(spark: SparkSession, key: str) -> bool:
+    try:
+        return (spark.conf.get(key, None) or "true").strip().lower() != "false"
+    except Exception:  # noqa: BLE001 - cannot tell: the default
+        return True
+
+
+def _source_digest(run: _Run) -> tuple[str, dict[str, str]] | None:
+    """``rerun.digest`` of a local source, and its join keys' source columns, where the statement
+    is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
+    if run.local is None or not run.options.skip_unchanged or not _conf_flag(run.spark, RERUN_CONF):
+        return None
+    data, schema = run.local
+    fields = [f for f in schema.fields if f.name != SID]
+    keys = rerun.idempotent(run.plan, {f.name: f.dataType.simpleString() for f in fields})
+    if keys is None:
+        return None
+    digest = rerun.digest(run.plan, data.drop_columns([SID]), StructType(fields).json(), keys)
+    return None if digest is None else (digest, keys)
+
+
+def _ran_before(run: _Run, digest: str, keys: dict[str, str]) -> bool:
+    """The table's latest commit is this statement's with the same rows (``digest``), made on the
+    version before it, and the source's keys are unique and not NULL: running it again changes
+    nothing (``engine.rerun``). Sets the unchanged count: the rows that run matched or inserted."""
+    commit = run.table.commit_of(run.snapshot)
+    if (
+        commit is None
+        or commit.read_version != run.snapshot.version - 1
+        or dict(commit.parameters).get(rerun.SOURCE_DIGEST) != digest
+        or run.local is None
+        or not rerun.unique_keys(run.local[0], keys)
+    ):
+        return False
+    if run.plan.actions(ActionKind.UPDATE):
+        prior = commit.metrics_dict()
+        run.metrics.rows_unchanged = int(sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted")))
+    run.metrics.same_source = True
+    return True
+
+
 def _local_frame(run: _Run) -> DataFrame | None:
     """The collected source (``run.local``) as a Spark local relation, made once; None (and
     ``run.local`` cleared) where Spark cannot take its rows back as they are."""
@@ -589,11 +649,10 @@ def _driver_may_merge(run: _Run) -> bool:
 
 def _source_column(run: _Run, data: pa.Table, expr: str) -> int | None:
     """The index in ``data`` of the source column ``expr`` names (``s.col``), or None."""
-    m = re.fullmatch(r"`?(\w+)`?\.`?(\w+)`?", expr.strip())
-    if m is None or m.group(1).lower() != run.plan.spec.source_alias.lower():
+    name = source_column(run.plan.spec, expr)
+    if name is None:
         return None
-    names = {n.lower(): i for i, n in enumerate(data.column_names)}
-    return names.get(m.group(2).lower())
+    return {n.lower(): i for i, n in enumerate(data.column_names)}.get(name.lower())
 
 
 def _key_values(run: _Run, data: pa.Table) -> dict[str, pa.Array] | None:

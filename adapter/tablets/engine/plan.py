@@ -8,6 +8,7 @@ Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -477,6 +478,14 @@ def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> 
                 out.append((lower_t[a.name.lower()], b.sql(dialect="spark")))
                 break
     return tuple(out)
+
+
+def source_column(spec: MergeSpec, expr: str) -> str | None:
+    """The name of the source column ``expr`` is (``s.col``, as written), or None."""
+    m = re.fullmatch(r"`?(\w+)`?\.`?(\w+)`?", expr.strip())
+    if m is None or m.group(1).lower() != spec.source_alias.lower():
+        return None
+    return m.group(2)
 
 
 # --- key columns -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from tablets.exceptions import FormatError
@@ -36,6 +36,8 @@ class Snapshot:
     version: int
     metadata: Metadata
     tablets: Mapping[str, TabletState]  # tablet id -> state, in commit order
+    # the commit that made this version; None where the snapshot was read from a checkpoint
+    commit: CommitInfo | None = field(default=None, compare=False)
 
     @property
     def live_rows(self) -> int:
@@ -61,6 +63,7 @@ def apply_version(
     """The snapshot after applying one committed version's actions to ``base``."""
     metadata = base.metadata if base else None
     tablets = dict(base.tablets) if base else {}
+    commit = None
     for a in actions:
         if isinstance(a, Metadata):
             metadata = a
@@ -73,11 +76,13 @@ def apply_version(
             if state is None:
                 raise FormatError(f"log {where}: set_dv for unknown tablet {a.tablet_id}")
             tablets[a.tablet_id] = replace(state, dv=a)
-        elif not isinstance(a, CommitInfo):
+        elif isinstance(a, CommitInfo):
+            commit = a
+        else:
             raise FormatError(f"log {where}: unexpected action {a!r}")
     if metadata is None:
         raise FormatError(f"log {where}: no metadata action at or before version {version}")
-    return Snapshot(version, metadata, MappingProxyType(tablets))
+    return Snapshot(version, metadata, MappingProxyType(tablets), commit)
 
 
 def replay(

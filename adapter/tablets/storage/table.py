@@ -200,6 +200,17 @@ class TabletTable:
         parts = list(self.scan(snap, columns))
         return pa.concat_tables(parts) if parts else schema.empty_table()
 
+    def commit_of(self, snapshot: Snapshot) -> CommitInfo | None:
+        """The commit that made ``snapshot``'s version (from the log where a checkpoint made the
+        snapshot); None where the log no longer holds that version."""
+        if snapshot.commit is not None:
+            return snapshot.commit
+        try:
+            actions = log.read_version(self.io, self.root, snapshot.version)
+        except TableNotFound:
+            return None
+        return next((a for a in actions if isinstance(a, CommitInfo)), None)
+
     def history(self) -> list[HistoryEntry]:
         versions, _ = log.list_log(self.io, self.root, complete=True)
         out = []

@@ -1,0 +1,119 @@
+"""A MERGE run again with the same rows: recognised without reading the target.
+
+dbt runs a model again with unchanged input (a retry, a schedule with no new data, ``dbt build``
+twice): the same statement merges the same rows into the table it just produced. For a
+statement that is idempotent by its shape, that run changes nothing, whatever the target holds.
+The content check (``executor._changes_nothing``) finds that out too, but only by reading every
+target row that pairs; on a big target that is a scan of it.
+
+So a MERGE's commit records a digest of the statement and its source rows (``SOURCE_DIGEST`` in
+its parameters). A later MERGE writes nothing and reads no tablet when all of these hold:
+- its statement is idempotent by its shape (``idempotent``, below);
+- its digest (SHA-256 of the plan, the source's type and its rows in key order, Arrow IPC) equals
+  the one the table's latest commit recorded, and that commit was made on the version before it
+  (not rebased over a concurrent commit), so the table is exactly what that statement produced;
+- the source's keys are non-NULL and unique (checked on its rows).
+
+Why that is a no-op. ON is only ``t.k = s.k`` equalities and the source's keys are unique and
+non-NULL. After the first run, the target rows whose key is in the source are the ones it matched
+(updated to ``f(s, t)`` or left alone) and the ones it inserted (``g(s)``). In the second run each
+pairs with the same ``s`` again, as the key columns copy ``s.k`` or keep ``t.k``. Every value is a
+copy of a source column of the same type, the row's own value or NULL, and an UPDATE copies a
+column as the INSERT does, so ``f(s, f(s, t)) = f(s, t)`` and ``f(s, g(s)) = g(s)``. A source row
+left without a pair had no INSERT to act on it, and still has none. The only BY SOURCE action is
+DELETE: the first run deleted every row without a pair, and every row left has one. No clause has
+a condition, so nothing depends on values that change. Identical bytes hashed mean identical rows
+(up to a SHA-256 collision); other rows only miss the shortcut, and the content check runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from tablets.engine.plan import Plan, source_column
+from tablets.engine.spec import ActionKind, Category
+
+SOURCE_DIGEST = "source_digest"  # the commit parameter
+# key types whose equality in Spark's join is the bytes' equality that Arrow's group-by tests
+# (floats: -0.0 = 0.0 and NaN = NaN in a join; collated strings: not byte equality)
+_KEY_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "timestamp", "timestamp_ntz", "boolean", "binary")
+
+
+def _key_type(spark: str) -> bool:
+    return spark in _KEY_TYPES or spark.startswith("decimal(")
+
+
+def idempotent(plan: Plan, source_types: Mapping[str, str]) -> dict[str, str] | None:
+    """The source column of each join key (by target column) when the statement run twice with
+    the same source changes nothing the second time (the module's argument); else None.
+    ``source_types``: the source's columns and their Spark types."""
+    if not plan.on_is_keys or plan.join is None:
+        return None
+    types = {c: t.lower() for c, t in plan.column_types}
+    stypes = {c: t.lower() for c, t in source_types.items()}
+    names = {c.lower(): c for c in source_types}
+    keys: dict[str, str] = {}
+    for col, expr in plan.join_keys:
+        name = names.get((source_column(plan.spec, expr) or "").lower())
+        if name is None or not _key_type(types[col]) or stypes[name] != types[col]:
+            return None
+        keys[col] = name
+    update = insert = None
+    for b in plan.branches:
+        action, category = b.clause.action, b.clause.category
+        if b.condition is not None:
+            return None
+        if action is ActionKind.DO_NOTHING:
+            continue
+        if category is Category.MATCHED and action is ActionKind.UPDATE:
+            update = b.copies
+        elif category is Category.NOT_MATCHED and action is ActionKind.INSERT:
+            insert = b.copies
+        elif not (category is Category.NOT_MATCHED_BY_SOURCE and action is ActionKind.DELETE):
+            return None  # a matched DELETE, a REFUSE (a key violation the run must raise), BY SOURCE UPDATE
+    for i, (col, spark) in enumerate(plan.column_types):
+        u = update[i] if update is not None else None
+        g = insert[i] if insert is not None else None
+        for value in (u, g):
+            if value is None:
+                continue
+            side, name = value
+            if side == "expr" or (side == "t" and name != col) or (side == "s" and stypes.get(name) != spark.lower()):
+                return None
+        if col in keys:  # the row pairs with its source row again
+            if (u is not None and u not in (("t", col), ("s", keys[col]))) or (g is not None and g != ("s", keys[col])):
+                return None
+        elif u is not None and g is not None and u != ("t", col) and u != g:
+            return None
+    return keys
+
+
+def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]) -> str | None:
+    """SHA-256 of the statement's plan, the source's Spark type and its rows ordered by the join
+    keys' source columns (``idempotent``'s); None where Arrow cannot order them."""
+    names = sorted(set(keys.values()))
+    try:
+        ordered = data.sort_by([(n, "ascending") for n in names]).combine_chunks()
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, KeyError):
+        return None
+    h = hashlib.sha256()
+    h.update(repr((plan.on, plan.branches, plan.column_types, plan.key_columns, plan.spec.conflict_keys, source_type)).encode())
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, ordered.schema) as writer:
+        writer.write_table(ordered)
+    h.update(sink.getvalue())
+    return h.hexdigest()
+
+
+def unique_keys(data: pa.Table, keys: Mapping[str, str]) -> bool:
+    """No source key is NULL and no two source rows share one."""
+    names = sorted(set(keys.values()))
+    if any(data.column(n).null_count for n in names):
+        return False
+    if len(names) == 1:
+        return pc.count_distinct(data.column(names[0])).as_py() == data.num_rows
+    return data.group_by(names).aggregate([]).num_rows == data.num_rows

@@ -1,0 +1,143 @@
+"""A MERGE run again with the same rows into the table it produced (engine.rerun): recognised
+from the log without reading a tablet, and only where running it again cannot change anything."""
+
+import os
+
+import pytest
+import tablets
+from support.jobs import spark_jobs
+from tablets.engine.executor import RERUN_CONF, execute
+from tablets.exceptions import CardinalityViolation
+from tablets.storage import log
+
+pytestmark = pytest.mark.spark
+
+UPSERT = "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS rerun")
+    return d
+
+
+def rows(db, name):
+    return sorted((tuple(r) for r in db.sql(f"SELECT * FROM {name}").collect()), key=str)
+
+
+def fresh(db, name, n=1000):
+    db.sql(f"DROP TABLE IF EXISTS {name}")
+    db.sql(f"CREATE TABLE {name} (id BIGINT, v BIGINT, s STRING) USING tablets")
+    db.sql(f"INSERT INTO {name} SELECT id, id * 10, CAST(id AS STRING) FROM range(0, {n})")
+
+
+def merge(db, name, source, clauses=UPSERT):
+    return db.sql(f"MERGE INTO {name} t USING ({source}) s ON t.id = s.id {clauses}").metrics
+
+
+SOURCE = "SELECT id, id * 10 + 1 AS v, IF(id % 7 = 0, NULL, 'new') AS s FROM range(950, 1050)"  # 50 updates, 50 inserts
+
+
+def test_the_same_rows_again_read_no_tablet(db, spark):
+    fresh(db, "rerun.same")
+    first = merge(db, "rerun.same", SOURCE)
+    assert (first.rows_updated, first.rows_inserted, first.same_source) == (50, 50, False)
+    after = rows(db, "rerun.same")
+    table = db.table_of("rerun.same")
+    version = table.version
+    # the tablets are not there: a statement that read one would fail
+    paths = [table.tablet_path(st) for st in table.snapshot().tablets.values()]
+    for p in paths:
+        os.rename(p, p + ".away")
+    try:
+        results = []
+        for i in range(2):
+            jobs = spark_jobs(spark, lambda: results.append(merge(db, "rerun.same", SOURCE)))
+            m = results[i]
+            assert m.same_source and (m.version, m.rows_unchanged, m.rows_affected, m.bytes_written) == (None, 100, 0, 0)
+            assert m.tablets_scanned == 0 and "same_source" in m.timings_ms
+            assert len(jobs) <= 2, jobs  # the source's own
+    finally:
+        for p in paths:
+            os.rename(p + ".away", p)
+    assert table.version == version and rows(db, "rerun.same") == after
+
+
+@pytest.mark.parametrize("clauses, source, expected, affected", [
+    ("WHEN MATCHED THEN UPDATE SET v = t.v + s.v", "SELECT 5L AS id, 1L AS v", [(5, 52, "5")], 1),
+    ("WHEN MATCHED AND s.v > t.v THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+     "SELECT 5L AS id, 100L AS v, 'x' AS s", [(5, 100, "x")], 0),
+    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "SELECT 5L AS id, 7L AS v, 'x' AS s", [(5, 7, "x")], 1),
+], ids=["accumulates", "conditional", "deletes-then-inserts"])
+def test_statements_not_idempotent_run_again(db, clauses, source, expected, affected):
+    fresh(db, "rerun.again", 10)
+    merge(db, "rerun.again", source, clauses)
+    second = merge(db, "rerun.again", source, clauses)
+    assert (second.same_source, second.rows_affected) == (False, affected)
+    assert [r for r in rows(db, "rerun.again") if r[0] == 5] == expected
+
+
+def test_a_null_key_is_inserted_again(db):
+    fresh(db, "rerun.null_key", 3)
+    src = "SELECT CAST(NULL AS BIGINT) AS id, 1L AS v, 'n' AS s"
+    merge(db, "rerun.null_key", src)
+    m = merge(db, "rerun.null_key", src)
+    assert (m.same_source, m.rows_inserted) == (False, 1)
+    assert [r for r in rows(db, "rerun.null_key") if r[0] is None] == [(None, 1, "n")] * 2
+
+
+def test_repeated_source_keys_fail_the_second_run_as_before(db):
+    fresh(db, "rerun.dups", 3)
+    src = "SELECT 7L AS id, 1L AS v, 'a' AS s UNION ALL SELECT 7L, 1L, 'a'"
+    assert merge(db, "rerun.dups", src).rows_inserted == 2  # no target row: two inserts
+    with pytest.raises(CardinalityViolation):
+        merge(db, "rerun.dups", src)
+
+
+def test_a_commit_in_between_is_read(db):
+    fresh(db, "rerun.interleaved")
+    merge(db, "rerun.interleaved", SOURCE)
+    db.sql("UPDATE rerun.interleaved SET v = -1 WHERE id = 960")
+    m = merge(db, "rerun.interleaved", SOURCE)
+    assert (m.same_source, m.rows_updated, m.rows_unchanged) == (False, 1, 99)
+    assert [r for r in rows(db, "rerun.interleaved") if r[0] == 960] == [(960, 9601, "new")]
+
+
+def test_a_rebased_commit_is_not_taken_for_the_table(db, spark):
+    """A MERGE that committed over a concurrent commit made a table its statement alone did not:
+    the next run with the same rows reads the target."""
+    fresh(db, "rerun.rebased")
+    table = db.table_of("rerun.rebased")
+    before = table.snapshot()
+    db.sql("INSERT INTO rerun.rebased VALUES (5000, 1, 'far')")  # outside the source's keys: no conflict
+    builder = tablets.table(db, "rerun.rebased").merge(spark.sql(SOURCE), on="t.id = s.id")
+    spec = builder.when_matched_update().when_not_matched_insert().spec
+    first = execute(spark, table, spec, spark.sql(SOURCE), snapshot=before)
+    assert first.version == before.version + 2
+    m = merge(db, "rerun.rebased", SOURCE)
+    assert (m.same_source, m.rows_affected, m.rows_unchanged) == (False, 0, 100)
+
+
+def test_a_checkpointed_version_still_knows_its_commit(db):
+    fresh(db, "rerun.checkpoint", 10)
+    table = db.table_of("rerun.checkpoint")
+    while (table.version + 1) % log.CHECKPOINT_INTERVAL:
+        db.sql("INSERT INTO rerun.checkpoint VALUES (-1, 0, 'pad')")
+    src = "SELECT id, id AS v, 'c' AS s FROM range(5, 15)"
+    assert merge(db, "rerun.checkpoint", src).version % log.CHECKPOINT_INTERVAL == 0
+    assert table.snapshot().commit is None  # read from the checkpoint
+    m = merge(db, "rerun.checkpoint", src)
+    assert (m.same_source, m.rows_unchanged) == (True, 10)
+
+
+def test_it_can_be_turned_off(db, spark):
+    fresh(db, "rerun.off")
+    merge(db, "rerun.off", SOURCE)
+    spark.conf.set(RERUN_CONF, "false")
+    try:
+        m = merge(db, "rerun.off", SOURCE)
+    finally:
+        spark.conf.unset(RERUN_CONF)
+    assert (m.same_source, m.rows_unchanged, m.version) == (False, 100, None) and "unchanged" in m.timings_ms
+    assert merge(db, "rerun.off", SOURCE, UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id < 0 THEN DELETE").same_source is False
