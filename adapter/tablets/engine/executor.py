@@ -408,8 +408,6 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
     tablets = list(run.snapshot.tablets)
     persisted = run.persisted
     ranges = None
-    # a source that reads the target depends on all of it: the conservative conflict rules
-    self_read = source is not None and _reads_target(run, source)
     original, has_source = source, source is not None
     try:
         if source is not None:
@@ -445,6 +443,8 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         if rows is not None and _changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
             return m
+        # a source that reads the target depends on all of it: the conservative conflict rules
+        self_read = original is not None and _reads_target(run, original)
         handle = begin(
             run.snapshot,
             run.table.root,
