@@ -140,4 +140,3 @@ def test_it_can_be_turned_off(db, spark):
     finally:
         spark.conf.unset(RERUN_CONF)
     assert (m.same_source, m.rows_unchanged, m.version) == (False, 100, None) and "unchanged" in m.timings_ms
-    assert merge(db, "rerun.off", SOURCE, UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id < 0 THEN DELETE").same_source is False

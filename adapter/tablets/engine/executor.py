@@ -107,7 +107,7 @@ from tablets.spark.frames import (
     tablet_scan,
 )
 from tablets.spark.native import MARKER as NATIVE_MARKER
-from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
+from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE, conf_flag
 from tablets.sql.reads import condition, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import (
@@ -586,17 +586,10 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     return frame, ranges
 
 
-def _conf_flag(spark: SparkSession, key: str) -> bool:
-    try:
-        return (spark.conf.get(key, None) or "true").strip().lower() != "false"
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        return True
-
-
 def _source_digest(run: _Run) -> tuple[str, dict[str, str]] | None:
     """``rerun.digest`` of a local source, and its join keys' source columns, where the statement
     is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
-    if run.local is None or not run.options.skip_unchanged or not _conf_flag(run.spark, RERUN_CONF):
+    if run.local is None or not run.options.skip_unchanged or not conf_flag(run.spark, RERUN_CONF):
         return None
     data, schema = run.local
     fields = [f for f in schema.fields if f.name != SID]

@@ -74,6 +74,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from tablets.spark.datasource import quote_ident, spark_ddl
+from tablets.spark.session import conf_flag
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
@@ -456,7 +457,7 @@ READ_NATIVE_CONF = "spark.tablets.read.native"  # false: queries read through th
 def reads_natively(spark: SparkSession) -> bool:
     """Whether queries (the front door's, and plain Spark SQL's through ``tablets.spark.native``)
     read tablet tables with ``read_frame`` (``READ_NATIVE_CONF``)."""
-    return (spark.conf.get(READ_NATIVE_CONF, None) or "true").strip().lower() != "false"
+    return conf_flag(spark, READ_NATIVE_CONF)
 
 
 # deletion vectors as one array literal of 64-bit words are planned into every stage that reads

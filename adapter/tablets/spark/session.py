@@ -148,6 +148,14 @@ def session_conf(
     return conf
 
 
+def conf_flag(spark: SparkSession, key: str) -> bool:
+    """A ``spark.tablets.*`` on/off setting: on unless set to ``false`` (or unreadable: the default)."""
+    try:
+        return (spark.conf.get(key, None) or "true").strip().lower() != "false"
+    except Exception:  # noqa: BLE001 - cannot tell: the default
+        return True
+
+
 def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")

@@ -18,7 +18,7 @@ import json
 import re
 
 from tablets.exceptions import FormatError, TableNotFound
-from tablets.storage.actions import Action, decode_actions, encode_actions
+from tablets.storage.actions import Action, CommitInfo, decode_actions, encode_actions
 from tablets.storage.fileio import FileIO, join
 from tablets.storage.snapshot import Snapshot, apply_version, replay
 
@@ -114,6 +114,11 @@ def read_version(io: FileIO, root: str, version: int) -> tuple[Action, ...]:
     except FileNotFoundError:
         raise TableNotFound(f"version {version} of {root} does not exist") from None
     return decode_actions(data, where=path)
+
+
+def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
+    """The ``commit_info`` of ``version`` (``TableNotFound`` if the log does not hold it)."""
+    return next((a for a in read_version(io, root, version) if isinstance(a, CommitInfo)), None)
 
 
 def write_version(io: FileIO, root: str, version: int, actions: list[Action]) -> bool:

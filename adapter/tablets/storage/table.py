@@ -206,17 +206,15 @@ class TabletTable:
         if snapshot.commit is not None:
             return snapshot.commit
         try:
-            actions = log.read_version(self.io, self.root, snapshot.version)
+            return log.read_commit(self.io, self.root, snapshot.version)
         except TableNotFound:
             return None
-        return next((a for a in actions if isinstance(a, CommitInfo)), None)
 
     def history(self) -> list[HistoryEntry]:
         versions, _ = log.list_log(self.io, self.root, complete=True)
         out = []
         for v in versions:
-            infos = [a for a in log.read_version(self.io, self.root, v) if isinstance(a, CommitInfo)]
-            out.append(HistoryEntry(v, infos[0] if infos else None))
+            out.append(HistoryEntry(v, log.read_commit(self.io, self.root, v)))
         return out
 
     # --- writing --------------------------------------------------------------------------
