@@ -103,6 +103,7 @@ from tablets.spark.frames import (
     TabletScan,
     driver_rows,
     driver_scan,
+    local_relation,
     scan_struct,
     tablet_scan,
 )
@@ -626,7 +627,7 @@ def _local_frame(run: _Run) -> DataFrame | None:
     if run.local_frame is None and run.local is not None:
         data, schema = run.local
         try:
-            run.local_frame = run.spark.createDataFrame(data, schema=schema)
+            run.local_frame = local_relation(run.spark, data, schema)
         except Exception:  # noqa: BLE001 - the caller reads the source in Spark instead
             run.local = None
     return run.local_frame
@@ -1081,8 +1082,10 @@ def _join_keys(run: _Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] |
     rows = _selected(run, tablets)
     if rows is None or run.local is None:
         return None
-    if BY_VALUES in rows.column_names:  # the BY SOURCE rows hold no source key: they pair with nothing
-        rows = rows.filter(rows.column(BY_VALUES)).drop_columns([BY_VALUES])
+    if BY_VALUES in rows.column_names:
+        # a row each of whose key columns holds some source value may still pair with nothing
+        # (a composite key is a tuple): the join decides, and ``_unpaired_rows`` keeps the rest
+        rows = rows.drop_columns([BY_VALUES])
     data = run.local[0]
     on_t, on_s = {}, {}
     for i, col in enumerate(run.keys or {}):
@@ -1246,9 +1249,7 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
         return None
     parts += matched
     if plan.by_source:  # the rows without a pair that a BY SOURCE clause acts on (``_selected``)
-        rows = _selected(run, tablets)
-        assert rows is not None  # (_key_pairs selected them)
-        unpaired = rows.filter(pc.invert(rows.column(BY_VALUES)))
+        unpaired = _unpaired_rows(run, tablets, t_rows)
         by_source = classified(Category.NOT_MATCHED_BY_SOURCE, {t_key: unpaired}, unpaired, unpaired)
         if by_source is None:
             return None
@@ -1261,6 +1262,23 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     if not parts:
         return part(pa.array([], pa.string()), pa.array([], pa.int64()), None, pa.array([], pa.string()))
     return pa.concat_tables(parts)
+
+
+def _unpaired_rows(run: _Run, tablets: Sequence[str], paired: pa.Table) -> pa.Table:
+    """The selected target rows (``_selected``: those holding source values, and those a BY
+    SOURCE clause acts on) that paired with no source row, by their row ids."""
+    rows = _selected(run, tablets)
+    assert rows is not None  # (_key_pairs selected them)
+    rows = rows.drop_columns([BY_VALUES])
+    if not paired.num_rows:
+        return rows
+    tid, row = TabletScan.row_ids(rows)
+    ptid, prow = TabletScan.row_ids(paired)
+    ids = pa.table({"t": tid, "r": row, "i": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
+    hit = ids.join(pa.table({"t": ptid, "r": prow}).group_by(["t", "r"]).aggregate([]), keys=["t", "r"], join_type="left semi")
+    keep = np.ones(rows.num_rows, dtype=bool)
+    keep[hit.column("i").to_numpy()] = False
+    return rows.filter(pa.array(keep))
 
 
 def _changes_nothing(run: _Run, rows: pa.Table) -> bool:
@@ -1312,7 +1330,7 @@ def _paired(run: _Run, tablets: Sequence[str]) -> str | None:
         StructField(run.plan.spec.source_alias, nullable(source_type)),
         *(StructField(c, BooleanType()) for c in (T_MARK, S_MARK, _PAIR)),
     ])
-    return _view(run, run.spark.createDataFrame(frame, schema=spark_type))
+    return _view(run, local_relation(run.spark, frame, spark_type))
 
 
 def _base(run: _Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:

@@ -262,6 +262,14 @@ def empty_frame(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], co
     return spark.sql(f"SELECT {', '.join([*cols, *extra])} WHERE false")
 
 
+def local_relation(spark: SparkSession, data: pa.Table, schema: StructType | None = None) -> DataFrame:
+    """``data`` as a Spark local relation. PySpark 4.3's ``createDataFrame`` of an Arrow table
+    keeps only the record batches before the first empty one: those are left out first."""
+    if any(b.num_rows == 0 for b in data.to_batches()):
+        data = pa.Table.from_batches([b for b in data.to_batches() if b.num_rows], schema=data.schema)
+    return spark.createDataFrame(data, schema=schema)
+
+
 _NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}")  # an empty scan's file and row columns
 
 
@@ -430,7 +438,7 @@ def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
 def driver_scan(spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table) -> TabletScan:
     """A ``TabletScan`` of ``driver_rows``' rows: a local relation, no deletion vector left to apply."""
     struct = scan_struct(snapshot, columns)
-    frame = spark.createDataFrame(rows, schema=struct) if rows.num_rows else empty_frame(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
+    frame = local_relation(spark, rows, struct) if rows.num_rows else empty_frame(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
     return TabletScan(spark, table, frame, tuple(columns), ())
 
 

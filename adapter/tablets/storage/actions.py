@@ -18,9 +18,27 @@ StatValue = Any
 
 @dataclass(frozen=True)
 class ColumnStats:
+    """A column's bounds in one tablet. ``nan_count`` (floating columns only, Iceberg's
+    ``nan_value_counts``): Spark orders NaN above every number and joins NaN to NaN, while
+    min/max leave it out, so a float column holding NaN has no upper bound (``max`` None)."""
+
     min: StatValue = None
     max: StatValue = None
     null_count: int = 0
+    nan_count: int | None = None
+
+    @staticmethod
+    def from_json(body: dict[str, Any]) -> ColumnStats:
+        stats = ColumnStats(**body)
+        if isinstance(stats.max, float) and stats.nan_count is None:
+            return replace(stats, max=None)  # written before NaN was counted: it may hold NaN
+        return stats
+
+    def to_json(self) -> dict[str, Any]:
+        body = asdict(self)
+        if self.nan_count is None:  # written only for floating columns
+            del body["nan_count"]
+        return body
 
 
 @dataclass(frozen=True)
@@ -117,6 +135,8 @@ _TYPES = {v: k for k, v in _NAMES.items()}
 
 def action_to_json(action: Action) -> str:
     body = asdict(action)
+    if isinstance(action, AddTablet):
+        body["stats"] = [(n, st.to_json()) for n, st in action.stats]
     if isinstance(action, Metadata):  # written only when set: older logs and readers stay as they were
         if action.comment is None:
             del body["comment"]
@@ -140,7 +160,7 @@ def action_from_json(line: str, where: str = "") -> Action:
         raise FormatError(f"log {where}: unreadable action line {line[:80]!r} ({e})") from e
     try:
         if cls is AddTablet:
-            stats = tuple((n, ColumnStats(**s)) for n, s in body.get("stats", ()))
+            stats = tuple((n, ColumnStats.from_json(s)) for n, s in body.get("stats", ()))
             return AddTablet(**{**body, "stats": stats})
         if cls is Metadata:
             return Metadata(

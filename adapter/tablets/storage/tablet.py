@@ -95,9 +95,12 @@ def column_stats(data: pa.Table) -> tuple[tuple[str, ColumnStats], ...]:
             continue
         mm = pc.min_max(col)
         lo, hi = mm["min"].as_py(), mm["max"].as_py()
-        if isinstance(lo, float) and (lo != lo or hi != hi):  # NaN: no usable bound
-            lo = hi = None
-        out.append((name, ColumnStats(_json_value(lo), _json_value(hi), nulls)))
+        nans = int(pc.sum(pc.is_nan(col)).as_py() or 0) if pa.types.is_floating(t) else None
+        if nans:  # NaN is above every number in Spark (min/max leave it out): no upper bound
+            hi = None
+            if lo != lo:  # only NaN
+                lo = None
+        out.append((name, ColumnStats(_json_value(lo), _json_value(hi), nulls, nans)))
     return tuple(out)
 
 

@@ -135,7 +135,7 @@ def fragment_from_json(text: str) -> Fragment:
     if "read" in obj:
         return ReadFragment(**obj["read"])
     add = obj["tablet"]["add"]
-    stats = tuple((n, ColumnStats(**s)) for n, s in add["stats"])
+    stats = tuple((n, ColumnStats.from_json(s)) for n, s in add["stats"])
     return TabletFragment(AddTablet(**{**add, "stats": stats}))
 
 

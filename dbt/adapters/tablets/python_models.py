@@ -142,6 +142,8 @@ def as_spark_frame(result: Any, spark: SparkSession, model: str) -> DataFrame:
             return result.to_spark()
     if _is_pandas(result) or _is_arrow_table(result):
         try:
+            if _is_arrow_table(result):  # PySpark drops every record batch after an empty one
+                result = type(result).from_batches([b for b in result.to_batches() if b.num_rows], schema=result.schema)
             return spark.createDataFrame(result)
         except Exception as e:  # noqa: BLE001 - Spark's conversion errors, reported with the model
             raise PythonModelError(
