@@ -32,7 +32,8 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets import maintenance
-from tablets.engine.executor import MergeOptions, append, execute, spark_message
+from tablets.engine import route
+from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, append, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
@@ -54,7 +55,7 @@ from tablets.exceptions import (
 )
 from tablets.spark import catalog, reads
 from tablets.spark.frames import empty_frame
-from tablets.spark.session import get_or_create_session
+from tablets.spark.session import conf_flag, get_or_create_session
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
 from tablets.storage.table import replacement
@@ -253,7 +254,7 @@ class Database:
         """Run a MERGE/UPDATE/DELETE/INSERT ON CONFLICT spec: one commit (or none)."""
         opts = options or self.options
         table = self.table_of(spec.target)
-        if noop_reason(spec) is not None:  # degenerate: no scan, no job
+        if noop_reason(spec) is not None and conf_flag(self.spark, SKIP_NOOP_CONF):  # degenerate: no scan, no job
             return StatementResult(spec.operation, spec.target, MergeMetrics(operation=spec.operation, noop=True))
         start, waited, attempt = time.perf_counter(), 0.0, 0
         while True:
@@ -295,13 +296,12 @@ class Database:
         if not isinstance(spec, MergeSpec):
             return f"{type(spec).__name__}: {spec}"
         table = self.table_of(spec.target)
-        schema = [(n, t) for n, t, _ in table.snapshot().metadata.schema]
-        if noop_reason(spec) is not None:
-            source_cols = None
-        else:
-            frame = self.source_frame(spec, table)
-            source_cols = frame.columns if frame is not None else None
-        return explain(plan_merge(spec, schema, source_cols), skip_unchanged=self.options.skip_unchanged)
+        snap = table.snapshot()
+        schema = [(n, t) for n, t, _ in snap.metadata.schema]
+        frame = None if noop_reason(spec) is not None else self.source_frame(spec, table)
+        plan = plan_merge(spec, schema, frame.columns if frame is not None else None)
+        size = sum(st.add.bytes for st in snap.tablets.values())
+        return explain(plan, skip_unchanged=self.options.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
 
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
         frame = self.spark.sql(spec.query)

@@ -72,14 +72,14 @@ def test_statements_over_connect(spark):
 
 def test_size_estimates_over_connect(spark):
     """The broadcast decision has Spark's size estimate on Connect too (EXPLAIN COST)."""
-    from tablets.engine import executor
+    from tablets.engine import route
 
     df = spark.range(1000).selectExpr("id", "cast(id AS string) AS s")
-    size = executor._size_bytes(df)
+    size = route.size_bytes(df)
     assert size is not None and 0 < size < 1 << 20
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "2MB")
     try:
-        assert executor._threshold(spark) == 2 << 20
+        assert route.broadcast_threshold(spark) == 2 << 20
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
 

@@ -4,7 +4,7 @@ import pytest
 import tablets
 from support.conf import LOS_ANGELES, settings
 from support.jobs import spark_jobs
-from tablets.engine.executor import DRIVER_SCAN_CONF
+from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.storage import TabletTable
 
 pytestmark = pytest.mark.spark
@@ -462,13 +462,13 @@ def test_the_driver_merge_sorts_its_inserts_by_cluster_by(db):
 
 
 def test_the_driver_reads_more_in_local_mode(spark):
-    from tablets.engine.executor import DRIVER_SCAN_BYTES_LOCAL, _driver_scan_bytes
+    from tablets.engine.route import DRIVER_SCAN_BYTES_LOCAL, driver_scan_bytes
 
     assert spark.conf.get("spark.master").startswith("local")
-    assert _driver_scan_bytes(spark) == DRIVER_SCAN_BYTES_LOCAL
+    assert driver_scan_bytes(spark) == DRIVER_SCAN_BYTES_LOCAL
     spark.conf.set(DRIVER_SCAN_CONF, "8m")
     try:
-        assert _driver_scan_bytes(spark) == 8 << 20
+        assert driver_scan_bytes(spark) == 8 << 20
     finally:
         spark.conf.unset(DRIVER_SCAN_CONF)
 

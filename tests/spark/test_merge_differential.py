@@ -22,7 +22,8 @@ import duckdb
 import pyarrow as pa
 import pytest
 from support.conf import LOS_ANGELES, settings
-from tablets.engine.executor import DRIVER_SCAN_CONF, MergeOptions, execute
+from tablets.engine.executor import MergeOptions, execute
+from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import CardinalityViolation
 from tablets.sql import parse_statement
 from tablets.storage import RowLevelSink, TabletTable

@@ -6,7 +6,7 @@ import math
 
 import pytest
 import tablets
-from tablets.engine.executor import DRIVER_SCAN_CONF
+from tablets.engine.route import DRIVER_SCAN_CONF
 
 pytestmark = pytest.mark.spark
 
@@ -109,3 +109,52 @@ def test_a_nan_key_matches_by_delete_and_update(db, plan):
     db.sql(f"INSERT INTO {name} VALUES (CAST('NaN' AS DOUBLE), 4)")
     db.sql(f"UPDATE {name} SET v = 5 WHERE k > 100")  # NaN is above every number in Spark
     assert sorted(r[1] for r in rows(db, name)) == [1, 3, 5]
+
+
+def test_a_nan_literal_does_not_prune(db, plan):
+    name = "one_answer.b4"
+    fresh(db, name, "(k DOUBLE, v INT) USING tablets", "(1.0,1),(CAST('NaN' AS DOUBLE),2)", "(7.0,3)")
+    db.sql(f"UPDATE {name} SET v = 9 WHERE k = double('NaN')")
+    db.sql(f"DELETE FROM {name} WHERE k IN (double('NaN'), 7.0D)")
+    assert rows(db, name) == [(1.0, 1)]
+
+
+@pytest.mark.parametrize("setting", ["arrowEval", "pruneTablets", "skipNoop", "skipSameSource"])
+def test_each_shortcut_turned_off_gives_the_same_rows(db, spark, setting):
+    name = f"one_answer.switch_{setting.lower()}"
+    fresh(db, name, "(k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
+          "(1,1),(2,2),(3,3),(4,4),(5,5),(6,6)")
+    merge = f"""MERGE INTO {name} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k
+        WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"""
+    spark.conf.set(f"spark.tablets.merge.{setting}", "off")
+    try:
+        first, again = db.sql(merge).metrics, db.sql(merge).metrics
+    finally:
+        spark.conf.unset(f"spark.tablets.merge.{setting}")
+    assert counts(first) == (1, 2, 0) and counts(again) == (0, 0, 0) and again.version is None
+    assert again.same_source is (setting not in ("skipSameSource",))
+    if setting == "arrowEval":
+        assert not first.merged_on_driver
+    if setting == "pruneTablets":
+        assert first.tablets_pruned == 0
+    assert rows(db, name) == [(1, 10), (2, 2), (3, 3), (4, 4), (5, 50), (6, 6), (9, 90)]
+
+
+def test_explain_says_which_plan_the_statement_takes(db, spark):
+    name = "one_answer.explained"
+    fresh(db, name, "(k INT, v INT) USING tablets", "(1,1),(2,2)")
+    merge = f"MERGE INTO {name} t USING (SELECT * FROM VALUES (1,10),(3,30) AS v(k,v)) s ON t.k = s.k "
+
+    def route(clauses):
+        return [line for line in db.sql(f"EXPLAIN {merge}{clauses}").splitlines() if line.startswith("[Route]")]
+
+    assert route("WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")[0].startswith("[Route] driver plan")
+    assert db.sql(merge + "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *").metrics.merged_on_driver
+    by_source = "WHEN NOT MATCHED BY SOURCE AND upper(cast(t.v AS STRING)) = '1' THEN DELETE"
+    assert route(by_source)[0].startswith("[Route] Spark's plan: a BY SOURCE clause")
+    assert not db.sql(merge + by_source).metrics.merged_on_driver
+    spark.conf.set(DRIVER_SCAN_CONF, "0")
+    try:
+        assert route("WHEN MATCHED THEN DELETE") == [f"[Route] Spark's plan: {DRIVER_SCAN_CONF} is 0"]
+    finally:
+        spark.conf.unset(DRIVER_SCAN_CONF)

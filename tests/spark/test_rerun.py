@@ -6,7 +6,8 @@ import os
 import pytest
 import tablets
 from support.jobs import spark_jobs
-from tablets.engine.executor import RERUN_CONF, execute
+from tablets.engine.executor import execute
+from tablets.engine.route import RERUN_CONF
 from tablets.exceptions import CardinalityViolation
 from tablets.storage import log
 

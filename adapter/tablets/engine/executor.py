@@ -2,7 +2,7 @@
 
 Jobs, in order (each only when the plan needs it):
 1. the source, read exactly once (even if non-deterministic): below ``LOCAL_SOURCE_BYTES`` (or
-   ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it: ``_local_limit``) by
+   ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it: ``local_limit``) by
    Spark's estimate it is collected as Arrow and becomes a local relation (count, row ids and
    key ranges taken on the driver); else it is persisted, counted, and the min/max of its join
    keys taken, in one pass. The key ranges prune tablets by the log's statistics and row groups
@@ -89,6 +89,23 @@ from tablets.engine.plan import (
     plan_merge,
     source_column,
 )
+from tablets.engine.route import (
+    ARROW_EVAL_CONF,
+    DRIVER_BY_SOURCE_ROWS,
+    DRIVER_MERGE_SOURCE_BYTES,
+    DRIVER_SCAN_ROWS,
+    PRUNE_CONF,
+    RANGE_FILTER_SHARE,
+    RERUN_CONF,
+    SKIP_NOOP_CONF,
+    SMALL_BYTES,
+    broadcast_threshold,
+    driver_scan_bytes,
+    is_connect_frame,
+    local_limit,
+    row_width,
+    size_bytes,
+)
 from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -108,7 +125,7 @@ from tablets.spark.frames import (
     tablet_scan,
 )
 from tablets.spark.native import MARKER as NATIVE_MARKER
-from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE, conf_flag
+from tablets.spark.session import conf_flag
 from tablets.sql.reads import condition, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import (
@@ -176,7 +193,7 @@ def execute(
     schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
     plan = plan_merge(spec, schema, source.columns if source is not None else None, snapshot.metadata.key_columns)
     metrics = MergeMetrics(operation=spec.operation)
-    if plan.noop:
+    if plan.noop and conf_flag(spark, SKIP_NOOP_CONF):
         metrics.noop = True
         return metrics
     run = _Run(spark, table, snapshot, plan, options, metrics)
@@ -197,134 +214,15 @@ def execute(
         raise
 
 
-SMALL_BYTES = 64 << 20
-# a source Spark estimates below this is collected and becomes a local relation. Not up to the
-# broadcast threshold where Spark's ConvertToLocalRelation rule runs: it evaluates projections
-# over a local relation row by row on the driver while optimizing, 3-4 s for a 100k-row
-# (3.5 MiB) source, about 35 us a row; the cached path's three jobs cost 0.3-0.8 s
-LOCAL_SOURCE_BYTES = 256 << 10
-# sessions built by tablets exclude that rule (tablets.spark.session): there a source of up to
-# LOCAL_SOURCE_BYTES_NO_RULE is local. 1M-row upsert, 10k-row source (0.35 MiB): 1.9 -> 1.5 s;
-# but a 100k-row source (3.5 MiB) made the 10M upsert slower (+0.9 s on the driver building
-# the plan, and the local rows shipped in the scan's tasks) than the cached path's 0.45 s
-LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
-# ... and up to this where the driver may merge the statement alone (``_driver_may_merge``):
-# there no local relation of it is built. 10M-row target, 100k-row (3.5 MiB) upsert: see DRIVER_SCAN_BYTES
-DRIVER_MERGE_SOURCE_BYTES = 16 << 20
-# the target scan filters by the source's key range where it may skip this share of a tablet
-RANGE_FILTER_SHARE = 0.1
-# A local source's statement without BY SOURCE clauses reads the target on the driver when its
-# tablets (after pruning) take at most this many bytes (0: never). 1M-row target (27 MB, one
-# tablet), 10k-row upsert, warm session: 1.03 s with the Spark scan (its job 0.25 s), 0.92 s with
-# the rows selected here (0.09 s) but still broadcast-joined and shuffled to Python tasks,
-# 0.71 s joined and written here too (no-op re-merge: 1.17 -> 0.54 s)
-# "false": a MERGE run again with the same rows reads the target to find it changes nothing
-RERUN_CONF = "spark.tablets.merge.skipSameSource"
-DRIVER_SCAN_CONF = "spark.tablets.merge.driverScanBytes"
-DRIVER_SCAN_BYTES = 64 << 20
-# ... and in local mode (the executors are threads of the driver's machine, so its Arrow reads
-# use the same cores with no task to schedule; memory stays bounded: a row group at a time per
-# thread, only selected rows kept): 10M-row target (229 MB, 16 tablets), 100k-row upsert with
-# keys spread over all of it: 2.47 s planned in Spark, 1.12 s merged on the driver
-DRIVER_SCAN_BYTES_LOCAL = 1 << 30
-# ... and when it selects at most this many rows (or 4 per source row): else Spark scans
-DRIVER_SCAN_ROWS = 100_000
-# ... and at most this many rows without a pair that BY SOURCE clauses act on (a row id each)
-DRIVER_BY_SOURCE_ROWS = 2_000_000
-
-
-def _connect(frame: DataFrame | SparkSession) -> bool:
-    """A Spark Connect session or DataFrame: no JVM here, no ``.rdd``, ``_jdf`` or ``sparkContext``."""
-    return type(frame).__module__.startswith("pyspark.sql.connect")
-
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
-_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
-_STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.E+]+) ?([KMGTPE]?i?B)\b")
-
-
-def parse_bytes(text: str | None) -> int | None:
-    """A byte size setting as Spark reads it (``"10MB"``, ``"10485760b"``, ``"1g"``, ``"-1"``;
-    no unit is bytes), or None if it is not one."""
-    m = re.fullmatch(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*", text or "")
-    if m is None or m.group(2).lower() not in _UNITS:
-        return None
-    return int(m.group(1)) * _UNITS[m.group(2).lower()]
-
-
-def _connect_size(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame`` over Spark Connect: the optimized plan's root statistics
-    from the server's ``EXPLAIN COST`` (``Statistics(sizeInBytes=1.5 KiB, ...)``)."""
-    explain = getattr(frame, "_explain_string", None)  # Connect's DataFrame.explain, as text
-    try:
-        text = str(explain(mode="cost")) if callable(explain) else ""
-    except Exception:  # noqa: BLE001 - no estimate
-        return None
-    plan = text.split("== Optimized Logical Plan ==", 1)[-1]
-    m = _STATS.search(plan)
-    if m is None:
-        return None
-    try:
-        return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
-    except (ValueError, KeyError):
-        return None
-
-
-def _size_bytes(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame`` (exact for a materialized cache), or None."""
-    if _connect(frame):
-        return _connect_size(frame)
-    try:
-        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
-        return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
-    except Exception:  # no estimate
-        return None
-
-
-_WIDTHS = {"boolean": 1, "byte": 1, "tinyint": 1, "short": 2, "smallint": 2, "int": 4, "integer": 4, "date": 4,
-           "float": 4, "long": 8, "bigint": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8}
-
-
-def _row_width(source: DataFrame) -> int:
-    """Bytes per row by Spark's default sizes (strings and binaries 20, decimals 8 or 16,
-    nested types 100 per field), the basis of an estimate where Spark gives none."""
-    width = 0
-    for f in source.schema.fields:
-        name = f.dataType.simpleString().lower()
-        if name.startswith("decimal"):
-            width += 8 if getattr(f.dataType, "precision", 38) <= 18 else 16
-        elif name in _WIDTHS:
-            width += _WIDTHS[name]
-        elif name.startswith(("array", "map", "struct")):
-            width += 100
-        else:
-            width += 20
-    return max(width, 1)
-
-
-def _threshold(spark: SparkSession) -> int | None:
-    """``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: never broadcast)."""
-    if not _connect(spark):
-        try:  # Spark's own parse of the setting ("10MB", "-1", ...)
-            return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
-        except Exception:  # noqa: BLE001 - read it as text below
-            pass
-    try:
-        return parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB"))
-    except Exception:  # noqa: BLE001
-        return None
-
-
 def _broadcastable(run: _Run, source: DataFrame) -> bool:
     """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``: by
     Spark's estimate, else (no estimate) by its row count times its row width."""
-    limit = _threshold(run.spark)
+    limit = broadcast_threshold(run.spark)
     if limit is None or limit < 0:
         return False
-    size = _size_bytes(source)
+    size = size_bytes(source)
     if size is None:
-        size = run.metrics.source_rows * _row_width(source)
+        size = run.metrics.source_rows * row_width(source)
     return size <= limit
 
 
@@ -421,7 +319,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             if source is not None:
                 run.broadcast = _broadcastable(run, source)
             t0 = run.phase("source", t0)
-            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats:
+            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats and conf_flag(run.spark, SKIP_NOOP_CONF):
                 return m  # empty source: nothing can match or be inserted
         digest = _source_digest(run)
         if digest is not None and _ran_before(run, *digest):
@@ -441,7 +339,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
         rows = _arrow_rows(run, tablets) if has_source else None
         m.merged_on_driver = rows is not None
-        if rows is not None and _changes_nothing(run, rows):
+        if rows is not None and conf_flag(run.spark, SKIP_NOOP_CONF) and _changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
             return m
         # a source that reads the target depends on all of it: the conservative conflict rules
@@ -556,12 +454,12 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
     ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
     a type Arrow cannot carry. The frame is None where the driver may merge the statement
     alone: ``_local_frame`` makes it if Spark needs it after all."""
-    limit = _threshold(run.spark)
-    size = _size_bytes(source)
+    limit = broadcast_threshold(run.spark)
+    size = size_bytes(source)
     if limit is None or limit < 0 or size is None:
         return None
     alone = _driver_may_merge(run)
-    if size > min(limit, _local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
+    if size > min(limit, local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
         return None
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
@@ -638,7 +536,7 @@ def _driver_may_merge(run: _Run) -> bool:
     target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
     if not run.plan.plain:
         return False
-    return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= _driver_scan_bytes(run.spark)
+    return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= driver_scan_bytes(run.spark)
 
 
 def _source_column(run: _Run, data: pa.Table, expr: str) -> int | None:
@@ -688,16 +586,6 @@ def _key_type(arrow: pa.DataType, spark: str) -> pa.DataType | None:
     if pa.types.is_decimal(arrow) and spark.startswith("decimal"):
         return arrow_type(spark)
     return None
-
-
-def _local_limit(spark: SparkSession) -> int:
-    """The largest source taken as a local relation: more where the session's optimizer skips
-    ConvertToLocalRelation (tablets' own sessions)."""
-    try:
-        rules = spark.conf.get(EXCLUDED_RULES_CONF, None) or ""
-    except Exception:  # noqa: BLE001 - cannot tell: the rule runs
-        rules = ""
-    return LOCAL_SOURCE_BYTES_NO_RULE if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")} else LOCAL_SOURCE_BYTES
 
 
 def _source_ranges(run: _Run, source: DataFrame) -> list[tuple[str, object, object]]:
@@ -761,7 +649,7 @@ def _reads_target(run: _Run, source: DataFrame) -> bool:
     from tablets.spark import catalog
 
     try:
-        if _connect(source):
+        if is_connect_frame(source):
             explain = getattr(source, "_explain_string", None)  # Connect's DataFrame.explain, as text
             if not callable(explain):
                 return True
@@ -803,11 +691,17 @@ _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer",
 def _range_keys(run: _Run) -> tuple[tuple[str, str], ...]:
     """The join keys whose source min/max the statement takes, to skip tablets by: all where no
     BY SOURCE clause acts; with them, only where each has a condition (``_unacted``)."""
-    if not run.options.prune:
+    if not _prunes(run):
         return ()
     if run.plan.prune_keys:
         return run.plan.prune_keys
     return run.plan.join_keys if all(b.condition for b in _by_source_acting(run.plan)) else ()
+
+
+def _prunes(run: _Run) -> bool:
+    """Tablets (and row groups) may be skipped by their statistics: the model's ``prune_tablets``
+    and the session's ``PRUNE_CONF``."""
+    return run.options.prune and conf_flag(run.spark, PRUNE_CONF)
 
 
 def _by_source_acting(plan: Plan) -> list[Branch]:
@@ -827,7 +721,7 @@ def _unacted(
     ... THEN DELETE``)."""
     plan = run.plan
     acting = _by_source_acting(plan)
-    if not acting or not all(b.condition for b in acting):
+    if not acting or not all(b.condition for b in acting) or not _prunes(run):
         return tablets
     # whether a source row has a pair decides MATCHED clauses and which rows NOT MATCHED inserts
     pairs = has_source and not plan.pairs_nothing and any(
@@ -880,23 +774,6 @@ def _range_kind(spark_type: str, value: object) -> bool:
     return False
 
 
-def _driver_scan_bytes(spark: SparkSession) -> int:
-    """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
-    in local mode (not over Spark Connect), else ``DRIVER_SCAN_BYTES``."""
-    def conf(key: str) -> str:
-        try:
-            return spark.conf.get(key, None) or ""
-        except Exception:  # noqa: BLE001 - cannot tell: the default
-            return ""
-
-    size = parse_bytes(conf(DRIVER_SCAN_CONF) or None)
-    if size is not None:
-        return size
-    # a Spark Connect client may be on another machine than its server's local-mode executors
-    local = not _connect(spark) and conf("spark.master").startswith("local")
-    return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
-
-
 def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     """The target rows of ``tablets`` that the local source's keys can pair with, selected on the
     driver (``frames.driver_rows``); None where the statement scans the target in Spark: no
@@ -906,11 +783,16 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     at = tuple(tablets)
     if at not in run.selected:
         rows = None
-        if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= _driver_scan_bytes(run.spark):
+        if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= driver_scan_bytes(run.spark):
             limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
             if not run.plan.by_source:
-                rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit)
-            elif run.plan.on_is_keys and (clauses := _clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None:
+                rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit,
+                                   skip_by_stats=_prunes(run))
+            elif (
+                run.plan.on_is_keys
+                and conf_flag(run.spark, ARROW_EVAL_CONF)
+                and (clauses := _clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None
+            ):
                 columns = sorted({c for dc in clauses if dc.condition is not True for c in dc.condition.columns.get(_t_key(run), ())})
 
                 def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
@@ -918,7 +800,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
 
                 try:
                     rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.keys, limit,
-                                       acted, columns, DRIVER_BY_SOURCE_ROWS)
+                                       acted, columns, DRIVER_BY_SOURCE_ROWS, skip_by_stats=_prunes(run))
                 except EvalUnsupported:  # (an overflow, say): Spark evaluates the statement
                     rows = None
         run.selected[at] = rows
@@ -1152,6 +1034,8 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     (``_delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
     if not (run.local is not None and plan.on_is_keys and len(run.key_sources) == len(plan.join_keys)):
+        return None
+    if not conf_flag(run.spark, ARROW_EVAL_CONF):
         return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
@@ -1589,11 +1473,11 @@ def append(
         spec = MergeSpec(name or table.root, "t", Source(query="<rows>"), "s", on, clauses, operation=operation)
         return execute(spark, table, spec, frame.select(*cols), options, snapshot=snap)
     stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
-    size = _size_bytes(stream)
+    size = size_bytes(stream)
     small = size is not None and size < SMALL_BYTES
     # rows a local source could hold are written on the driver: no Python worker to start (the
     # first in a fresh process costs seconds: dbt's CTAS of a small model)
-    here = size is not None and size <= _local_limit(spark)
+    here = size is not None and size <= local_limit(spark)
     if keys:  # rows of one key meet in one task, which checks them
         parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
         stream = stream.coalesce(1) if small else stream.repartition(parts, *keys)

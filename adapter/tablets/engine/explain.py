@@ -7,7 +7,8 @@ from tablets.engine.plan import JOIN_NAMES, Plan
 from tablets.engine.spec import ActionKind
 
 
-def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
+def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None = None) -> str:
+    """The plan as text; ``route``: ``route.describe``'s lines (which plan it will take)."""
     spec = plan.spec
     head = f"{spec.operation} INTO {spec.target} AS {spec.target_alias}"
     if spec.source is not None:
@@ -88,4 +89,5 @@ def explain(plan: Plan, *, skip_unchanged: bool = True) -> str:
     if nothing:
         lines.append("[Do nothing] " + ", ".join(f"{CLAUSE} = {b.index}" for b in nothing) + " (classified, never written)")
     lines.append("[Commit] fragments -> one new version (add_tablet + set_dv + commit_info)")
+    lines += route or []
     return "\n".join(lines)

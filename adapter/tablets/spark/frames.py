@@ -381,6 +381,8 @@ def driver_rows(
     others: Callable[[pa.Table], pa.Array] | None = None,
     other_columns: Sequence[str] = (),
     max_others: int = 0,
+    *,
+    skip_by_stats: bool = True,
 ) -> pa.Table | None:
     """The live rows of the tablets ``tablet_ids`` whose key columns hold the source's values
     (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the driver:
@@ -391,7 +393,7 @@ def driver_rows(
 
     With ``others`` (a BY SOURCE clause's rows): also the other live rows ``others`` holds for
     (over ``other_columns``), at most ``max_others``, and the column ``BY_VALUES`` (which rows
-    the values selected)."""
+    the values selected). ``skip_by_stats`` False: no row group is skipped by its statistics."""
     from tablets.storage.tablet import KeySet, select_rows
     from tablets.storage.types import schema_to_arrow
 
@@ -409,7 +411,8 @@ def driver_rows(
 
     def select(unit: tuple[TabletState, tuple[int, int]]):
         st, part = unit
-        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns, part)
+        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns, part,
+                           skip_by_stats=skip_by_stats)
 
     parts, n, m = [], 0, 0
     with ThreadPoolExecutor(max_workers=max(1, min(len(units), workers))) as pool:

@@ -148,10 +148,13 @@ def session_conf(
     return conf
 
 
+OFF = ("false", "0", "no", "off")  # how a spark.tablets.* on/off setting is turned off
+
+
 def conf_flag(spark: SparkSession, key: str) -> bool:
-    """A ``spark.tablets.*`` on/off setting: on unless set to ``false`` (or unreadable: the default)."""
+    """A ``spark.tablets.*`` on/off setting: on unless set to one of ``OFF`` (or unreadable: the default)."""
     try:
-        return (spark.conf.get(key, None) or "true").strip().lower() != "false"
+        return (spark.conf.get(key, None) or "true").strip().lower() not in OFF
     except Exception:  # noqa: BLE001 - cannot tell: the default
         return True
 

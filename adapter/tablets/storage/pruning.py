@@ -135,6 +135,8 @@ def bounds(stats: ColumnStats | None, rows: int, kind: str, *, absent: bool = Fa
 
 def _cmp_may(op: str, b: Bounds, v: object) -> bool:
     lo, hi = b.lo, b.hi
+    if isinstance(v, float) and v != v:  # NaN: Spark's largest value, beyond what min/max say
+        return True
     try:
         if op == "eq":
             return (lo is None or lo <= v) and (hi is None or v <= hi)

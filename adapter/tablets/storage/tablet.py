@@ -303,6 +303,8 @@ def select_rows(
     others: Callable[[pa.Table], pa.Array] | None = None,
     other_columns: Sequence[str] = (),
     part: tuple[int, int] = (0, 1),
+    *,
+    skip_by_stats: bool = True,
 ) -> Selection:
     """The live rows of one tablet whose every column named in ``values`` holds one of that
     column's values (NULL holds none), and with ``others`` also the other live rows for which
@@ -311,7 +313,7 @@ def select_rows(
     as ``read_tablet``; reads the ``values`` columns only of the row groups whose statistics can
     hold the values (every row group with ``others``), and the other columns only of the row
     groups with a selected row. ``part`` (i, n): only row groups g with g % n == i, so that n
-    threads can share one tablet."""
+    threads can share one tablet. ``skip_by_stats`` False: every row group is read."""
     wanted = pa.schema([schema.field(c) for c in columns])
     path = join(root, add.path)
     parts, positions, flags = [], [], []
@@ -333,7 +335,8 @@ def select_rows(
             start += meta.num_rows
             if g % part[1] != part[0]:
                 continue
-            holds = bool(keys) and all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items())
+            holds = bool(keys) and (
+                not skip_by_stats or all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items()))
             if not holds and others is None:
                 continue
             group = conform(pf.read_row_group(g, columns=[c for c in probe if c in names]), probe_schema, meta.num_rows)

@@ -1,0 +1,221 @@
+"""Which plan a statement takes: the sizes and settings that decide between the driver plan (the
+statement merged in Arrow on the driver, for a collected source and a target small enough to
+read there) and Spark's plan, one switch per shortcut, and the line EXPLAIN prints about it.
+
+The limits below were chosen by measurement (docs/SCALE.md, bench/RESULTS.md); the figures live
+there, not here.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pyspark.sql import DataFrame, SparkSession
+
+from tablets.engine.plan import Plan, source_column
+from tablets.engine.spec import Category
+from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE, conf_flag
+
+# the insert path writes a stream Spark estimates below this as one tablet (one task)
+SMALL_BYTES = 64 << 20
+# a source Spark estimates below this is collected and becomes a local relation: not up to the
+# broadcast threshold where Spark's ConvertToLocalRelation rule runs, which evaluates
+# projections over a local relation row by row on the driver while optimizing
+LOCAL_SOURCE_BYTES = 256 << 10
+# ... up to this in sessions that exclude that rule (tablets' own: tablets.spark.session); a
+# bigger local relation costs more driver time to plan and ship than the cached path's jobs
+LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
+# ... and up to this where the driver may merge the statement alone (no local relation is built)
+DRIVER_MERGE_SOURCE_BYTES = 16 << 20
+# the target scan filters by the source's key range where it may skip this share of a tablet
+RANGE_FILTER_SHARE = 0.1
+# the driver reads the target when its tablets (after pruning) take at most this many bytes
+# (DRIVER_SCAN_CONF; 0: never): on a cluster or over Spark Connect ...
+DRIVER_SCAN_BYTES = 64 << 20
+# ... and in local mode, where the executors are threads of the driver's machine: its Arrow
+# reads use the same cores with no task to schedule (a row group at a time per thread)
+DRIVER_SCAN_BYTES_LOCAL = 1 << 30
+# ... and when it selects at most this many rows (or 4 per source row): else Spark scans
+DRIVER_SCAN_ROWS = 100_000
+# ... and at most this many rows without a pair that BY SOURCE clauses act on (a row id each)
+DRIVER_BY_SOURCE_ROWS = 2_000_000
+
+# One switch per shortcut (README, "Shortcuts and their switches"): each turned off runs the
+# statement the long way, which gives the same rows (tests/spark/test_differential_generated.py).
+# "0": the driver never reads the target (nor merges): Spark's plan
+DRIVER_SCAN_CONF = "spark.tablets.merge.driverScanBytes"
+# "false": the driver never classifies rows in Arrow; its selected pairs go to Spark's CASE
+ARROW_EVAL_CONF = "spark.tablets.merge.arrowEval"
+# "false": no tablet or row group is skipped by statistics (MERGE, UPDATE, DELETE read every tablet)
+PRUNE_CONF = "spark.tablets.merge.pruneTablets"
+# "false": a MERGE run again with the same rows reads the target to find it changes nothing
+RERUN_CONF = "spark.tablets.merge.skipSameSource"
+# "false": a statement that changes nothing (degenerate, an empty source, a re-merge of rows
+# already there) still runs to its commit step, which then writes nothing
+SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"
+
+
+def is_connect_frame(frame: DataFrame | SparkSession) -> bool:
+    """A Spark Connect session or DataFrame: no JVM here, no ``.rdd``, ``_jdf`` or ``sparkContext``."""
+    return type(frame).__module__.startswith("pyspark.sql.connect")
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
+_STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.E+]+) ?([KMGTPE]?i?B)\b")
+
+
+def parse_bytes(text: str | None) -> int | None:
+    """A byte size setting as Spark reads it (``"10MB"``, ``"10485760b"``, ``"1g"``, ``"-1"``;
+    no unit is bytes), or None if it is not one."""
+    m = re.fullmatch(r"\s*(-?\d+)\s*([a-zA-Z]*)\s*", text or "")
+    if m is None or m.group(2).lower() not in _UNITS:
+        return None
+    return int(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def connect_size(frame: DataFrame) -> int | None:
+    """Spark's size estimate of ``frame`` over Spark Connect: the optimized plan's root statistics
+    from the server's ``EXPLAIN COST`` (``Statistics(sizeInBytes=1.5 KiB, ...)``)."""
+    explain = getattr(frame, "_explain_string", None)  # Connect's DataFrame.explain, as text
+    try:
+        text = str(explain(mode="cost")) if callable(explain) else ""
+    except Exception:  # noqa: BLE001 - no estimate
+        return None
+    plan = text.split("== Optimized Logical Plan ==", 1)[-1]
+    m = _STATS.search(plan)
+    if m is None:
+        return None
+    try:
+        return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
+    except (ValueError, KeyError):
+        return None
+
+
+def size_bytes(frame: DataFrame) -> int | None:
+    """Spark's size estimate of ``frame`` (exact for a materialized cache), or None."""
+    if is_connect_frame(frame):
+        return connect_size(frame)
+    try:
+        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
+        return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
+    except Exception:  # no estimate
+        return None
+
+
+_WIDTHS = {"boolean": 1, "byte": 1, "tinyint": 1, "short": 2, "smallint": 2, "int": 4, "integer": 4, "date": 4,
+           "float": 4, "long": 8, "bigint": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8}
+
+
+def row_width(source: DataFrame) -> int:
+    """Bytes per row by Spark's default sizes (strings and binaries 20, decimals 8 or 16,
+    nested types 100 per field), the basis of an estimate where Spark gives none."""
+    width = 0
+    for f in source.schema.fields:
+        name = f.dataType.simpleString().lower()
+        if name.startswith("decimal"):
+            width += 8 if getattr(f.dataType, "precision", 38) <= 18 else 16
+        elif name in _WIDTHS:
+            width += _WIDTHS[name]
+        elif name.startswith(("array", "map", "struct")):
+            width += 100
+        else:
+            width += 20
+    return max(width, 1)
+
+
+def broadcast_threshold(spark: SparkSession) -> int | None:
+    """``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: never broadcast)."""
+    if not is_connect_frame(spark):
+        try:  # Spark's own parse of the setting ("10MB", "-1", ...)
+            return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
+        except Exception:  # noqa: BLE001 - read it as text below
+            pass
+    try:
+        return parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB"))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def local_limit(spark: SparkSession) -> int:
+    """The largest source taken as a local relation: more where the session's optimizer skips
+    ConvertToLocalRelation (tablets' own sessions)."""
+    try:
+        rules = spark.conf.get(EXCLUDED_RULES_CONF, None) or ""
+    except Exception:  # noqa: BLE001 - cannot tell: the rule runs
+        rules = ""
+    return LOCAL_SOURCE_BYTES_NO_RULE if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")} else LOCAL_SOURCE_BYTES
+
+
+def driver_scan_bytes(spark: SparkSession) -> int:
+    """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
+    in local mode (not over Spark Connect), else ``DRIVER_SCAN_BYTES``."""
+    def conf(key: str) -> str:
+        try:
+            return spark.conf.get(key, None) or ""
+        except Exception:  # noqa: BLE001 - cannot tell: the default
+            return ""
+
+    size = parse_bytes(conf(DRIVER_SCAN_CONF) or None)
+    if size is not None:
+        return size
+    # a Spark Connect client may be on another machine than its server's local-mode executors
+    local = not is_connect_frame(spark) and conf("spark.master").startswith("local")
+    return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
+
+
+_INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
+
+
+def _driver_key(target: str, source: str) -> bool:
+    """A ``t.col = s.col`` pair the driver selects target rows by: types whose equality Arrow
+    computes as Spark does (``executor._key_values``)."""
+    t, s = target.lower(), source.lower()
+    if t in _INTEGRAL and s in _INTEGRAL:
+        return True
+    return t == s and (t in ("string", "date", "timestamp", "timestamp_ntz")) or (
+        t.startswith("decimal") and s.startswith("decimal"))
+
+
+def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFrame | None) -> list[str]:
+    """EXPLAIN's lines on the plan the statement will take, with the reason, as ``executor``
+    decides it (the row limits are only known as it runs), and the switches that force the
+    long way."""
+    switches = (f"   switches: {DRIVER_SCAN_CONF}=0 (Spark's plan), {ARROW_EVAL_CONF}=false, {PRUNE_CONF}=false, "
+                f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false")
+
+    def spark_plan(why: str) -> list[str]:
+        return [f"[Route] Spark's plan: {why}", switches]
+
+    if source is None:
+        return spark_plan("no source (UPDATE / DELETE): Spark scans the target tablets that statistics keep")
+    scan = driver_scan_bytes(spark)
+    if scan <= 0:
+        return spark_plan(f"{DRIVER_SCAN_CONF} is 0")
+    limit, size = broadcast_threshold(spark), size_bytes(source)
+    if limit is None or limit < 0 or size is None:
+        return spark_plan("the source is not collected (no size estimate, or broadcasts are off)")
+    alone = plan.plain and target_bytes <= scan
+    collect = min(limit, local_limit(spark)) if not alone else max(min(limit, local_limit(spark)), DRIVER_MERGE_SOURCE_BYTES)
+    if size > collect:
+        return spark_plan(f"the source (Spark estimates {size:,} bytes) is above the {collect:,} bytes collected to the driver")
+    types = dict(plan.column_types)
+    source_types = {f.name.lower(): f.dataType.simpleString() for f in source.schema.fields}
+    keys = [c for c, e in plan.join_keys
+            if (name := source_column(plan.spec, e)) is not None and _driver_key(types.get(c, ""), source_types.get(name.lower(), ""))]
+    if not keys:
+        return spark_plan("ON has no `t.col = s.col` of types the driver compares as Spark does")
+    if target_bytes > scan:
+        return spark_plan(f"the target's tablets take {target_bytes:,} bytes, above {DRIVER_SCAN_CONF} ({scan:,}),"
+                          " unless pruning by the source's key range leaves less")
+    arrow = conf_flag(spark, ARROW_EVAL_CONF)
+    if plan.by_source and not (plan.on_is_keys and arrow and plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None):
+        return spark_plan("a BY SOURCE clause acts on target rows without a pair, which the driver cannot select here")
+    rows = f"more than {DRIVER_SCAN_ROWS:,} rows (or 4 per source row)"
+    if plan.on_is_keys and arrow and len(keys) == len(plan.join_keys):
+        return [f"[Route] driver plan: the source is collected; the driver reads the target rows holding its keys"
+                f" ({', '.join(keys)}) and classifies and writes them in Arrow, with no Spark job after the source's;"
+                f" Spark's plan instead if it selects {rows} or a clause's values are not exact in Arrow", switches]
+    return [f"[Route] driver selection: the driver reads the target rows holding the source's keys ({', '.join(keys)});"
+            f" one Spark job checks ON and classifies them (Spark's plan if it selects {rows})", switches]
