@@ -27,7 +27,7 @@ import systems
 from report import cell, mib, table
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_SYSTEMS = list(systems.SYSTEMS)
+ALL_SYSTEMS = [n for n in systems.SYSTEMS if n not in ("ours_base", "ours_spark_base")]  # those: --baseline
 
 
 def python_for(system: str) -> str:
@@ -219,6 +219,18 @@ def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[st
     return "\n".join(out)
 
 
+def baseline_checkout(rev: str, cache: str) -> str:
+    """A checkout of ``rev`` of this repository (a detached worktree under ``cache``), made once."""
+    root = os.path.dirname(HERE)
+    commit = subprocess.run(["git", "-C", root, "rev-parse", "--verify", f"{rev}^{{commit}}"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    path = os.path.join(cache, f"baseline-{commit[:12]}")
+    if not os.path.isdir(path):
+        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", path, commit], check=True,
+                       capture_output=True)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description="MERGE benchmark: ours against its peers")
     ap.add_argument("--rows", type=int, default=1_000_000)
@@ -232,6 +244,8 @@ def main() -> None:
     ap.add_argument("--cache", default=data.DEFAULT_CACHE, help="data cache (one directory per row count)")
     ap.add_argument("--work", default=None, help="tables and logs (default /tmp/tablets-bench/work/ROWS)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to append nowhere")
+    ap.add_argument("--baseline", default=None,
+                    help="a git revision: ours_base / ours_spark_base run its engine (a worktree in --cache)")
     args = ap.parse_args()
     workloads, names = args.workloads.split(","), args.systems.split(",")
     for w in workloads:
@@ -247,6 +261,10 @@ def main() -> None:
     if not sizes or any(x < 100_000 for x in sizes) or sizes != sorted(sizes):
         ap.error(f"--scale-rows {args.scale_rows!r}: give ascending row counts of at least 100000, "
                  "e.g. 1000000,10000000,100000000")
+    if args.baseline:
+        os.environ[systems.BASELINE_ENV] = baseline_checkout(args.baseline, args.cache)
+    elif any(n.endswith("_base") for n in names):
+        ap.error("ours_base / ours_spark_base need --baseline REV")
     args.work = args.work or f"/tmp/tablets-bench/work/{args.rows}"
     os.makedirs(args.work, exist_ok=True)
     started = datetime.datetime.now(datetime.UTC)

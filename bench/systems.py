@@ -194,14 +194,18 @@ class SparkSystem(System):
 class Ours(SparkSystem):
     name = "ours"
     TABLE = "bench.target"
+    CONF: dict[str, str] = {}
+    BASELINE = False  # the engine of merge.py --baseline's checkout, not this one
 
     def open(self) -> None:
+        if self.BASELINE and os.environ.get(BASELINE_ENV):
+            sys.path.insert(0, os.path.join(os.environ[BASELINE_ENV], "adapter"))
         import tablets
 
         if getattr(self, "db", None) is None:
             # the metastore (Derby) lives beside the warehouse, in work/ours/
             self.db = tablets.connect(warehouse=os.path.join(self.work, "wh"), master="local[2]",
-                                      conf={"spark.driver.memory": self.memory})
+                                      conf={"spark.driver.memory": self.memory, **self.CONF})
             self.spark = self.db.spark
 
     def load(self) -> None:
@@ -222,13 +226,34 @@ class Ours(SparkSystem):
     def versions(self) -> dict[str, str]:
         from importlib.metadata import version
 
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        root = os.environ[BASELINE_ENV] if self.BASELINE else here
         git = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"], capture_output=True, text=True)
         rev = git.stdout.strip()
         if rev.endswith("-dirty"):  # which uncommitted engine: a digest of the diff
             diff = subprocess.run(["git", "-C", root, "diff", "HEAD", "--", "adapter"], capture_output=True).stdout
             rev += f" diff {hashlib.sha1(diff).hexdigest()[:8]}"
         return {"dbt-tablets": f"{version('dbt-tablets')} ({rev})", **super().versions()}
+
+
+class OursSpark(Ours):
+    """Ours with the driver plan off: Spark's plan, as on a cluster."""
+
+    name = "ours_spark"
+    CONF = {"spark.tablets.merge.driverScanBytes": "0"}
+
+
+class OursBaseline(Ours):
+    name = "ours_base"
+    BASELINE = True
+
+
+class OursSparkBaseline(OursSpark):
+    name = "ours_spark_base"
+    BASELINE = True
+
+
+BASELINE_ENV = "TABLETS_BENCH_BASELINE"  # a checkout of the engine to compare with (merge.py --baseline)
 
 
 class SparkRewrite(SparkSystem):
@@ -484,7 +509,8 @@ class DuckLake(DuckDB):
 
 
 SYSTEMS: dict[str, type[System]] = {
-    c.name: c for c in (Ours, SparkFloor, SparkRewrite, Iceberg, IcebergV2MoR, IcebergCoW, DuckDB, DuckDB15, DuckLake,
+    c.name: c for c in (Ours, OursSpark, OursBaseline, OursSparkBaseline,
+                        SparkFloor, SparkRewrite, Iceberg, IcebergV2MoR, IcebergCoW, DuckDB, DuckDB15, DuckLake,
                         DeltaRs)}
 PEER_VENV = {"duckdb": "peers", "deltalake": "peers", "duckdb15": "ducklake", "ducklake": "ducklake",
              "iceberg_v3_mor": "iceberg", "iceberg_v2_mor": "iceberg", "iceberg_cow": "iceberg"}  # peers.python()
