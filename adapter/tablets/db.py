@@ -50,6 +50,7 @@ from tablets.exceptions import (
     CommitConflict,
     KeyViolation,
     MergeSpecError,
+    TableAlreadyExists,
     TableNotFound,
     TabletsError,
 )
@@ -76,6 +77,7 @@ class StatementResult:
     operation: str
     target: str
     metrics: MergeMetrics
+    detail: str | None = None  # what a statement that wrote no rows did (DROP TABLE), in words
 
     @property
     def rows_affected(self) -> int:
@@ -83,7 +85,7 @@ class StatementResult:
 
     @property
     def message(self) -> str:
-        return self.metrics.message()
+        return f"{self.operation}: {self.detail}" if self.detail else self.metrics.message()
 
 
 # A statement that lost a commit race runs again against the new version, up to RETRIES times,
@@ -146,8 +148,8 @@ class Database:
         if isinstance(spec, CreateSpec):
             return self._create(spec, opts)
         if isinstance(spec, DropSpec):
-            catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
-            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True))
+            done = catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
+            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), done)
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
         if isinstance(spec, AddColumnsSpec):
@@ -320,6 +322,9 @@ class Database:
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
         props = dict(spec.properties)
         keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
+        if spec.query is None and spec.columns_ddl is None and spec.location is not None:
+            catalog.create_table(self.spark, spec.target, None, location=spec.location)  # adopt the table there
+            return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         if spec.query is None and spec.columns_ddl is None:
             raise MergeSpecError(f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ...")
         frame = self.spark.sql(spec.query) if spec.query is not None else None
@@ -327,6 +332,15 @@ class Database:
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         old = catalog.replaceable(self.spark, spec.target, spec.location) if spec.replace else None
+        held = old is None and spec.location is not None and catalog.storage(self.spark).table(spec.location).exists()
+        if held and not spec.replace and frame is not None:
+            raise TableAlreadyExists(
+                f"CREATE TABLE {spec.target} ... AS SELECT: a tablet table already holds LOCATION {spec.location}",
+                help="Use CREATE OR REPLACE TABLE ... LOCATION ... AS SELECT to replace its rows (one commit, its "
+                "history kept), or CREATE TABLE ... LOCATION without AS to adopt it as it is.",
+            )
+        if held and spec.replace and schema is not None:  # adopt the files, then replace their rows in one commit
+            old = catalog.create_table(self.spark, spec.target, None, location=spec.location, replace=True)
         if old is not None and schema is not None:  # one commit: until it lands the old table stands
             return self._replace(spec, old, frame, schema, keys, props, opts)
         table = catalog.create_table(

@@ -127,7 +127,7 @@ def _details(
     info.append(("Last Access", "UNKNOWN"))
     if created_by:
         info.append(("Created By", created_by))
-    info.extend([("Type", "MANAGED"), ("Provider", PROVIDER)])
+    info.extend([("Type", "EXTERNAL" if catalog.is_external(spark, name) else "MANAGED"), ("Provider", PROVIDER)])
     if meta.comment is not None:
         info.append(("Comment", meta.comment))
     shown = ", ".join(f"{k}={v}" for k, v in _properties(meta))

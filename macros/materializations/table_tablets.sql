@@ -2,11 +2,15 @@
   materialized='table'. A Python model builds a tablet table (python_model.sql): its DataFrame
   becomes the table through CREATE OR REPLACE TABLE ... USING tablets AS, one engine statement,
   with the table options of a SQL table model (target_tablet_rows, cluster_by, tblproperties).
-  A SQL model is dbt-spark's table materialization, unchanged (file_format='tablets' reaches
-  tablets__create_table_as).
+  A SQL model with file_format='tablets' rebuilds an existing tablet table the same way
+  (tablets_table_sql): one commit on the table, so a failed query leaves it as it was, its
+  history kept. Other SQL models are dbt-spark's table materialization, unchanged.
 --#}
 {% materialization table, adapter='tablets', supported_languages=['sql', 'python'] -%}
   {%- if model['language'] != 'python' -%}
+    {%- if config.get('file_format') == 'tablets' -%}
+      {{ return(tablets_table_sql()) }}
+    {%- endif -%}
     {{ return(materialization_table_spark()) }}
   {%- endif -%}
   {% do tablets_python_check('table') %}
@@ -18,3 +22,27 @@
   {%- endcall -%}
   {{ return(tablets_python_table(cfg)) }}
 {%- endmaterialization %}
+
+
+{#-- dbt-spark's table materialization, but a tablet table is never dropped first: its rebuild is
+     CREATE OR REPLACE TABLE ... AS, one commit of its log (Delta's way). Another kind of relation
+     (a view, a Parquet table) is dropped first, as dbt-spark does. --#}
+{% macro tablets_table_sql() %}
+  {%- set identifier = model['alias'] -%}
+  {%- set grant_config = config.get('grants') -%}
+  {%- set old_relation = adapter.get_relation(database=database, schema=schema, identifier=identifier) -%}
+  {%- set target_relation = api.Relation.create(identifier=identifier, schema=schema, database=database, type='table') -%}
+  {{ run_hooks(pre_hooks) }}
+  {%- if old_relation is not none and not adapter.is_tablet_table(old_relation) -%}
+    {{ adapter.drop_relation(old_relation) }}
+  {%- endif -%}
+  {%- call statement('main') -%}
+    {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
+  {%- endcall -%}
+  {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
+  {% do apply_grants(target_relation, grant_config, should_revoke) %}
+  {% do persist_docs(target_relation, model) %}
+  {% do persist_constraints(target_relation, model) %}
+  {{ run_hooks(post_hooks) }}
+  {{ return({'relations': [target_relation]}) }}
+{% endmacro %}

@@ -129,6 +129,7 @@ class _Entry:
     name: str  # qualified, lower case: db.t
     path: str
     provider: str
+    external: bool | None = None  # made with LOCATION: DROP keeps the files (None: entries of before)
 
 
 @dataclass
@@ -205,7 +206,7 @@ def _load(spark: SparkSession) -> _Registry:
     for f in files:
         try:
             obj = json.loads(st.io.read(f.path))
-            entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5])
+            entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5], obj.get("external"))
         except (OSError, ValueError, KeyError, AttributeError):
             continue  # a file being replaced, or not ours
         by_name[entry.name] = entry
@@ -223,7 +224,10 @@ def _invalidate(directory: str) -> None:
 
 def _write_entry(spark: SparkSession, entry: _Entry) -> None:
     directory = registry_dir(spark)
-    data = json.dumps({"name": entry.name, "path": entry.path, "provider": entry.provider}).encode()
+    body = {"name": entry.name, "path": entry.path, "provider": entry.provider}
+    if entry.external is not None:
+        body["external"] = entry.external
+    data = json.dumps(body).encode()
     storage(spark).io.write(join(directory, f"{entry.provider}.json"), data, sync=True)
     _invalidate(directory)
 
@@ -618,8 +622,10 @@ def create_table(
                 f"the files of a tablet table remain at {root}, the default location of {qualified}",
                 help="Use CREATE OR REPLACE to replace them, or CREATE TABLE ... LOCATION to adopt them.",
             )
-        if replace:
+        if replace and location is None:
             store.drop()
+        elif replace:
+            pass  # an EXTERNAL table's files: adopted, and the caller replaces its rows in one commit
         elif schema is not None:
             given = store_schema(spark, schema)
             names = [f.name for f in given] if isinstance(given, pa.Schema) else [c[0] for c in given]
@@ -641,7 +647,7 @@ def create_table(
     other = _load(spark).by_provider.get(provider)
     if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
         raise TableAlreadyExists(f"the tablet table at {root} is already the catalog table {other.name}", help="Use that name, or another LOCATION.")
-    entry = _Entry(qualified, root, provider)
+    entry = _Entry(qualified, root, provider, external=location is not None)
     _write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
     try:
         _register(spark, [entry])
@@ -699,8 +705,24 @@ def _create_at_path(
     )
 
 
-def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_data: bool = False) -> None:
-    """Drop the catalog entry, the data (unless ``keep_data``) and the registry entry."""
+def is_external(spark: SparkSession, name: str) -> bool:
+    """Whether the tablet table ``name`` is EXTERNAL (Spark's word): made with ``LOCATION``, or
+    (an entry written before this was recorded) kept anywhere but its default location. DROP
+    keeps an external table's files; a table named by its path is never managed."""
+    if path_of(name) is not None:
+        return True
+    db, table = qualify(spark, name)
+    entry = _load(spark).by_name.get(f"{db}.{table}")
+    if entry is None:
+        return False
+    if entry.external is not None:
+        return entry.external
+    return normalize(entry.path) != default_location(spark, db, table)
+
+
+def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_data: bool = False) -> str:
+    """Drop the catalog entry, the data (unless ``keep_data`` or the table is external) and the
+    registry entry; what was removed, in words."""
     if path_of(name) is not None:
         raise TabletsError(
             f"DROP TABLE {name}: a table named by its path has no catalog entry to drop",
@@ -712,14 +734,20 @@ def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_
     in_catalog = _exists(spark, db, table)
     if entry is None and not in_catalog:
         if if_exists:
-            return
+            return f"no table {qualified}: nothing dropped"
         raise TableNotFound(f"table {qualified} does not exist")
+    external = entry is not None and is_external(spark, qualified)
     if in_catalog:
         spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
-    if entry is not None:
-        if not keep_data:
-            storage(spark).table(entry.path).drop()
-        _remove_entry(spark, entry.provider)
+    if entry is None:
+        return f"dropped the catalog entry of {qualified}"
+    if not keep_data and not external:
+        storage(spark).table(entry.path).drop()
+    _remove_entry(spark, entry.provider)
+    if keep_data or external:
+        why = " (an EXTERNAL table: its data is not the catalog's to delete)" if external else ""
+        return f"dropped the catalog entry of {qualified}; kept its files at {entry.path}{why}"
+    return f"dropped {qualified} and deleted its files at {entry.path}"
 
 
 def rename_table(spark: SparkSession, old: str, new: str) -> None:

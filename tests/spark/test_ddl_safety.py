@@ -1,0 +1,72 @@
+"""DDL that must never lose data: DROP of an EXTERNAL table (made with LOCATION) keeps its
+files and says so; CREATE ... AS SELECT never appends to a table it finds at its LOCATION;
+CREATE OR REPLACE is one commit on the existing table (history and time travel kept)."""
+
+import pytest
+import tablets
+from tablets.exceptions import TableAlreadyExists
+from tablets.storage import TabletTable
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS ddl")
+    return d
+
+
+def rows(db, sql):
+    return sorted(tuple(r) for r in db.sql(sql).collect())
+
+
+def kind(db, name):
+    return {r[0]: r[1] for r in db.sql(f"DESCRIBE EXTENDED {name}").collect()}["Type"]
+
+
+def test_drop_of_an_external_table_keeps_its_files(db, tmp_path):
+    root = str(tmp_path / "s")
+    db.sql(f"CREATE TABLE ddl.s (id INT, v STRING) USING tablets LOCATION '{root}'")
+    db.sql("INSERT INTO ddl.s VALUES (1, 'a'), (2, 'b')")
+    assert kind(db, "ddl.s") == "EXTERNAL"
+    result = db.sql("DROP TABLE ddl.s")
+    assert result.message == f"DROP TABLE: dropped the catalog entry of ddl.s; kept its files at {root} " \
+        "(an EXTERNAL table: its data is not the catalog's to delete)"
+    assert TabletTable(root).read().num_rows == 2
+    db.sql(f"CREATE TABLE ddl.s USING tablets LOCATION '{root}'")  # adopted again, as it was
+    assert rows(db, "SELECT * FROM ddl.s") == [(1, "a"), (2, "b")]
+    db.sql("DROP TABLE ddl.s")
+
+
+def test_drop_of_a_managed_table_deletes_its_files_and_says_so(db):
+    db.sql("CREATE TABLE ddl.m (id INT) USING tablets")
+    root = db.table_of("ddl.m").root
+    assert kind(db, "ddl.m") == "MANAGED"
+    assert db.sql("DROP TABLE ddl.m").message == f"DROP TABLE: dropped ddl.m and deleted its files at {root}"
+    assert not TabletTable(root).exists()
+
+
+def test_ctas_at_a_location_that_holds_a_table_appends_nothing(db, tmp_path):
+    root = str(tmp_path / "held")
+    db.sql(f"CREATE TABLE ddl.h1 USING tablets LOCATION '{root}' AS SELECT * FROM VALUES (1), (2) AS v(id)")
+    db.sql("DROP TABLE ddl.h1")
+    with pytest.raises(TableAlreadyExists, match="already holds LOCATION"):
+        db.sql(f"CREATE TABLE ddl.h2 USING tablets LOCATION '{root}' AS SELECT * FROM VALUES (3) AS v(id)")
+    assert TabletTable(root).read().num_rows == 2
+    # OR REPLACE adopts the files and replaces their rows in one commit: the old rows stay readable
+    db.sql(f"CREATE OR REPLACE TABLE ddl.h2 USING tablets LOCATION '{root}' AS SELECT * FROM VALUES (3) AS v(id)")
+    assert rows(db, "SELECT * FROM ddl.h2") == [(3,)]
+    assert rows(db, "SELECT * FROM ddl.h2 VERSION AS OF 1") == [(1,), (2,)]
+    db.sql("DROP TABLE ddl.h2")
+    assert TabletTable(root).exists()
+
+
+def test_create_or_replace_keeps_the_history(db):
+    db.sql("CREATE TABLE ddl.r USING tablets AS SELECT * FROM VALUES (1, 'a') AS v(id, v)")
+    db.sql("CREATE OR REPLACE TABLE ddl.r USING tablets AS SELECT * FROM VALUES (2, 'b', 3) AS v(id, v, w)")
+    assert rows(db, "SELECT * FROM ddl.r") == [(2, "b", 3)]
+    assert rows(db, "SELECT * FROM ddl.r VERSION AS OF 1") == [(1, "a")]
+    with pytest.raises(Exception, match="no_such"):
+        db.sql("CREATE OR REPLACE TABLE ddl.r USING tablets AS SELECT no_such FROM VALUES (1) AS v(id)")
+    assert rows(db, "SELECT * FROM ddl.r") == [(2, "b", 3)]
