@@ -70,3 +70,32 @@ def test_create_or_replace_keeps_the_history(db):
     with pytest.raises(Exception, match="no_such"):
         db.sql("CREATE OR REPLACE TABLE ddl.r USING tablets AS SELECT no_such FROM VALUES (1) AS v(id)")
     assert rows(db, "SELECT * FROM ddl.r") == [(2, "b", 3)]
+
+
+@pytest.mark.parametrize(("key", "value", "allowed"), [
+    ("target_tablet_rows", "-5", "a whole number at least 1"),
+    ("target_tablet_rows", "0", "a whole number at least 1"),
+    ("target_tablet_rows", "abc", "a whole number at least 1"),
+    ("deleted_file_retention_hours", "abc", "a number at least 0"),
+    ("auto_compact", "maybe", "true or false"),
+])
+def test_a_bad_property_is_refused_where_it_is_set(db, key, value, allowed):
+    from tablets.storage.properties import InvalidProperty
+
+    db.sql("CREATE TABLE IF NOT EXISTS ddl.p (id INT) USING tablets")
+    with pytest.raises(InvalidProperty, match=f"{key} = '{value}' is not allowed: it must be {allowed}"):
+        db.sql(f"ALTER TABLE ddl.p SET TBLPROPERTIES ('{key}' = '{value}')")
+    with pytest.raises(InvalidProperty, match=f"{key} = '{value}'"):
+        db.sql(f"CREATE TABLE ddl.p2 (id INT) USING tablets TBLPROPERTIES ('{key}' = '{value}')")
+    db.sql("INSERT INTO ddl.p VALUES (7)")  # the table works as before, and the row is there
+    assert (7,) in rows(db, "SELECT * FROM ddl.p")
+
+
+def test_a_misspelt_property_gets_a_did_you_mean(db):
+    from tablets.storage.properties import InvalidProperty
+
+    with pytest.raises(InvalidProperty, match="did you mean 'target_tablet_rows'"):
+        db.sql("CREATE TABLE ddl.p3 (id INT) USING tablets TBLPROPERTIES ('target_tablet_row' = '5')")
+    with pytest.raises(InvalidProperty, match="cluster_by = 'nope' names nope, not columns"):
+        db.sql("CREATE TABLE ddl.p4 (id INT) USING tablets TBLPROPERTIES ('cluster_by' = 'nope')")
+    db.sql("CREATE TABLE ddl.p5 (id INT) USING tablets TBLPROPERTIES ('team' = 'crm', 'target_tablet_rows' = '10')")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 
 from tablets.exceptions import SchemaMismatch
 from tablets.storage.actions import Metadata
+from tablets.storage.properties import check_properties
 
 # properties the store keeps elsewhere: the key is fixed at creation (statements rely on it)
 KEY_COLUMNS = "key_columns"
@@ -34,6 +35,7 @@ class MetadataChange:
 
     def apply(self, meta: Metadata, where: str = "") -> Metadata:
         """``meta`` changed; ``SchemaMismatch`` for a column the table does not have."""
+        check_properties(dict(self.set_properties), meta.column_names, where or "ALTER TABLE SET TBLPROPERTIES")
         props = dict(meta.properties)
         props.update(self.set_properties)
         for key in self.unset_properties:

@@ -39,6 +39,7 @@ from tablets.storage.maintenance import (
     version_at,
 )
 from tablets.storage.metadata import MetadataChange
+from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
@@ -81,6 +82,7 @@ def _new_metadata(
     missing = [k for k in key_columns if k not in names]
     if missing:
         raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
+    check_properties(properties or {}, names, "CREATE TABLE")
     return Metadata(
         table_id=table_id,
         schema=cols,
