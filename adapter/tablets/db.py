@@ -237,7 +237,8 @@ class Database:
                 return self.spark.table(spec.source.table)
             path = catalog.path_of(spec.source.table) if spec.source.table is not None else None
             query = spec.source.query if path is None else "SELECT * FROM tablets.`" + path.replace("`", "``") + "`"
-            frame = self.spark.sql(catalog.path_views(self.spark, query or ""))  # tablets.`/path` sources
+            # tablets.`/path` sources, and tablet tables read AS OF an old version
+            frame = self.spark.sql(catalog.path_views(self.spark, maintenance.time_travel(self.spark, query or "")))
         except PySparkException as e:
             part = "the inserted rows" if spec.operation == "INSERT" else f"USING {spec.source.sql()[:200]}"
             raise MergeSpecError(

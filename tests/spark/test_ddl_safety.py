@@ -99,3 +99,38 @@ def test_a_misspelt_property_gets_a_did_you_mean(db):
     with pytest.raises(InvalidProperty, match="cluster_by = 'nope' names nope, not columns"):
         db.sql("CREATE TABLE ddl.p4 (id INT) USING tablets TBLPROPERTIES ('cluster_by' = 'nope')")
     db.sql("CREATE TABLE ddl.p5 (id INT) USING tablets TBLPROPERTIES ('team' = 'crm', 'target_tablet_rows' = '10')")
+
+
+@pytest.mark.parametrize("statement", [
+    "UPDATE ddl.tt VERSION AS OF 0 SET v = 0",
+    "DELETE FROM ddl.tt TIMESTAMP AS OF '2000-01-01' WHERE id = 3",
+    "MERGE INTO ddl.tt VERSION AS OF 1 t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+])
+def test_a_write_to_an_old_version_is_refused(db, statement):
+    from tablets.exceptions import StatementParseError
+
+    db.sql("CREATE TABLE IF NOT EXISTS ddl.tt (id INT, v INT) USING tablets")
+    db.sql("INSERT INTO ddl.tt VALUES (3, 30)")
+    before = rows(db, "SELECT * FROM ddl.tt")
+    with pytest.raises(StatementParseError, match="a write changes the table's current version"):
+        db.sql(statement)
+    assert rows(db, "SELECT * FROM ddl.tt") == before
+
+
+def test_insert_overwrite_on_conflict_is_refused(db):
+    from tablets.exceptions import StatementParseError
+
+    db.sql("CREATE TABLE IF NOT EXISTS ddl.ow (id INT, v INT) USING tablets")
+    db.sql("INSERT INTO ddl.ow VALUES (1, 10)")
+    with pytest.raises(StatementParseError, match="OVERWRITE replaces every row"):
+        db.sql("INSERT OVERWRITE ddl.ow VALUES (9, 90) ON CONFLICT (id) DO NOTHING")
+    assert rows(db, "SELECT * FROM ddl.ow") == [(1, 10)]
+
+
+def test_a_merge_source_may_read_an_old_version(db):
+    db.sql("CREATE TABLE ddl.src (id INT, v INT) USING tablets")
+    db.sql("INSERT INTO ddl.src VALUES (1, 10), (2, 20)")
+    db.sql("DELETE FROM ddl.src WHERE id = 2")
+    db.sql("CREATE TABLE ddl.dst (id INT, v INT) USING tablets")
+    db.sql("MERGE INTO ddl.dst t USING ddl.src VERSION AS OF 1 s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
+    assert rows(db, "SELECT * FROM ddl.dst") == [(1, 10), (2, 20)]

@@ -254,6 +254,10 @@ def _source(using: exp.Expr, default_alias: str) -> tuple[Source, str]:
             bare = using.copy()
             bare.set("alias", None)
             return Source(query=f"SELECT * FROM {_sql(bare)}"), alias or using.name.rstrip("/").rsplit("/", 1)[-1]
+        if isinstance(using.args.get("version"), exp.Version):  # an old version of the source: read as a query
+            bare = using.copy()
+            bare.set("alias", None)
+            return Source(query=f"SELECT * FROM {_sql(bare)}"), alias or using.name
         return Source(table=name), alias or using.name
     if isinstance(using, exp.Subquery):
         return Source(query=_sql(using.this)), alias or default_alias
@@ -334,7 +338,22 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
     return clause
 
 
+def _current(table: exp.Expr, statement: str) -> None:
+    """A write's target is the table's current version: ``VERSION AS OF`` / ``TIMESTAMP AS OF``
+    on it is refused (only reads travel in time)."""
+    node = table.this if isinstance(table, exp.Schema) else table
+    version = node.args.get("version") if isinstance(node, exp.Table) else None
+    if isinstance(version, exp.Version):
+        name = table_name(node)
+        raise StatementParseError(
+            f"{statement} {name} {_sql(version)}: a write changes the table's current version, not an old one",
+            help=f"Leave {_sql(version)} out to write the current version, or RESTORE TABLE {name} TO "
+            f"{_sql(version)} first and write after it.",
+        )
+
+
 def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
+    _current(tree.this, "MERGE INTO")
     target = table_name(tree.this)
     target_alias = _alias_of(tree.this) or tree.this.name
     source, source_alias = _source(tree.args["using"], default_source_alias)
@@ -361,6 +380,7 @@ def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
 
 def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     target_node = tree.this
+    _current(target_node, "INSERT OVERWRITE" if tree.args.get("overwrite") else "INSERT INTO")
     target = table_name(target_node)
     columns = tuple(c.name for c in target_node.expressions) if isinstance(target_node, exp.Schema) else ()
     query_node = tree.args.get("expression")
@@ -379,6 +399,11 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     conflict = tree.args.get("conflict")
     if conflict is None:
         return AppendSpec(target, query, columns, overwrite=bool(tree.args.get("overwrite")))
+    if tree.args.get("overwrite"):
+        raise StatementParseError(
+            f"INSERT OVERWRITE {target} ... ON CONFLICT: OVERWRITE replaces every row, so no existing row can conflict",
+            help=f"Use INSERT INTO {target} ... ON CONFLICT to keep the other rows, or INSERT OVERWRITE without ON CONFLICT.",
+        )
     return _on_conflict(target, columns, query, conflict)
 
 
@@ -455,6 +480,7 @@ def _where(tree: exp.Expr) -> str | None:
 
 
 def _update(tree: exp.Update) -> MergeSpec:
+    _current(tree.this, "UPDATE")
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name
     if isinstance(tree.args.get("from_"), exp.Expr) or isinstance(tree.args.get("from"), exp.Expr):
@@ -470,6 +496,7 @@ def _delete(tree: exp.Delete) -> MergeSpec:
         raise StatementParseError("DELETE: no table", help="Write DELETE FROM table [WHERE condition].")
     if isinstance(tree.args.get("using"), exp.Expr):
         raise StatementParseError(f"DELETE FROM {table_name(tree.this)}: DELETE ... USING is not supported", help="Write it as MERGE INTO ... USING ... WHEN MATCHED THEN DELETE.")
+    _current(tree.this, "DELETE FROM")
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, _where(tree))
