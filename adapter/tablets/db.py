@@ -198,8 +198,8 @@ class Database:
                 f"{what} {name}: {name} is a view; {what} writes tables",
                 help="Write to the tablet table the view reads from.",
             )
-        provider = _provider(self.spark, name)
-        if provider in _FILE_FORMATS:
+        provider = catalog.provider_of(self.spark, name)
+        if provider in catalog.FILE_FORMATS:
             raise TabletsError(
                 f"{what} {name}: {name} is a {provider} table, not a tablet table, and Spark cannot run {what} on it",
                 help=f"Copy it into a tablet table (CREATE TABLE <new> USING tablets AS SELECT * FROM {name}; in dbt: "
@@ -375,16 +375,6 @@ _ROW_WRITE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
-# providers Spark writes as plain files: no MERGE, UPDATE or DELETE
-_FILE_FORMATS = {"parquet", "orc", "csv", "json", "text", "avro", "hive", "textfile", "sequencefile", "rcfile"}
-
-
-def _provider(spark: SparkSession, name: str) -> str:
-    try:
-        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
-    except Exception:  # noqa: BLE001 - no provider to tell
-        return ""
-    return next((str(r[1]).lower() for r in rows if str(r[0]).strip().lower() == "provider"), "")
 
 
 def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
@@ -397,7 +387,14 @@ def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     have = {c.lower(): c for c in frame.columns}
-    keys = [F.col(f"`{have.get(k.lower(), k)}`") for k in spec.conflict_keys]
+    unknown = [k for k in spec.conflict_keys if k.lower() not in have]
+    if unknown:
+        raise MergeSpecError(
+            f"INSERT INTO {spec.target} ... ON CONFLICT ({', '.join(spec.conflict_keys)}): {', '.join(unknown)} "
+            f"is not a column of the inserted rows (columns: {', '.join(frame.columns)})",
+            help="Name the table's key columns in ON CONFLICT (...).",
+        )
+    keys = [F.col(quote_ident(have[k.lower()])) for k in spec.conflict_keys]
     nulls = F.lit(False)
     for k in keys:
         nulls = nulls | k.isNull()

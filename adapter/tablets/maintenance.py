@@ -83,7 +83,27 @@ def tablet_root(spark: SparkSession, kind: str, name: str) -> str | None:
         return None
     if not exists:
         raise TableNotFound(f"{kind} {name}: there is no table named {name}", help="Check the name (SHOW TABLES).")
+    what = _plain(spark, name)
+    if what is not None:
+        raise TabletsError(
+            f"{kind} {name}: {name} is {what}, not a tablet table; {kind} runs on tablet tables",
+            help=f"Run it on a tablet table (copy {name} into one: CREATE TABLE <new> USING tablets AS SELECT * FROM {name}).",
+        )
     return None
+
+
+def _plain(spark: SparkSession, name: str) -> str | None:
+    """What ``name`` is when Spark cannot run a maintenance statement on it either: "a view" or
+    "a <provider> table" (a plain file format); None for a table of another format (Delta's
+    own OPTIMIZE then runs in Spark)."""
+    try:
+        info = spark.catalog.getTable(name.replace("`", ""))
+    except Exception:  # noqa: BLE001 - Spark's own error follows
+        return None
+    if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):
+        return "a view"
+    provider = catalog.provider_of(spark, name)
+    return f"a {provider} table" if provider in catalog.FILE_FORMATS else None
 
 
 def run(spark: SparkSession, text: str) -> DataFrame | None:

@@ -63,7 +63,7 @@ def test_on_conflict_do_update_is_a_merge():
         "INSERT INTO target (id, value) VALUES (1, 'retro') ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value"
     )
     assert spec.operation == "INSERT" and spec.source_alias == "excluded"
-    assert spec.on == "target.`id` = excluded.`id`"
+    assert spec.on == "`target`.`id` = excluded.`id`"
     assert spec.source.query.endswith("AS excluded(`id`, `value`)")
     assert spec.clauses == (
         Clause(M, U, None, (("value", "excluded.value"),)),
@@ -73,7 +73,7 @@ def test_on_conflict_do_update_is_a_merge():
 
 def test_on_conflict_do_nothing():
     spec = parse_statement("INSERT INTO db.t SELECT * FROM s ON CONFLICT (a, b) DO NOTHING")
-    assert spec.on == "t.`a` = excluded.`a` AND t.`b` = excluded.`b`"
+    assert spec.on == "`t`.`a` = excluded.`a` AND `t`.`b` = excluded.`b`"
     assert spec.clauses == (Clause(NM, INS, star=True),)
 
 

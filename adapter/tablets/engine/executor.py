@@ -860,7 +860,7 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
             continue
         shares = (outside_share(a, col, lo, hi) for a in adds)
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):
-            frame = frame.filter(F.col(f"`{col}`").between(F.lit(lo), F.lit(hi)))
+            frame = frame.filter(F.col(quote_ident(col)).between(F.lit(lo), F.lit(hi)))
     return replace(scan, frame=frame)
 
 
@@ -1464,7 +1464,7 @@ def append(
             help="Drop them from the query, or add them to the table first (on_schema_change / ALTER TABLE ADD COLUMNS).",
         )
     cols = [
-        (F.col(f"`{have[n.lower()]}`") if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
+        (F.col(quote_ident(have[n.lower()])) if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
     ]
     keys = list(snap.metadata.key_columns)
     if keys and not overwrite and snap.live_rows:

@@ -249,6 +249,8 @@ class _Scope:
         if banned is None:
             return
         for col in tree.find_all(exp.Column):
+            if col.find_ancestor(exp.Select) is not None:
+                continue  # a subquery's own columns (UPDATE t SET v = (SELECT max(v) FROM s))
             if col.table.lower() == banned[0].lower():
                 raise _err(
                     self.spec, part,

@@ -705,6 +705,19 @@ def _create_at_path(
     )
 
 
+# providers Spark writes as plain files: no MERGE, UPDATE, DELETE, OPTIMIZE, VACUUM or history
+FILE_FORMATS = {"parquet", "orc", "csv", "json", "text", "avro", "hive", "textfile", "sequencefile", "rcfile"}
+
+
+def provider_of(spark: SparkSession, name: str) -> str:
+    """The provider Spark's catalog records for the table ``name`` (lower case; "" if it cannot tell)."""
+    try:
+        rows = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
+    except Exception:  # noqa: BLE001 - no provider to tell
+        return ""
+    return next((str(r[1]).lower() for r in rows if str(r[0]).strip().lower() == "provider"), "")
+
+
 def is_external(spark: SparkSession, name: str) -> bool:
     """Whether the tablet table ``name`` is EXTERNAL (Spark's word): made with ``LOCATION``, or
     (an entry written before this was recorded) kept anywhere but its default location. DROP

@@ -33,6 +33,7 @@ from tablets.engine.spec import (
     VacuumSpec,
 )
 from tablets.exceptions import MergeSpecError, StatementParseError
+from tablets.sqltext import quote_ident
 
 DIALECT = "spark"
 
@@ -411,14 +412,16 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
     """INSERT ... ON CONFLICT as MERGE (the seed's rewrite): the inserted rows are the source,
     aliased ``excluded``."""
     alias = target.split(".")[-1]
+    if alias.lower() == "excluded":  # the incoming rows' name: the table is called otherwise here
+        alias = "existing"
     keys = [k.this if isinstance(k, exp.Ordered) else k for k in conflict.args.get("conflict_keys") or ()]
     if not keys:
         raise MergeSpecError(f"INSERT INTO {target}: ON CONFLICT needs the conflict columns", help="Write ON CONFLICT (key, ...).")
-    on = " AND ".join(f"{alias}.`{_column_name(k)}` = excluded.`{_column_name(k)}`" for k in keys)
+    on = " AND ".join(f"{quote_ident(alias)}.{quote_ident(_column_name(k))} = excluded.{quote_ident(_column_name(k))}" for k in keys)
     if columns:
-        cols = ", ".join(f"`{c}`" for c in columns)
+        cols = ", ".join(quote_ident(c) for c in columns)
         query = f"SELECT * FROM ({query}) AS excluded({cols})"
-        insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, insert_columns=columns, insert_values=tuple(f"excluded.`{c}`" for c in columns))
+        insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, insert_columns=columns, insert_values=tuple(f"excluded.{quote_ident(c)}" for c in columns))
     else:
         insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True)
     action = conflict.args.get("action")
@@ -441,7 +444,7 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
                 if t == "excluded":
                     col.set("table", exp.to_identifier("excluded"))
                 elif not t or t == alias.lower():
-                    col.set("table", exp.to_identifier(alias))
+                    col.set("table", exp.to_identifier(alias, quoted=True))
             return _sql(e)
 
         pairs = [(_column_name(eq.this), existing_row(eq.expression)) for eq in conflict.expressions]
@@ -512,7 +515,7 @@ def _create(tree: exp.Create) -> CreateSpec:
     columns_ddl = None
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
-        columns_ddl = ", ".join(f"`{c.name}` {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
+        columns_ddl = ", ".join(f"{quote_ident(c.name)} {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
     props: dict[str, str] = {}
     location = None
     for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
