@@ -331,7 +331,8 @@ class Database:
         frame = self.spark.sql(spec.query) if spec.query is not None else None
         schema = frame.schema if frame is not None else spec.columns_ddl
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
-            return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
+            return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True),
+                                   f"{spec.target} exists: nothing created")
         old = catalog.replaceable(self.spark, spec.target, spec.location) if spec.replace else None
         held = old is None and spec.location is not None and catalog.storage(self.spark).table(spec.location).exists()
         if held and not spec.replace and frame is not None:
@@ -344,10 +345,16 @@ class Database:
             old = catalog.create_table(self.spark, spec.target, None, location=spec.location, replace=True)
         if old is not None and schema is not None:  # one commit: until it lands the old table stands
             return self._replace(spec, old, frame, schema, keys, props, opts)
-        table = catalog.create_table(
-            self.spark, spec.target, schema, location=spec.location, key_columns=keys,
-            properties=props, replace=spec.replace,
-        )
+        try:
+            table = catalog.create_table(
+                self.spark, spec.target, schema, location=spec.location, key_columns=keys,
+                properties=props, replace=spec.replace,
+            )
+        except TableAlreadyExists:
+            if spec.if_not_exists:  # another process created it since the check above: IF NOT EXISTS holds
+                return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True),
+                                       f"{spec.target} exists: nothing created")
+            raise
         metrics = MergeMetrics(operation="CREATE TABLE")
         if frame is not None:
             metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
