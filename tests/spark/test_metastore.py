@@ -326,8 +326,6 @@ while not os.path.exists(os.path.join({sync!r}, other)):  # the other's table ex
     assert time.monotonic() < deadline
     time.sleep(0.5)
 print("TABLES", sorted(r.tableName for r in db.sql("SHOW TABLES IN shared").collect()), flush=True)
-# both at once: the one that loses the race finds the table there, which IF NOT EXISTS allows
-print("COMMON", db.sql("CREATE TABLE IF NOT EXISTS shared.common (id BIGINT) USING tablets").operation, flush=True)
 res = db.sql(f"MERGE INTO shared.t_{{other}} t USING (SELECT 2 AS id, 'from {{me}}' AS v) s ON t.id = s.id "
              "WHEN NOT MATCHED THEN INSERT *")
 print("MERGE", res.message, flush=True)
@@ -336,6 +334,8 @@ while not os.path.exists(os.path.join({sync!r}, other + ".merged")):
     assert time.monotonic() < deadline
     time.sleep(0.5)
 print("ROWS", sorted(tuple(r) for r in db.sql(f"SELECT * FROM shared.t_{{me}}").collect()), flush=True)
+# both at once: the one that loses the race finds the table there, which IF NOT EXISTS allows
+print("COMMON", db.sql("CREATE TABLE IF NOT EXISTS shared.common (id BIGINT) USING tablets").operation, flush=True)
 """
 
 
@@ -363,10 +363,10 @@ def test_a_metastore_server_shared_by_two_processes(tmp_path, children):
         b = spawn(children, SHARING.format(wh=wh, uri=server.uri, me="b", other="a", sync=str(sync)), tmp_path)
         for p in (a, b):
             assert p.expect("TABLES") == "TABLES ['t_a', 't_b']"
-            assert p.expect("COMMON") == "COMMON CREATE TABLE"
             assert p.expect("MERGE") == "MERGE MERGE 1 (inserted 1, updated 0, deleted 0, unchanged 0)"
         assert a.expect("ROWS") == "ROWS [(1, 'a'), (2, 'from b')]"
         assert b.expect("ROWS") == "ROWS [(1, 'b'), (2, 'from a')]"
+        assert a.expect("COMMON") == b.expect("COMMON") == "COMMON CREATE TABLE"
         assert a.wait() == 0 and b.wait() == 0
     finally:
         server.stop()
