@@ -624,7 +624,7 @@ def test_each_validation_error(config, key, fragment):
 def test_incremental_validation():
     err = problems({"incremental_strategy": "upsert", "on_conflict": "do_nothing"}, INCREMENTAL)
     assert [p.key for p in err.problems] == ["incremental_strategy", "on_conflict"]
-    assert "allowed: merge, append, insert_overwrite, delete+insert, microbatch" in str(err)
+    assert "allowed: merge, append, insert_overwrite, replace_where, delete+insert, microbatch" in str(err)
     # file_format is the switch of the incremental materialization, not a problem there
     assert parse_merge_config(
         {"unique_key": "id", "file_format": "tablets"}, "m", INCREMENTAL
@@ -760,6 +760,19 @@ def test_replace_where_is_one_merge_on_false():
         "WHEN NOT MATCHED THEN INSERT (`id`, `day`) VALUES"
         " (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`day`)",
     ]
+
+
+def test_dbt_databricks_replace_where_strategy_is_insert_overwrite_with_its_predicates():
+    config = {"incremental_strategy": "replace_where", "incremental_predicates": ["day >= '2024-01-02'", "k = 1"]}
+    cfg = parse_merge_config(config, "m", INCREMENTAL)
+    assert (cfg.incremental_strategy, cfg.replace_where) == ("insert_overwrite", "(day >= '2024-01-02') AND (k = 1)")
+    assert cfg.incremental_predicates == ()
+    sql = render(config, ["id", "day", "k"], materialization=INCREMENTAL)
+    assert "WHEN NOT MATCHED BY SOURCE AND ((day >= '2024-01-02') AND (k = 1)) THEN DELETE" in sql
+    with pytest.raises(MergeConfigError, match="replace_where replaces the rows these predicates hold for"):
+        parse_merge_config({"incremental_strategy": "replace_where"}, "m", INCREMENTAL)
+    with pytest.raises(MergeConfigError, match="takes its predicate from incremental_predicates"):
+        parse_merge_config({**config, "replace_where": "x > 1"}, "m", INCREMENTAL)
 
 
 def test_microbatch_replaces_the_batch_window_dbt_core_filters_inputs_with():

@@ -53,7 +53,7 @@ MERGE_TABLETS = "merge_tablets"
 INCREMENTAL = "incremental"
 TABLE = "table"
 ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
-INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite", "delete+insert", "microbatch")
+INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite", "replace_where", "delete+insert", "microbatch")
 # dbt-core's microbatch window of the batch being run (set on the model's config per batch)
 BATCH_START = "__dbt_internal_microbatch_event_time_start"
 BATCH_END = "__dbt_internal_microbatch_event_time_end"
@@ -265,7 +265,11 @@ def parse_merge_config(
     on_conflict = parse_on_conflict(p, config)
     predicates = _predicates(p, config)
     _exclusive(p, config, materialization, strategy, clauses, on_conflict, predicates)
-    replace_where = _replace_where(p, config, strategy, clauses)
+    if strategy == "replace_where":  # dbt-databricks' spelling of insert_overwrite + replace_where
+        strategy, replace_where = "insert_overwrite", _replace_where_strategy(p, config, predicates)
+        predicates = None
+    else:
+        replace_where = _replace_where(p, config, strategy, clauses)
     values = {  # in the README's order, which is the order problems are reported in
         **_update_columns(p, config),
         **_aliases(p, config, materialization),
@@ -397,6 +401,28 @@ def _replace_where(
     if strategy == "microbatch":
         return _batch_window(p, config)
     return None
+
+
+def _replace_where_strategy(p: Problems, config: Mapping[str, Any], predicates: tuple[str, ...] | None) -> str | None:
+    """dbt-databricks' ``incremental_strategy: replace_where``: the rows its
+    ``incremental_predicates`` hold for are replaced by the new rows (insert_overwrite with
+    their conjunction as ``replace_where``)."""
+    if config.get("replace_where") is not None:
+        p.add(
+            "replace_where", config.get("replace_where"),
+            "incremental_strategy replace_where takes its predicate from incremental_predicates",
+            "incremental_predicates with incremental_strategy: replace_where",
+            "move the predicate into incremental_predicates, or use incremental_strategy: insert_overwrite",
+        )
+    if not predicates:
+        p.add(
+            "incremental_predicates", config.get("incremental_predicates"),
+            "incremental_strategy replace_where replaces the rows these predicates hold for, and needs at least one",
+            "a list of SQL predicates on the table's columns",
+            "set incremental_predicates: [\"day >= '2024-01-01'\"]",
+        )
+        return None
+    return " AND ".join(f"({q})" for q in predicates)
 
 
 def _batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:

@@ -100,6 +100,13 @@ union all select 31, date'2024-01-03', 'C2'
 {% endif %}
 """
 
+# dbt-databricks' spelling of the same statement
+DATABRICKS_REPLACE_WHERE_MODEL = REPLACE_WHERE_MODEL.replace(
+    "incremental_strategy='insert_overwrite',\n          replace_where=\"day >= date'2024-01-02'\"",
+    "incremental_strategy='replace_where',\n          incremental_predicates=[\"day >= date'2024-01-02'\"]",
+)
+assert DATABRICKS_REPLACE_WHERE_MODEL != REPLACE_WHERE_MODEL
+
 OVERWRITE_MODEL = """
 {{ config(materialized='incremental', incremental_strategy='insert_overwrite') }}
 {% if not is_incremental() %}
@@ -120,6 +127,7 @@ class TestStrategiesOneCommit:
         return {
             "delete_insert.sql": DELETE_INSERT_MODEL,
             "replace_where.sql": REPLACE_WHERE_MODEL,
+            "replace_where_databricks.sql": DATABRICKS_REPLACE_WHERE_MODEL,
             "overwrite.sql": OVERWRITE_MODEL,
         }
 
@@ -158,6 +166,8 @@ class TestStrategiesOneCommit:
         ]
         message = second["replace_where"].adapter_response["_message"]
         assert message == "MERGE 5 (inserted 3, updated 0, deleted 2, unchanged 0)"
+        assert rows(project, "replace_where_databricks") == rows(project, "replace_where")
+        assert second["replace_where_databricks"].adapter_response["_message"] == message
         assert stats(project, "replace_where")["version"] == versions["replace_where"] + 1
 
     def test_a_new_row_outside_replace_where_fails_and_changes_nothing(self, project, runs):
