@@ -47,7 +47,7 @@ from tablets.sql.parse import (
     parse_maintenance,
     table_name,
 )
-from tablets.storage.maintenance import TRUE
+from tablets.storage.properties import ON
 from tablets.storage.table import DEFAULT_RETENTION_HOURS
 
 if TYPE_CHECKING:
@@ -242,7 +242,7 @@ def retention_hours(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -
         raise TabletsError(f"VACUUM {spec.target}: table property {RETENTION_PROPERTY}={raw!r} is not a number of hours",
                            help=f"ALTER the table's {RETENTION_PROPERTY} to a number.") from None
     hours = minimum if spec.retain_hours is None else spec.retain_hours
-    check = (spark.conf.get(RETENTION_CHECK_CONF, "true") or "true").strip().lower() in TRUE
+    check = (spark.conf.get(RETENTION_CHECK_CONF, "true") or "true").strip().lower() in ON
     if check and hours < minimum:
         raise VacuumRetentionError(
             f"VACUUM {spec.target} RETAIN {_number(hours)} HOURS: below the table's retention of {_number(minimum)} hours "

@@ -32,6 +32,8 @@ import os
 import time
 from collections.abc import Mapping
 
+from tablets.storage.properties import OFF
+
 logger = logging.getLogger(__name__)
 
 CONF = "spark.tablets.jvm.archive"
@@ -51,8 +53,7 @@ def cache_dir() -> str:
 
 
 def enabled(conf: Mapping[str, str]) -> bool:
-    off = ("0", "false", "no", "off")
-    return os.environ.get(ENV, "1").strip().lower() not in off and str(conf.get(CONF, "true")).strip().lower() not in off
+    return os.environ.get(ENV, "1").strip().lower() not in OFF and str(conf.get(CONF, "true")).strip().lower() not in OFF
 
 
 def key(java: str, conf: Mapping[str, str]) -> str:

@@ -40,6 +40,7 @@ from tablets.exceptions import TabletsError
 from tablets.spark import metastore
 from tablets.spark.metastore import metastore_dir
 from tablets.storage.fileio import is_local, normalize
+from tablets.storage.properties import OFF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -148,7 +149,6 @@ def session_conf(
     return conf
 
 
-OFF = ("false", "0", "no", "off")  # how a spark.tablets.* on/off setting is turned off
 
 
 def conf_flag(spark: SparkSession, key: str) -> bool:

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 from tablets.exceptions import FormatError, TableNotFound, TabletsError
 from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet, SetDV
+from tablets.storage.properties import ON
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
 AUTO_COMPACT = "auto_compact"
-TRUE = ("true", "1", "yes", "on")
 
 
 def _number(props: Mapping[str, str], key: str, default: float) -> float:
@@ -55,7 +55,7 @@ class AutoCompactPolicy:
     def of(cls, metadata: Metadata) -> AutoCompactPolicy:
         props = dict(metadata.properties)
         return cls(
-            enabled=props.get(AUTO_COMPACT, "false").strip().lower() in TRUE,
+            enabled=props.get(AUTO_COMPACT, "false").strip().lower() in ON,
             target_tablet_rows=int(_number(props, "target_tablet_rows", DEFAULT_TARGET_TABLET_ROWS)),
             small_fraction=_number(props, "auto_compact_small_fraction", cls.small_fraction),
             max_deleted_fraction=_number(props, "auto_compact_max_deleted_fraction", cls.max_deleted_fraction),

@@ -15,7 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tablets.exceptions import TabletsError
 
-BOOLEANS = ("true", "false", "1", "0", "yes", "no", "on", "off")
+# the one vocabulary of on/off values: table properties and spark.tablets.* settings alike
+ON = ("true", "1", "yes", "on")
+OFF = ("false", "0", "no", "off")
+BOOLEANS = ON + OFF
 
 
 class InvalidProperty(TabletsError):
