@@ -38,7 +38,7 @@ from tablets.engine.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.exceptions import TableNotFound, TabletsError, VacuumRetentionError
+from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
 from tablets.spark import catalog
 from tablets.sql.parse import (
     as_of,
@@ -47,13 +47,13 @@ from tablets.sql.parse import (
     parse_maintenance,
     table_name,
 )
+from tablets.storage.fileio import join
 from tablets.storage.properties import ON
-from tablets.storage.table import DEFAULT_RETENTION_HOURS
+from tablets.storage.table import DEFAULT_RETENTION_HOURS, TabletTable
+from tablets.storage.tablet import check_sizes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-    from tablets.storage import TabletTable
 
 RETENTION_PROPERTY = "deleted_file_retention_hours"
 RETENTION_CHECK_CONF = "spark.tablets.retentionDurationCheck.enabled"
@@ -184,6 +184,25 @@ def resolve_version(spark: SparkSession, table: TabletTable, when: AsOf, where: 
     return table.version_at(micros // 1000, what)
 
 
+def _still_there(table: TabletTable, version: int, what: str) -> None:
+    """An old version's tablets and deletion vectors still exist (VACUUM removes what only old
+    versions reference): else a ``TableNotFound`` saying so, before any Spark job fails on them."""
+    if version == table.version:
+        return
+    snap = table.snapshot(version)
+    try:
+        check_sizes(table.io, table.root, [st.add for st in snap.tablets.values()])
+        for st in snap.tablets.values():
+            if st.dv is not None and not table.io.exists(join(table.root, st.dv.path)):
+                raise FormatError(f"deletion vector {st.dv.path} is missing")
+    except FormatError as e:
+        raise TableNotFound(
+            f"{what}: version {version}'s files are gone ({e.detail}): VACUUM removed what only older versions read",
+            help="Read a newer version (DESCRIBE HISTORY), or keep more history next time "
+            f"(VACUUM ... RETAIN <hours> HOURS, the table property {RETENTION_PROPERTY}).",
+        ) from None
+
+
 def time_travel(spark: SparkSession, text: str) -> str:
     """``text`` with every ``<tablet table> VERSION AS OF n`` / ``TIMESTAMP AS OF ...`` replaced
     by a temporary view of that version (``catalog.table_views``); ``text`` itself when it has
@@ -201,7 +220,9 @@ def time_travel(spark: SparkSession, text: str) -> str:
             if catalog.path_of(name) is None:
                 return None
             root = catalog.require(spark, name)
-        v = resolve_version(spark, catalog.storage(spark).table(root), as_of(version), f"SELECT ... FROM {name}")
+        table = catalog.storage(spark).table(root)
+        v = resolve_version(spark, table, as_of(version), f"SELECT ... FROM {name}")
+        _still_there(table, v, f"SELECT ... FROM {name} {as_of(version).sql()}")
         view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX):]}_v{v}"
         return catalog.TableView(root, view, version=v, alias=node.name)
 

@@ -68,3 +68,20 @@ def test_a_column_name_with_a_backquote(db):
     db.sql("MERGE INTO clear.b t USING (SELECT 2 AS id, 4 AS `a``b`) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
     assert rows(db, "SELECT * FROM clear.b") == [(1, 3), (2, 4)]
     assert [c.name for c in db.spark.table("clear.b").schema.fields] == ["id", "a`b"]
+
+
+def test_a_vacuumed_version_is_a_clear_error(db, spark):
+    from tablets.exceptions import TableNotFound
+
+    db.sql("CREATE TABLE clear.vac (id INT) USING tablets")
+    db.sql("INSERT INTO clear.vac VALUES (1), (2)")
+    db.sql("DELETE FROM clear.vac WHERE id = 1")
+    db.sql("OPTIMIZE clear.vac")
+    spark.conf.set("spark.tablets.retentionDurationCheck.enabled", "false")
+    try:
+        db.sql("VACUUM clear.vac RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.tablets.retentionDurationCheck.enabled")
+    assert rows(db, "SELECT * FROM clear.vac") == [(2,)]
+    with pytest.raises(TableNotFound, match=r"version 1's files are gone .*VACUUM removed what only older versions read"):
+        db.sql("SELECT * FROM clear.vac VERSION AS OF 1")
