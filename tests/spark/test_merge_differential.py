@@ -3,11 +3,12 @@ statements (all categories, actions, conditions; NULLs and duplicate keys). The 
 must be equal as multisets, and when DuckDB refuses (a target row modified twice) we refuse too.
 
 Sources are local relations (as a small model's rows are); every third case turns broadcasting
-off, which takes the cached source path. Every case runs twice: on local disk (Spark's native Parquet scan) and in a bucket of a real
+off, which takes the cached source path. Every case runs on local disk (Spark's native Parquet
+scan) on both plans, the driver's (which selects, and where it can merges, the target rows on
+the driver) and Spark's (``spark.tablets.merge.driverScanBytes=0``); and in a bucket of a real
 S3-compatible server, which Spark here cannot read (no hadoop-aws), so the engine scans the
-tablets with its own Arrow reader in Python tasks. Half the cases turn off the driver scan
-(``spark.tablets.merge.driverScanBytes``): the others select the target rows that can pair on
-the driver where the statement allows it.
+tablets with its own Arrow reader in Python tasks, half the cases on each plan. The generated
+harness (test_differential_generated.py) covers what these fixed shapes do not.
 
 TABLETS_DIFF_CASES=2000 runs more cases (opt-in).
 """
@@ -131,18 +132,15 @@ def test_merge_matches_duckdb(spark, tmp_path, request, case, where):
     ghosts = _rows(rng, rng.randint(0, 3), 6)  # deleted before the merge: they must never match
     expected = _duckdb(target, source, stmt)
     # every third case without broadcasting the source: the shuffle join plan
-    if case % 3 == 1:
-        spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
-    # half the cases scan the target in Spark even where the driver could select its rows
-    if (case // 2) % 2 == 1:
-        spark.conf.set(DRIVER_SCAN_CONF, "0")
-    try:
-        root = str(tmp_path / "t") if where == "local" else request.getfixturevalue("s3_server").location()
-        got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0)
-    finally:
-        spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
-        spark.conf.unset(DRIVER_SCAN_CONF)
-    assert got == expected, f"{stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
+    conf = {"spark.sql.autoBroadcastJoinThreshold": "-1"} if case % 3 == 1 else {}
+    # on local disk each case on both plans (the driver's, and Spark's even where the driver
+    # could select the target rows); in the bucket half the cases on each
+    plans = ["driver", "spark"] if where == "local" else [("driver", "spark")[(case // 2) % 2]]
+    for plan in plans:
+        with settings(spark, {**conf, **({DRIVER_SCAN_CONF: "0"} if plan == "spark" else {})}):
+            root = str(tmp_path / f"t_{plan}") if where == "local" else request.getfixturevalue("s3_server").location()
+            got = _ours(spark, root, target, ghosts, source, stmt, skip_unchanged=case % 2 == 0)
+        assert got == expected, f"{plan} plan: {stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
 
 
 @pytest.mark.parametrize("where", ["local", "s3"])
@@ -302,14 +300,15 @@ def test_merges_on_keys_of_other_types_match_duckdb(spark, tmp_path, case):
         return [(None if k is None else key(k), a, b) for k, a, b in rows]
 
     schema = pa.schema([("k", arrow), ("a", pa.int32()), ("b", pa.string())])
-    conf = {**LOS_ANGELES, **({"spark.sql.autoBroadcastJoinThreshold": "-1"} if case % 3 == 1 else {}),
-            **({DRIVER_SCAN_CONF: "0"} if (case // 2) % 2 == 1 else {})}
-    with settings(spark, conf):
-        got = _ours(spark, str(tmp_path / "t"), typed(target), [], typed(source), stmt, skip_unchanged=case % 2 == 0, schema=schema)
+    conf = {**LOS_ANGELES, **({"spark.sql.autoBroadcastJoinThreshold": "-1"} if case % 3 == 1 else {})}
     back = {key(i): i for i in range(6)}
-    if got != "cardinality":
-        got = Counter({(None if k is None else back[k], a, b): n for (k, a, b), n in got.items()})
-    assert got == expected, f"{kind}: {stmt}\ntarget={target}\nsource={source}"
+    for plan in ("driver", "spark"):
+        with settings(spark, {**conf, **({DRIVER_SCAN_CONF: "0"} if plan == "spark" else {})}):
+            got = _ours(spark, str(tmp_path / f"t_{plan}"), typed(target), [], typed(source), stmt,
+                        skip_unchanged=case % 2 == 0, schema=schema)
+        if got != "cardinality":
+            got = Counter({(None if k is None else back[k], a, b): n for (k, a, b), n in got.items()})
+        assert got == expected, f"{plan} plan, {kind}: {stmt}\ntarget={target}\nsource={source}"
 
 
 WHERE = [  # conjuncts the log's statistics can rule a tablet out by, and some they cannot
@@ -330,6 +329,7 @@ def test_deletes_and_updates_with_where_match_duckdb(spark, tmp_path, case):
     where = " AND ".join(rng.choice(WHERE).format(lo=lo, hi=hi) for _ in range(rng.randint(1, 2)))
     stmt = rng.choice([f"DELETE FROM target WHERE {where}", f"UPDATE target SET a = -1, b = 'u' WHERE {where}"])
     expected = _duckdb(target, [], stmt)
-    with settings(spark, {DRIVER_SCAN_CONF: "0"} if case % 2 == 1 else {}):
-        got = _ours(spark, str(tmp_path / "t"), target, [], None, stmt, skip_unchanged=case % 3 == 0)
-    assert got == expected, f"{stmt}\ntarget={target}"
+    for plan in ("driver", "spark"):
+        with settings(spark, {DRIVER_SCAN_CONF: "0"} if plan == "spark" else {}):
+            got = _ours(spark, str(tmp_path / f"t_{plan}"), target, [], None, stmt, skip_unchanged=case % 3 == 0)
+        assert got == expected, f"{plan} plan: {stmt}\ntarget={target}"
