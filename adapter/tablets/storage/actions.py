@@ -42,6 +42,8 @@ class Metadata:
     column_ids: tuple[int, ...] = ()  # per column, in schema order; () -> 1..n
     physical_names: tuple[str, ...] = ()  # per column, in schema order; () -> the names
     max_column_id: int = 0  # the highest id ever given (never reused); at least every column's
+    # False: read from a log without ids (1..n given on reading, which later ids may repeat)
+    ids_in_log: bool = field(default=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.schema)
@@ -90,12 +92,21 @@ class Metadata:
         names: RESTORE), comments of columns it no longer has dropped; the max id stays this
         one's if higher, so a column added later still gets an id never given."""
         names = set(other.column_names)
+        ids, top = other.column_ids, max(self.max_column_id, other.max_column_id)
+        if not other.ids_in_log:
+            # its ids were made up on reading (1..n) and may since have been given to other
+            # columns: a column this metadata has (same physical name) keeps its id, the others
+            # get fresh ones
+            mine = dict(zip(self.physical_names, self.column_ids, strict=True))
+            fresh = iter(range(top + 1, top + 1 + len(ids)))
+            ids = tuple(mine[p] if p in mine else next(fresh) for p in other.physical_names)
+            top = max(top, *ids)
         return replace(
             self,
             schema=other.schema,
-            column_ids=other.column_ids,
+            column_ids=ids,
             physical_names=other.physical_names,
-            max_column_id=max(self.max_column_id, other.max_column_id),
+            max_column_id=top,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
         )
@@ -181,7 +192,7 @@ def action_to_json(action: Action) -> str:
         # a column's physical name sits in its schema entry, as a 4th element, only where it is
         # not the name: a reader from before column mapping then fails on the entry (malformed
         # metadata) instead of reading another column's values by name
-        del body["physical_names"]
+        del body["physical_names"], body["ids_in_log"]
         body["schema"] = [
             [n, t, nl] if p == n else [n, t, nl, p]
             for (n, t, nl), p in zip(action.schema, action.physical_names, strict=True)
@@ -212,6 +223,7 @@ def action_from_json(line: str, where: str = "") -> Action:
                 schema=tuple((n, t, bool(nl)) for n, t, nl, *_ in body["schema"]),
                 physical_names=tuple(p[0] if p else n for n, _, _, *p in body["schema"]),
                 column_ids=tuple(int(i) for i in body.get("column_ids", ())),
+                ids_in_log="column_ids" in body,
                 max_column_id=int(body.get("max_column_id", 0)),
                 key_columns=tuple(body.get("key_columns", ())),
                 properties=tuple((k, v) for k, v in body.get("properties", ())),
