@@ -73,6 +73,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tablets.spark.columns import named, named_columns, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.spark.session import conf_flag
 from tablets.storage.dv import DVInfo, positions_of, read_dv
@@ -88,7 +89,6 @@ from tablets.storage.tablet import (
 )
 
 if TYPE_CHECKING:
-    from tablets.storage.columns import ColumnMapping
     from tablets.storage.snapshot import Snapshot, TabletState
 
 _FILE = "__tablets_file"
@@ -323,20 +323,6 @@ class TabletScan:
         return df.withColumn(ROW_TABLET, tablet).withColumnRenamed(_ROW, ROW_NUMBER).drop(_FILE)
 
 
-def physical_struct(struct: StructType, mapping: ColumnMapping) -> StructType:
-    """``struct`` (the table's columns) under the physical names the tablets keep them by:
-    the schema the Parquet scan reads with (a column a tablet lacks reads as NULL)."""
-    if mapping.identity:
-        return struct
-    return StructType([StructField(mapping.physical_of(f.name), f.dataType, f.nullable, f.metadata) for f in struct.fields])
-
-
-def _named(column: str, mapping: ColumnMapping) -> Column:
-    """Column ``column`` of a scan read with ``physical_struct``, under its name."""
-    physical = mapping.physical_of(column)
-    return F.col(quote_ident(physical)) if physical == column else F.col(quote_ident(physical)).alias(column)
-
-
 def tablet_scan(
     spark: SparkSession,
     table: TabletTable,
@@ -373,7 +359,7 @@ def tablet_scan(
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     mapping = snapshot.metadata.mapping  # the tablets' columns by physical name, named here
     df = spark.read.schema(physical_struct(struct, mapping)).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
-    keep = [_named(c, mapping) for c in cols]
+    keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
     return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
@@ -620,16 +606,14 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
     with_dv = [st for st in states if st.dv is not None]
-    mapping = snapshot.metadata.mapping
-    # the table's columns as the scan reads them: by physical name, under their names
-    named = ["*"] if mapping.identity else [_named(f.name, mapping) for f in struct.fields]
+    mapping = snapshot.metadata.mapping  # the scan reads physical names (tablets.spark.columns)
 
     def parquet(schema: StructType) -> DataFrame:
         return spark.read.schema(physical_struct(schema, mapping)).options(**VERIFY_OPTIONS).parquet(*located)
 
     if not with_dv:
         scan = parquet(struct)
-        return _ReadParts(_no_float_pushdown(scan if mapping.identity else scan.select(*named), struct), struct)
+        return _ReadParts(_no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct), struct)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
@@ -667,7 +651,7 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     assert offset is not None
     word = F.try_element_at(long_array(spark, np.concatenate(words)), (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
-    scan = scan.select(*named, live.alias(_LIVE))
+    scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))
     return _ReadParts(_live(scan, struct), struct, scan)
 
 
