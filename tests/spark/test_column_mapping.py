@@ -250,3 +250,19 @@ def test_a_table_whose_log_has_no_ids_reads_and_merges(db, spark, tmp_path):
     db.sql(f"ALTER TABLE {name} ADD COLUMNS (c INT)")
     assert rows(db, f"SELECT id, c FROM {name}") == [(1, None), (2, None)]
     assert db.table_of(name).snapshot().metadata.column_ids == (1, 3, 4)
+
+
+def test_writes_of_the_python_source_and_a_replace_follow_the_mapping(db, spark, table):
+    t = db.table_of(table)
+    db.sql("ALTER TABLE cm.t DROP COLUMN v")
+    db.sql("ALTER TABLE cm.t ADD COLUMNS (v STRING)")
+    frame = spark.createDataFrame([(5, 50, "e")], "id BIGINT, c INT, v STRING")
+    frame.write.format("tablets").mode("append").save(t.root)  # the Python source's writer
+    assert rows(db, "SELECT id, c, v FROM cm.t") == [(1, 10, None), (2, 20, None), (3, 30, None), (5, 50, "e")]
+    assert rows(db, "SELECT id FROM cm.t WHERE v IS NOT NULL") == [(5,)]
+    before = t.snapshot().metadata.max_column_id
+    db.sql("CREATE OR REPLACE TABLE cm.t (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql("INSERT INTO cm.t VALUES (7, 'g')")
+    meta = t.snapshot().metadata
+    assert meta.physical_names == ("id", "v") and min(meta.column_ids) > before
+    assert rows(db, "SELECT * FROM cm.t") == [(7, "g")]
