@@ -96,9 +96,9 @@ def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
     back too, as they were (ids and physical names: its tablets are read as then); properties,
     comments (of the columns it has), the table id and the highest column id given stay."""
     actions: list[Action] = []
-    cur, then = current.metadata, old.metadata
-    if (then.schema, then.physical_names, then.column_ids) != (cur.schema, cur.physical_names, cur.column_ids):
-        actions.append(cur.with_columns_of(then))
+    now, then = current.metadata, old.metadata
+    if (then.schema, then.physical_names, then.column_ids) != (now.schema, now.physical_names, now.column_ids):
+        actions.append(now.with_columns_of(then))
     actions.extend(RemoveTablet(t) for t in current.tablets if t not in old.tablets)
     for tid, st in old.tablets.items():
         cur = current.tablets.get(tid)
