@@ -48,15 +48,14 @@ class ColumnMapping:
     ids: tuple[int, ...]
     _to_physical: dict[str, str] = field(init=False, repr=False, compare=False)
     _to_name: dict[str, str] = field(init=False, repr=False, compare=False)
+    # every column's physical name is its name (every table before its first added column):
+    # readers then take the paths they took before column mapping
+    identity: bool = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_to_physical", dict(zip(self.names, self.physical, strict=True)))
         object.__setattr__(self, "_to_name", dict(zip(self.physical, self.names, strict=True)))
-
-    @property
-    def identity(self) -> bool:
-        """Every column's physical name is its name (every table before its first added column)."""
-        return self.names == self.physical
+        object.__setattr__(self, "identity", self.names == self.physical)
 
     def physical_of(self, name: str) -> str:
         """The column's physical name; a name that is no column (``ROW_ID``) stays as it is."""
