@@ -89,6 +89,16 @@ def _not_a_column(meta: Metadata, name: str, where: str) -> SchemaMismatch:
     )
 
 
+def _not_a_key(meta: Metadata, column: str, where: str) -> None:
+    if column in meta.key_columns:
+        raise SchemaMismatch(
+            f"{where}: {column} is a key column of the table (key: {', '.join(meta.key_columns)}); the key is "
+            "fixed when the table is created (every MERGE and dbt's unique_key rely on it)",
+            help="Keep the key column as it is, or create a new table with the key you want "
+            "(in dbt: change unique_key and run with --full-refresh).",
+        )
+
+
 def _cluster_by(meta: Metadata) -> list[str]:
     return [c.strip() for c in (meta.property(CLUSTER_BY) or "").split(",") if c.strip()]
 
@@ -97,13 +107,7 @@ def _rename(meta: Metadata, old: str, new: str, where: str) -> Metadata:
     column = _column(meta, old)
     if column is None:
         raise _not_a_column(meta, old, where)
-    if column in meta.key_columns:
-        raise SchemaMismatch(
-            f"{where}: {column} is a key column of the table (key: {', '.join(meta.key_columns)}); the key is fixed "
-            "when the table is created (every MERGE and dbt's unique_key rely on it)",
-            help="Keep the key column's name, or create a new table with the key you want "
-            "(in dbt: change unique_key and run with --full-refresh).",
-        )
+    _not_a_key(meta, column, where)
     clash = _column(meta, new)
     if clash is not None and clash != column:
         raise SchemaMismatch(
@@ -127,13 +131,7 @@ def _drop(meta: Metadata, names: tuple[str, ...], if_exists: bool, where: str) -
             if if_exists:
                 continue
             raise _not_a_column(meta, name, where)
-        if column in meta.key_columns:
-            raise SchemaMismatch(
-                f"{where}: {column} is a key column of the table (key: {', '.join(meta.key_columns)}); the key is "
-                "fixed when the table is created (every MERGE and dbt's unique_key rely on it)",
-                help="Keep the key column, or create a new table with the key you want "
-                "(in dbt: change unique_key and run with --full-refresh).",
-            )
+        _not_a_key(meta, column, where)
         if column.lower() in (c.lower() for c in _cluster_by(meta)):
             raise SchemaMismatch(
                 f"{where}: new tablets are sorted by {column} (the table's {CLUSTER_BY}: {meta.property(CLUSTER_BY)})",
