@@ -40,10 +40,13 @@ from tablets.engine.plan import noop_reason, plan_merge
 from tablets.engine.spec import (
     ActionKind,
     AddColumnsSpec,
+    AlterColumnsSpec,
     AppendSpec,
     CreateSpec,
+    DropColumnsSpec,
     DropSpec,
     MergeSpec,
+    RenameColumnSpec,
 )
 from tablets.exceptions import (
     CardinalityViolation,
@@ -152,11 +155,24 @@ class Database:
             return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), done)
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
-        if isinstance(spec, AddColumnsSpec):
-            self.table_of(spec.target).add_columns(spec.columns)
-            catalog.sync_schema(self.spark, spec.target)
-            return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True))
+        if isinstance(spec, AddColumnsSpec | RenameColumnSpec | DropColumnsSpec):
+            return self._alter_columns(spec)
         return self.merge(spec, options=opts)
+
+    def _alter_columns(self, spec: AlterColumnsSpec) -> StatementResult:
+        """ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S): one metadata commit of the table's log
+        (no tablet rewritten), then the catalog entry's columns follow."""
+        table = self.table_of(spec.target)
+        if isinstance(spec, AddColumnsSpec):
+            table.add_columns(spec.columns)
+        elif isinstance(spec, RenameColumnSpec):
+            where = f"ALTER TABLE {spec.target} RENAME COLUMN {spec.column} TO {spec.new_name}"
+            table.rename_column(spec.column, spec.new_name, where=where)
+        else:
+            where = f"ALTER TABLE {spec.target} DROP COLUMNS ({', '.join(spec.columns)})"
+            table.drop_columns(spec.columns, if_exists=spec.if_exists, where=where)
+        catalog.sync_schema(self.spark, spec.target)
+        return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True))
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:

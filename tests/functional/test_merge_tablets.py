@@ -137,6 +137,16 @@ select * from values ('A', 10), ('B', 5), ('C', 3) as v(item, qty_on_hand)
         values("id, a, b", "(1, 'a', 'b')"),
         values("id, a, c", "(2, 'a2', 'c2')"),
     ),
+    # issue 25: a column dropped (phase 2) and added back (phase 3) reads NULL in older rows
+    "evolve_readd.sql": """{{ config(unique_key='id', on_schema_change='sync_all_columns') }}
+{% if var('phase', 1) == 1 %}
+select * from values (1, 'a', 'b') as v(id, a, b)
+{% elif var('phase') == 2 %}
+select * from values (2, 'a2') as v(id, a)
+{% else %}
+select * from values (3, 'a3', 'b3') as v(id, a, b)
+{% endif %}
+""",
     "evolve_ignore.sql": phased(
         "unique_key='id', on_schema_change='ignore'",
         values("id, v", "(1, 'a')"),
@@ -285,6 +295,8 @@ class TestMergeTabletsOptions:
         cols = [c.name for c in self.columns(project, "evolve_sync")]
         assert cols == ["id", "a", "c"]
         assert rows(project, "evolve_ignore") == [(1, "a"), (2, "b")]
+        run_dbt(["run", "--select", "evolve_readd", "--vars", "phase: 3"])
+        assert rows(project, "evolve_readd") == [(1, "a", None), (2, "a2", None), (3, "a3", "b3")]
 
     def test_tablet_size(self, project, runs):
         stats = self.stats(project, "sized")

@@ -8,7 +8,9 @@ from tablets.engine.spec import (
     Category,
     Clause,
     CreateSpec,
+    DropColumnsSpec,
     DropSpec,
+    RenameColumnSpec,
     Source,
 )
 from tablets.exceptions import MergeSpecError, StatementParseError
@@ -94,6 +96,17 @@ def test_ddl_and_appends():
     assert parse_statement("INSERT INTO db.t (a) VALUES (1)") == AppendSpec("db.t", "SELECT * FROM VALUES (1)", ("a",))
     assert parse_statement("INSERT OVERWRITE TABLE db.t SELECT * FROM s").overwrite
     assert parse_statement("ALTER TABLE db.t ADD COLUMNS (c INT)") == AddColumnsSpec("db.t", (("c", "int"),))
+
+
+def test_rename_and_drop_columns():
+    assert parse_statement("ALTER TABLE db.t RENAME COLUMN a TO `b c`") == RenameColumnSpec("db.t", "a", "b c")
+    assert parse_statement("ALTER TABLE t DROP COLUMN c") == DropColumnsSpec("t", ("c",))
+    assert parse_statement("alter table t drop columns if exists (c, `d`)") == DropColumnsSpec("t", ("c", "d"), if_exists=True)
+    assert statement_target("ALTER TABLE db.t RENAME COLUMN a TO b") == ("ALTER", "db.t")
+    with pytest.raises(StatementParseError, match="fields of struct columns cannot be renamed or dropped"):
+        parse_statement("ALTER TABLE t RENAME COLUMN s.x TO y")
+    with pytest.raises(StatementParseError, match="ALTER COLUMN c TYPE BIGINT' is not supported on tablet tables \(one of: ADD"):
+        parse_statement("ALTER TABLE t ALTER COLUMN c TYPE BIGINT")
 
 
 @pytest.mark.parametrize(

@@ -633,7 +633,7 @@ def _key_ranges(
 
 def _prune(run: _Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:
     """Keep tablets whose key range can overlap the source's (no BY SOURCE clause here)."""
-    keep = [tid for tid in tablets if not outside(run.snapshot.tablets[tid].add, ranges)]
+    keep = [tid for tid in tablets if not outside(run.snapshot.named_stats(tid), ranges)]
     run.metrics.tablets_pruned = len(tablets) - len(keep)
     return keep
 
@@ -737,7 +737,7 @@ def _unacted(
     def skipped(add: AddTablet) -> bool:
         return (not pairs or outside(add, pair_ranges or ())) and all(pruning.prune(p, add, kinds) for p in preds)
 
-    keep = [t for t in tablets if not skipped(run.snapshot.tablets[t].add)]
+    keep = [t for t in tablets if not skipped(run.snapshot.named_stats(t))]
     run.metrics.tablets_pruned += len(tablets) - len(keep)
     return keep
 
@@ -847,7 +847,7 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
     # row ids always: every statement reports the target rows its result depends on
     scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame
-    adds = [run.snapshot.tablets[t].add for t in tablets] if run.ranges else []
+    adds = [run.snapshot.named_stats(t) for t in tablets] if run.ranges else []
     for col, lo, hi in run.ranges or ():
         # rows outside the source's key range cannot pair: Spark's Parquet reader skips their
         # row groups by their statistics (pruning inside the tablets the log could not rule

@@ -127,6 +127,29 @@ class AddColumnsSpec:
     columns: tuple[tuple[str, str], ...]
 
 
+@dataclass(frozen=True)
+class RenameColumnSpec:
+    """``ALTER TABLE t RENAME COLUMN a TO b``: a metadata-only commit (the tablets keep the
+    column under its physical name)."""
+
+    target: str
+    column: str
+    new_name: str
+
+
+@dataclass(frozen=True)
+class DropColumnsSpec:
+    """``ALTER TABLE t DROP COLUMN [IF EXISTS] c`` / ``DROP COLUMNS (c, d)``: a metadata-only
+    commit (the values stay in the tablets, for older versions)."""
+
+    target: str
+    columns: tuple[str, ...]
+    if_exists: bool = False
+
+
+AlterColumnsSpec = AddColumnsSpec | RenameColumnSpec | DropColumnsSpec
+
+
 # --- table maintenance (Delta's statements) -----------------------------------------------------
 
 

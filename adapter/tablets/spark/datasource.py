@@ -135,6 +135,7 @@ class TabletsReader(DataSourceReader):
         self.io = table.io  # pickles with its storage settings
         self.version = snap.version
         self.table_schema = snap.metadata.schema
+        self.mapping = snap.metadata.mapping  # the version's columns in the tablets (physical names)
         self.out_schema = to_arrow_schema(schema, timezone="UTC")
         self._snapshot = snap  # planner-side only: not pickled into the tasks
 
@@ -168,7 +169,7 @@ class TabletsReader(DataSourceReader):
         cols = [present[f.name.lower()] for f in self.out_schema if f.name.lower() in present]
         for add, dv in partition.tablets:
             try:
-                data = read_tablet(self.io, self.root, add, dv, schema, cols)  # verifies the file
+                data = read_tablet(self.io, self.root, add, dv, schema, cols, mapping=self.mapping)  # verifies the file
             except FormatError as e:
                 # PySpark shows the worker's traceback: keep it to this frame and the message
                 raise e.with_traceback(None)  # noqa: B904 - the same error, shorter

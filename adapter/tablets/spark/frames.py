@@ -73,6 +73,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tablets.spark.columns import named, named_columns, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.spark.session import conf_flag
 from tablets.storage.dv import DVInfo, positions_of, read_dv
@@ -175,13 +176,13 @@ def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, st
     out_arrow = to_arrow_schema(out, timezone="UTC")
     table_schema = schema_to_arrow(snapshot.metadata.schema)
     adds = {st.add.tablet_id: st.add for st in states}
-    io, root = table.io, table.root
+    io, root, mapping = table.io, table.root, snapshot.metadata.mapping
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for b in batches:
             for tid in b.column(0).to_pylist():
                 add = adds[tid]
-                data = read_tablet(io, root, add, None, table_schema, cols)
+                data = read_tablet(io, root, add, None, table_schema, cols, mapping=mapping)
                 data = data.append_column(_FILE, pa.array([basename(add.path)] * add.rows, pa.string()))
                 data = data.append_column(_ROW, pa.array(np.arange(add.rows, dtype=np.int64)))
                 yield from data.cast(out_arrow).to_batches(max_chunksize=1 << 16)
@@ -364,8 +365,9 @@ def tablet_scan(
         frame = _arrow_frame(spark, table, snapshot, states, cols)
         return TabletScan(spark, table, frame, tuple(cols), with_dv)
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
-    df = spark.read.schema(struct).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
-    keep = [F.col(quote_ident(c)) for c in cols]
+    mapping = snapshot.metadata.mapping  # the tablets' columns by physical name, named here
+    df = spark.read.schema(physical_struct(struct, mapping)).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
+    keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
     return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
@@ -412,7 +414,7 @@ def driver_rows(
     def select(unit: tuple[TabletState, tuple[int, int]]):
         st, part = unit
         return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns, part,
-                           skip_by_stats=skip_by_stats)
+                           mapping=snapshot.metadata.mapping, skip_by_stats=skip_by_stats)
 
     parts, n, m = [], 0, 0
     with ThreadPoolExecutor(max_workers=max(1, min(len(units), workers))) as pool:
@@ -615,12 +617,14 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
     with_dv = [st for st in states if st.dv is not None]
+    mapping = snapshot.metadata.mapping  # the scan reads physical names (tablets.spark.columns)
 
     def parquet(schema: StructType) -> DataFrame:
-        return spark.read.schema(schema).options(**VERIFY_OPTIONS).parquet(*located)
+        return spark.read.schema(physical_struct(schema, mapping)).options(**VERIFY_OPTIONS).parquet(*located)
 
     if not with_dv:
-        return _ReadParts(_no_float_pushdown(parquet(struct), struct), struct)
+        scan = parquet(struct)
+        return _ReadParts(_no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct), struct)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
@@ -658,7 +662,7 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
     assert offset is not None
     word = F.try_element_at(long_array(spark, np.concatenate(words)), (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
-    scan = scan.select("*", live.alias(_LIVE))
+    scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))
     return _ReadParts(_live(scan, struct), struct, scan)
 
 

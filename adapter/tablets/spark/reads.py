@@ -173,7 +173,7 @@ def tablets_to_read(snap: Snapshot, conds: Sequence[Cond]) -> tuple[list[str], i
     for tid, st in snap.tablets.items():
         if st.live_rows <= 0:
             continue
-        if preds and pruning.prune(preds, st.add, kinds):
+        if preds and pruning.prune(preds, snap.named_stats(tid), kinds):
             pruned += 1
             continue
         keep.append(tid)

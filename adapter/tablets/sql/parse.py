@@ -17,7 +17,7 @@ from sqlglot import exp
 from tablets.engine.spec import (
     ALLOWED_ACTIONS,
     ActionKind,
-    AddColumnsSpec,
+    AlterColumnsSpec,
     AppendSpec,
     AsOf,
     Category,
@@ -51,7 +51,7 @@ logging.getLogger("sqlglot").addFilter(_CommandFallback())
 
 _WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b", re.IGNORECASE | re.DOTALL)
 
-Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AddColumnsSpec
+Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AlterColumnsSpec
 
 
 @functools.lru_cache(maxsize=4)
@@ -233,7 +233,9 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
     if isinstance(tree, exp.Drop):
         return DropSpec(table_name(tree.args["tables"][0]), if_exists=bool(tree.args.get("exists")))
     if isinstance(tree, exp.Alter):
-        return _alter(tree)
+        from tablets.sql.alter import alter_columns  # (it builds on this module's helpers)
+
+        return alter_columns(tree)
     raise StatementParseError(f"not a statement that writes a tablet table: {text.strip()[:80]!r}")
 
 
@@ -560,21 +562,6 @@ def _column_type(col: exp.ColumnDef, where: str) -> str:
     if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
         return "STRING"
     return _sql(kind)
-
-
-def _alter(tree: exp.Alter) -> AddColumnsSpec:
-    target = table_name(tree.this)
-    columns = []
-    for action in tree.args.get("actions") or ():
-        defs = action.expressions if isinstance(action, exp.Schema) else [action]
-        for d in defs:
-            if not isinstance(d, exp.ColumnDef):
-                raise StatementParseError(
-                    f"ALTER TABLE {target}: only ADD COLUMNS is supported on tablet tables, not {_sql(action)!r}",
-                    help="Rebuild the table (dbt --full-refresh) for other schema changes.",
-                )
-            columns.append((d.name, _column_type(d, f"ALTER TABLE {target}").lower()))
-    return AddColumnsSpec(target, tuple(columns))
 
 
 # --- table maintenance: DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE; time travel ----------------

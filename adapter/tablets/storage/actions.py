@@ -6,11 +6,13 @@ Each line is ``{"<action name>": {fields}}``. Unknown action names make a reader
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from tablets.exceptions import FormatError
+from tablets.storage.columns import ColumnMapping, evolve
 
 # JSON-able column stats value: int, float, str (dates/timestamps as ISO text), bool or None.
 StatValue = Any
@@ -43,8 +45,10 @@ class ColumnStats:
 
 @dataclass(frozen=True)
 class Metadata:
-    """Schema (ordered (name, Spark SQL type, nullable)), key columns, properties, and the
-    table's and its columns' comments (Delta's ``description`` and column ``comment``)."""
+    """Schema (ordered (name, Spark SQL type, nullable)), key columns, properties, the table's
+    and its columns' comments (Delta's ``description`` and column ``comment``), and each
+    column's field id and physical name (``tablets.storage.columns``; in a log written before
+    them: ids 1..n, physical name = name)."""
 
     table_id: str
     schema: tuple[tuple[str, str, bool], ...]
@@ -53,10 +57,30 @@ class Metadata:
     created_ms: int = 0
     comment: str | None = None
     column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment), in schema order
+    column_ids: tuple[int, ...] = ()  # per column, in schema order; () -> 1..n
+    physical_names: tuple[str, ...] = ()  # per column, in schema order; () -> the names
+    max_column_id: int = 0  # the highest id ever given (never reused); at least every column's
+    # False: read from a log without ids (1..n given on reading, which later ids may repeat)
+    ids_in_log: bool = field(default=True, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        n = len(self.schema)
+        if not self.column_ids:
+            object.__setattr__(self, "column_ids", tuple(range(1, n + 1)))
+        if not self.physical_names:
+            object.__setattr__(self, "physical_names", self.column_names)
+        if len(self.column_ids) != n or len(self.physical_names) != n:
+            raise ValueError(f"metadata of {n} columns with {len(self.column_ids)} ids and {len(self.physical_names)} physical names")
+        object.__setattr__(self, "max_column_id", max(self.max_column_id, *self.column_ids, 0))
 
     @property
     def column_names(self) -> tuple[str, ...]:
         return tuple(c[0] for c in self.schema)
+
+    @functools.cached_property  # (per instance: a replace() makes a new one)
+    def mapping(self) -> ColumnMapping:
+        """Names -> physical names and ids: how every reader and writer finds a column in a tablet."""
+        return ColumnMapping(self.column_names, self.physical_names, self.column_ids)
 
     def property(self, key: str, default: str | None = None) -> str | None:
         return dict(self.properties).get(key, default)
@@ -65,14 +89,57 @@ class Metadata:
         return dict(self.column_comments).get(name)
 
     def with_schema(self, schema: tuple[tuple[str, str, bool], ...]) -> Metadata:
-        """This metadata with ``schema``: key columns and comments of columns it no longer
-        has are dropped; everything else stays."""
-        names = {c[0] for c in schema}
+        """This metadata with ``schema``: a column it keeps (by name) keeps its id and physical
+        name (and type changes are casts on read); a new one gets a fresh id and physical name,
+        so it never reads a dropped column's values; key columns and comments of columns it no
+        longer has are dropped; everything else stays."""
+        names = [c[0] for c in schema]
+        physical, ids, top = evolve(self.column_names, self.physical_names, self.column_ids, self.max_column_id, names)
         return replace(
             self,
-            schema=schema,
+            schema=tuple(schema),
+            column_ids=ids,
+            physical_names=physical,
+            max_column_id=top,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
+        )
+
+    def with_columns_of(self, other: Metadata) -> Metadata:
+        """This metadata with ``other``'s columns as they were (names, types, ids, physical
+        names: RESTORE), comments of columns it no longer has dropped; the max id stays this
+        one's if higher, so a column added later still gets an id never given."""
+        names = set(other.column_names)
+        ids, top = other.column_ids, max(self.max_column_id, other.max_column_id)
+        if not other.ids_in_log:
+            # its ids were made up on reading (1..n) and may since have been given to other
+            # columns: a column this metadata has (same physical name) keeps its id, the others
+            # get fresh ones
+            mine = dict(zip(self.physical_names, self.column_ids, strict=True))
+            fresh = iter(range(top + 1, top + 1 + len(ids)))
+            ids = tuple(mine[p] if p in mine else next(fresh) for p in other.physical_names)
+            top = max(top, *ids)
+        return replace(
+            self,
+            schema=other.schema,
+            column_ids=ids,
+            physical_names=other.physical_names,
+            max_column_id=top,
+            key_columns=tuple(k for k in self.key_columns if k in names),
+            column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
+        )
+
+    def renamed(self, old: str, new: str) -> Metadata:
+        """Column ``old`` called ``new``: the same id and physical name (no tablet changes);
+        key columns and comments follow it."""
+        def name(n: str) -> str:
+            return new if n == old else n
+
+        return replace(
+            self,
+            schema=tuple((name(n), t, nl) for n, t, nl in self.schema),
+            key_columns=tuple(name(k) for k in self.key_columns),
+            column_comments=tuple((name(n), c) for n, c in self.column_comments),
         )
 
 
@@ -142,6 +209,14 @@ def action_to_json(action: Action) -> str:
             del body["comment"]
         if not action.column_comments:
             del body["column_comments"]
+        # a column's physical name sits in its schema entry, as a 4th element, only where it is
+        # not the name: a reader from before column mapping then fails on the entry (malformed
+        # metadata) instead of reading another column's values by name
+        del body["physical_names"], body["ids_in_log"]
+        body["schema"] = [
+            [n, t, nl] if p == n else [n, t, nl, p]
+            for (n, t, nl), p in zip(action.schema, action.physical_names, strict=True)
+        ]
     return json.dumps({_NAMES[type(action)]: body}, separators=(",", ":"), sort_keys=True)
 
 
@@ -165,7 +240,11 @@ def action_from_json(line: str, where: str = "") -> Action:
         if cls is Metadata:
             return Metadata(
                 table_id=body["table_id"],
-                schema=tuple((n, t, bool(nl)) for n, t, nl in body["schema"]),
+                schema=tuple((n, t, bool(nl)) for n, t, nl, *_ in body["schema"]),
+                physical_names=tuple(p[0] if p else n for n, _, _, *p in body["schema"]),
+                column_ids=tuple(int(i) for i in body.get("column_ids", ())),
+                ids_in_log="column_ids" in body,
+                max_column_id=int(body.get("max_column_id", 0)),
                 key_columns=tuple(body.get("key_columns", ())),
                 properties=tuple((k, v) for k, v in body.get("properties", ())),
                 created_ms=body.get("created_ms", 0),

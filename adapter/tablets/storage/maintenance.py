@@ -92,11 +92,13 @@ def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
     """The actions that make ``current`` read as ``old``: remove the tablets ``old`` does not
     have, add back (the same files) those it has and ``current`` does not, and set each
     tablet's deletion vector to the one it had then (a tablet whose rows were deleted only
-    since ``old`` is removed and added back, to drop its vector). The schema of ``old`` comes
-    back too; properties, comments (of the columns it has) and the table id stay."""
+    since ``old`` is removed and added back, to drop its vector). The columns of ``old`` come
+    back too, as they were (ids and physical names: its tablets are read as then); properties,
+    comments (of the columns it has), the table id and the highest column id given stay."""
     actions: list[Action] = []
-    if old.metadata.schema != current.metadata.schema:
-        actions.append(current.metadata.with_schema(old.metadata.schema))
+    now, then = current.metadata, old.metadata
+    if (then.schema, then.physical_names, then.column_ids) != (now.schema, now.physical_names, now.column_ids):
+        actions.append(now.with_columns_of(then))
     actions.extend(RemoveTablet(t) for t in current.tablets if t not in old.tablets)
     for tid, st in old.tablets.items():
         cur = current.tablets.get(tid)

@@ -47,6 +47,11 @@ class Snapshot:
     def num_dvs(self) -> int:
         return sum(1 for t in self.tablets.values() if t.dv is not None)
 
+    def named_stats(self, tablet_id: str) -> AddTablet:
+        """The tablet's ``add_tablet`` with its statistics keyed by column name, not physical
+        name (``ColumnMapping.logical_stats``): what pruning by a statement's columns reads."""
+        return self.metadata.mapping.logical_stats(self.tablets[tablet_id].add)
+
     def state_actions(self) -> tuple[Action, ...]:
         """The actions that rebuild this snapshot from nothing (a checkpoint's content)."""
         out: list[Action] = [self.metadata]

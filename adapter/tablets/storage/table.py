@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -101,8 +101,12 @@ def replacement(
     """The metadata of ``CREATE OR REPLACE`` of a table whose metadata is ``current``: the new
     columns, keys and properties under the table's own id, committed with the new rows in place
     of every tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a
-    failed replace leaves the table as it was and the old versions stay readable (time travel)."""
-    return _new_metadata(current.table_id, schema, key_columns, properties)
+    failed replace leaves the table as it was and the old versions stay readable (time travel).
+    Its columns are named in the tablets by their names, as a new table's (no old tablet stays),
+    with ids after the table's highest: an id is never given twice."""
+    meta = _new_metadata(current.table_id, schema, key_columns, properties)
+    first = current.max_column_id + 1
+    return replace(meta, column_ids=tuple(range(first, first + len(meta.schema))))
 
 
 class TabletTable:
@@ -190,9 +194,10 @@ class TabletTable:
         schema = self.arrow_schema(snap)
         ids = list(snap.tablets) if tablet_ids is None else tablet_ids
         cols = list(columns) if columns is not None else None
+        mapping = snap.metadata.mapping
         for tid in ids:
             st = snap.tablets[tid]
-            yield read_tablet(self.io, self.root, st.add, st.dv, schema, cols, row_ids=row_ids)
+            yield read_tablet(self.io, self.root, st.add, st.dv, schema, cols, row_ids=row_ids, mapping=mapping)
 
     def read(self, version: int | None = None, columns: Sequence[str] | None = None) -> pa.Table:
         snap = self.snapshot(version)
@@ -303,15 +308,31 @@ class TabletTable:
         handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta])
 
+    def rename_column(self, column: str, new: str, *, where: str | None = None) -> int | None:
+        """``ALTER TABLE ... RENAME COLUMN``: a metadata-only commit (the tablets keep the
+        column under its physical name). Refused (``SchemaMismatch``, its message starting with
+        ``where``) for a key column and for a name the table has."""
+        _check_reserved([new])
+        change = MetadataChange(rename_column=(column, new))
+        return self.alter_metadata(change, "RENAME COLUMN", {"column": column, "new_name": new}, where=where or f"RENAME COLUMN of {self.root}")
+
+    def drop_columns(self, columns: Sequence[str], *, if_exists: bool = False, where: str | None = None) -> int | None:
+        """``ALTER TABLE ... DROP COLUMN(S)``: a metadata-only commit; the tablets keep the values
+        (older versions read them) and a column added later under one of these names reads NULL
+        in them. Refused for key columns and ``cluster_by`` columns."""
+        change = MetadataChange(drop_columns=tuple(columns), if_exists=if_exists)
+        return self.alter_metadata(change, "DROP COLUMNS", {"columns": ",".join(columns)}, where=where or f"DROP COLUMNS of {self.root}")
+
     def alter_metadata(
-        self, change: MetadataChange, operation: str, parameters: Mapping[str, str] | None = None
+        self, change: MetadataChange, operation: str, parameters: Mapping[str, str] | None = None, *, where: str | None = None
     ) -> int | None:
-        """Commit ``change`` to the properties and comments as one version (no data changes);
-        None when it changes nothing. Another statement's metadata commit in between makes it
-        apply the change again on top of that one, up to ``METADATA_RETRIES`` times."""
+        """Commit ``change`` to the properties, comments or column names as one version (no data
+        changes); None when it changes nothing. Another statement's metadata commit in between
+        makes it apply the change again on top of that one, up to ``METADATA_RETRIES`` times.
+        ``where`` starts the messages of refused changes (default: ``operation``)."""
         for attempt in range(METADATA_RETRIES + 1):
             snap = self.snapshot()
-            meta = change.apply(snap.metadata, operation)
+            meta = change.apply(snap.metadata, where or operation)
             if meta == snap.metadata:
                 return None
             handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from tablets.exceptions import FormatError
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
+from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, live_mask, read_dv
 from tablets.storage.fileio import FileIO, SizeMismatch, basename, join
 
@@ -214,14 +215,20 @@ def read_tablet(
     columns: list[str] | None = None,
     *,
     row_ids: bool = False,
+    mapping: ColumnMapping | None = None,
 ) -> pa.Table:
     """The live rows of one tablet (deletion vector applied), conformed to ``schema``; the file
     is verified first (size, footer id, row count, page CRCs): ``FormatError`` if it is not the
-    tablet the log describes.
+    tablet the log describes. ``mapping``: where the tablet keeps each column (its physical
+    name; None: under its name).
 
     ``row_ids`` adds ``_tablet_id`` and ``_row_number`` (the row's position in the file)."""
     wanted = schema if columns is None else pa.schema([schema.field(c) for c in columns])
-    data = conform(_read_verified(io, join(root, add.path), add, wanted.names), wanted, add.rows)
+    if mapping is None:
+        read = _read_verified(io, join(root, add.path), add, wanted.names)
+    else:
+        read = mapping.to_names(_read_verified(io, join(root, add.path), add, mapping.physical_names(wanted.names)))
+    data = conform(read, wanted, add.rows)
     if row_ids:
         data = data.append_column(ROW_TABLET, pa.array([add.tablet_id] * add.rows, pa.string()))
         data = data.append_column(ROW_NUMBER, pa.array(range(add.rows), pa.int64()))
@@ -303,6 +310,7 @@ def select_rows(
     others: Callable[[pa.Table], pa.Array] | None = None,
     other_columns: Sequence[str] = (),
     part: tuple[int, int] = (0, 1),
+    mapping: ColumnMapping | None = None,
     *,
     skip_by_stats: bool = True,
 ) -> Selection:
@@ -313,12 +321,16 @@ def select_rows(
     as ``read_tablet``; reads the ``values`` columns only of the row groups whose statistics can
     hold the values (every row group with ``others``), and the other columns only of the row
     groups with a selected row. ``part`` (i, n): only row groups g with g % n == i, so that n
-    threads can share one tablet. ``skip_by_stats`` False: every row group is read."""
+    threads can share one tablet. ``mapping``: as ``read_tablet``'s. ``skip_by_stats`` False:
+    every row group is read."""
     wanted = pa.schema([schema.field(c) for c in columns])
     path = join(root, add.path)
     parts, positions, flags = [], [], []
     with _verified(io, path, add) as pf:
         names = pf.schema_arrow.names
+        if mapping is not None and not mapping.identity:
+            pf = _ByName(pf, mapping)  # the file's columns under the table's names
+            names = pf.names
         present = [c for c in columns if c in names]
         keys = {c: v if isinstance(v, KeySet) else KeySet(v) for c, v in values.items() if c in names}
         if len(keys) < len(values):  # a key column added after this tablet: NULL in every row
@@ -364,6 +376,21 @@ def select_rows(
     if not parts:
         return Selection(wanted.empty_table(), pa.array([], pa.int64()), pa.array([], pa.bool_()))
     return Selection(pa.concat_tables(parts), pa.concat_arrays(positions), pa.concat_arrays(flags))
+
+
+class _ByName:
+    """The little of a ``ParquetFile`` that ``select_rows`` uses, with the columns under the
+    table's names (``mapping``) where the file keeps them under physical names."""
+
+    def __init__(self, pf: pq.ParquetFile, mapping: ColumnMapping) -> None:
+        self._pf, self._mapping = pf, mapping
+        self.metadata = pf.metadata
+        # a column the file lacks (added after it) must not match a dropped column the file
+        # has under the same name: columns the table no longer has are nameless here
+        self.names = [mapping.name_of(p) or "" for p in pf.schema_arrow.names]
+
+    def read_row_group(self, g: int, columns: list[str]) -> pa.Table:
+        return self._mapping.to_names(self._pf.read_row_group(g, columns=self._mapping.physical_names(columns)))
 
 
 # Above this many tablets, one listing of tablets/ is cheaper than a HEAD per file.

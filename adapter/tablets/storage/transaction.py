@@ -51,6 +51,7 @@ from tablets.storage.actions import (
     RemoveTablet,
     SetDV,
 )
+from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, bitmap_from_positions, read_dv, write_dv
 from tablets.storage.fileio import LOCAL, FileIO, join
 from tablets.storage.snapshot import Snapshot
@@ -88,6 +89,9 @@ class WriteHandle:
     target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
     sort_by: tuple[str, ...] = ()  # cluster new tablets by these columns
     io: FileIO = LOCAL  # the table's store (pickles with its settings, for executors)
+    # where new tablets put each column (physical names, field ids); None: under its name.
+    # A metadata change while the statement runs is a conflict, so it stays right until commit
+    mapping: ColumnMapping | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ def begin(
         target_tablet_rows=rows,
         sort_by=tuple(sort_by),
         io=io,
+        mapping=snapshot.metadata.mapping,
     )
 
 
@@ -224,6 +229,8 @@ class RowLevelSink:
         self._pending, self._pending_rows = [], 0
         if self.handle.sort_by:
             data = data.sort_by([(c, "ascending") for c in self.handle.sort_by])
+        if self.handle.mapping is not None:
+            data = self.handle.mapping.to_physical(data)
         n = self.handle.target_tablet_rows
         for start in range(0, data.num_rows, n):
             add = write_tablet(self.handle.io, self.handle.root, data.slice(start, n), self.handle.txid)
@@ -411,7 +418,8 @@ class _Validation:
             if isinstance(a, Metadata):
                 raise MetadataChanged(f"version {version} changed the table's schema or properties while {op} ran", version)
             if isinstance(a, AddTablet):
-                if h.reads_appends and not (h.append_ranges is not None and outside(a, h.append_ranges)):
+                named = h.mapping.logical_stats(a) if h.mapping is not None else a
+                if h.reads_appends and not (h.append_ranges is not None and outside(named, h.append_ranges)):
                     self.appended[a.tablet_id] = (version, a)
                 continue
             if not isinstance(a, (RemoveTablet, SetDV)):

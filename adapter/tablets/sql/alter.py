@@ -1,0 +1,58 @@
+"""``ALTER TABLE`` statements about a tablet table's columns -> specs (sqlglot's tree):
+
+- ``ADD COLUMN[S] (c type, ...)``: new columns (older tablets read them as NULL);
+- ``RENAME COLUMN a TO b``;
+- ``DROP COLUMN [IF EXISTS] c`` and ``DROP COLUMNS [IF EXISTS] (c, d)``.
+
+Each is one metadata-only commit (``tablets.storage.columns``: the tablets keep columns under
+their physical names, so nothing is rewritten). Other ALTER TABLE forms are refused with a
+message; properties and comments are ``tablets.sql.metadata``'s.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from tablets.engine.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
+from tablets.exceptions import StatementParseError
+from tablets.sql.parse import _column_type, _sql, table_name
+
+FORMS = "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d)"
+
+
+def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
+    target = table_name(tree.this)
+    where = f"ALTER TABLE {target}"
+    actions = list(tree.args.get("actions") or ())
+    if len(actions) == 1 and isinstance(actions[0], exp.RenameColumn):
+        rename = actions[0]
+        return RenameColumnSpec(target, _column(rename.this, where), _column(rename.args.get("to"), where))
+    if len(actions) == 1 and isinstance(actions[0], exp.Drop) and str(actions[0].args.get("kind", "")).upper().startswith("COLUMN"):
+        drop = actions[0]
+        names = []
+        for item in drop.args.get("tables") or ():
+            names += [_column(c, where) for c in (item.expressions if isinstance(item, exp.Schema) else [item])]
+        return DropColumnsSpec(target, tuple(names), if_exists=bool(drop.args.get("exists")))
+    columns = []
+    for action in actions:
+        defs = action.expressions if isinstance(action, exp.Schema) else [action]
+        for d in defs:
+            if not isinstance(d, exp.ColumnDef):
+                raise StatementParseError(
+                    f"{where}: {_sql(action)!r} is not supported on tablet tables (one of: {FORMS})",
+                    help="Rebuild the table (dbt --full-refresh) for other schema changes.",
+                )
+            columns.append((d.name, _column_type(d, where).lower()))
+    return AddColumnsSpec(target, tuple(columns))
+
+
+def _column(node: exp.Expr | None, where: str) -> str:
+    """A top-level column's name (a struct's field, ``s.x``, is refused)."""
+    if isinstance(node, exp.Column) and not node.table:
+        return node.name
+    if isinstance(node, exp.Identifier):
+        return node.name
+    raise StatementParseError(
+        f"{where}: {_sql(node)!r} is not a column of the table (fields of struct columns cannot be renamed or dropped)",
+        help="Name a top-level column.",
+    )
