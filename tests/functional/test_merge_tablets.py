@@ -137,7 +137,7 @@ select * from values ('A', 10), ('B', 5), ('C', 3) as v(item, qty_on_hand)
         values("id, a, b", "(1, 'a', 'b')"),
         values("id, a, c", "(2, 'a2', 'c2')"),
     ),
-    # issue 25: a column dropped (phase 2) and added back (phase 3) reads NULL in older rows
+    # a column dropped (phase 2) and added back (phase 3) reads NULL in older rows
     "evolve_readd.sql": """{{ config(unique_key='id', on_schema_change='sync_all_columns') }}
 {% if var('phase', 1) == 1 %}
 select * from values (1, 'a', 'b') as v(id, a, b)

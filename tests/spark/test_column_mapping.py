@@ -1,4 +1,4 @@
-"""Columns have an identity of their own (issue 25), through the SQL front door and every
+"""Columns have an identity of their own, through the SQL front door and every
 reader: a column dropped and added back under its old name reads NULL in the tablets written
 before, on Spark's native scan (the front door's, plain Spark SQL's), the Python data source,
 the driver's Arrow reader and in a MERGE; RENAME COLUMN and DROP COLUMN are metadata-only

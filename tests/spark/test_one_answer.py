@@ -1,4 +1,4 @@
-"""One MERGE, two plans, one answer: the outside testers' reproductions of issue 25, each run on
+"""One MERGE, two plans, one answer: reproductions of silent wrong results outside testers found, each run on
 the driver plan (the default in local mode) and on the Spark plan
 (``spark.tablets.merge.driverScanBytes=0``), which must give the same rows and counts."""
 

@@ -1,4 +1,4 @@
-"""Columns have an identity of their own (issue 25): a field id and a physical name, the name
+"""Columns have an identity of their own: a field id and a physical name, the name
 of the column inside the tablets. A column dropped and added back under its old name, or
 renamed, never reads another column's values from older tablets. The store only, no Spark."""
 

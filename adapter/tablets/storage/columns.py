@@ -2,7 +2,7 @@
 column inside the tablets (Delta's column mapping, mode ``name``; Iceberg's field ids).
 
 Why: with columns matched by name, a column dropped and added back under its old name read the
-old column's values from the tablets written before (issue 25), and a rename would have had to
+old column's values from the tablets written before, and a rename would have had to
 rewrite every tablet. Now:
 
 - the columns of a new table, and every column of a table whose log has no ids, have physical
