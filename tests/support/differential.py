@@ -73,9 +73,10 @@ class Failure:
     plan: str
     step: int
     detail: str
+    statement: str = ""  # the failing step's kind
 
-    def signature(self) -> tuple[str, str]:
-        return self.kind, self.plan
+    def signature(self) -> tuple[str, str, str]:
+        return self.kind, self.plan, self.statement
 
 
 class Mirror:
@@ -320,6 +321,8 @@ def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure
         if tally is not None:
             tally.note(step, outs)
         fail = _compare(i, step, want, outs)
+        if isinstance(fail, Failure):
+            fail.statement = step.kind
         if fail == "oracle":
             if tally is not None:
                 tally.oracle_skips[f"{step.kind}: {want.error[8:90]}"] += 1

@@ -27,7 +27,9 @@ SPARK_SEMANTICS = {
     "division": "Spark (ANSI) fails on division by zero, DuckDB gives NULL: the only division is by the "
                 "literal 2, of floating columns.",
     "decimal rounding": "Spark's result precision/scale rules for decimal arithmetic differ from DuckDB's: "
-                        "decimals are only copied, negated, compared and written as literals of the column's type.",
+                        "decimals are only copied, negated, compared and written as literals of the column's type; "
+                        "not negated at precision 38 (Spark's negation rounds to 34 digits first, so -(10^38 - 1) "
+                        "fails with NUMERIC_VALUE_OUT_OF_RANGE: Spark's own limit, not the product's).",
     "string comparison": "Spark compares strings by UTF-8 bytes; DuckDB's default collation is the same "
                          "(checked: 'é' > 'z'); no upper/lower/collations are generated (Java's and DuckDB's "
                          "case mappings differ for e.g. 'ß'). Strings concatenate with || (NULL || x is NULL in "
@@ -47,7 +49,7 @@ SPARK_SEMANTICS = {
                    "given twice: a cardinality error).",
     "key columns": "the product's: no statement may leave two live rows whose key columns are all non-NULL "
                    "and equal (NaN = NaN, -0.0 = 0.0): checked on DuckDB's result, which is rolled back and "
-                   "expected to be refused.",
+                   "expected to be refused. A declared key is never SET (the product refuses it by design).",
     "counts": "the product counts an UPDATE whose new image equals the old row as unchanged "
               "(skip_unchanged): DuckDB's updated = our updated + unchanged.",
 }
@@ -263,9 +265,10 @@ class Case:
 class Gen:
     """Random values, expressions, conditions and statements over one case's columns."""
 
-    def __init__(self, rng: random.Random, keys: dict[str, list]) -> None:
+    def __init__(self, rng: random.Random, keys: dict[str, list], declared: bool = False) -> None:
         self.rng = rng
         self.key_pool = keys  # per key column: the few values its rows take (matches happen)
+        self.declared = declared  # a declared key is never SET
 
     def value(self, name: str, t: str):
         r = self.rng
@@ -308,7 +311,7 @@ class Gen:
             forms += [X(f"({a} % 7) + 1"), X(f"({a} % 5) - ({b} % 3)")]
         elif t in FLOATS:
             forms += [X(f"{a} / 2"), X(f"-{a}"), X(f"{a} + {b}")]
-        elif t.startswith("DECIMAL"):
+        elif t.startswith("DECIMAL") and not t.startswith("DECIMAL(38"):
             forms.append(X(f"-{a}"))
         elif t == "STRING":
             forms += [X(f"{a} || 'x'"), X(f"{a} || {b}")]
@@ -332,9 +335,11 @@ class Gen:
         sets: tuple = ()
         if action == "UPDATE":
             pick = r.sample(values, r.randint(1, len(values))) if values else []
-            if cat == "MATCHED" and r.random() < 0.1:
+            if cat == "MATCHED" and not self.declared and r.random() < 0.1:
                 pick.append(r.choice([c for c in cols if c[0] in keys]))  # a key changes
-            sets = tuple((n, self.value_expr(n, t, sides)) for n, t in pick) or tuple((n, X(f"{{t}}{n}")) for n, _ in cols[:1])
+            if not pick:
+                return Clause(cat, cond, "DELETE")
+            sets = tuple((n, self.value_expr(n, t, sides)) for n, t in pick)
         elif action == "INSERT":
             pick = [c for c in cols if c[0] in keys or r.random() < 0.6]
             r.shuffle(pick)
@@ -343,8 +348,54 @@ class Gen:
             sets = tuple((n, self.value_expr(n, t, "s")) for n, t in cols)
         return Clause(cat, cond, action, sets)
 
+    def plain(self, cols, keys) -> Step:
+        """A MERGE as dbt writes them (upsert, sync, CDC, soft delete): the statements the driver
+        plan merges in Arrow itself."""
+        r = self.rng
+        values = [c for c in cols if c[0] not in keys]
+        simple = [X(f"({{s}}{n} IS NULL)") for n, _ in values] + [X(f"({{t}}{n} IS NOT NULL)") for n, _ in values] + [
+            X(f"({{s}}{n} <> {{t}}{n})") for n, _ in values] + [
+            X(f"(coalesce({{s}}{n}, {{0}}) > {{0}})", L(t, 0)) for n, t in values if t in INTS]
+        copy = tuple((n, X(f"{{s}}{n}")) for n, _ in values)
+        clauses = []
+        if simple and r.random() < 0.4:  # CDC: a conditional clause first
+            clauses.append(Clause("MATCHED", r.choice(simple), r.choice(["DELETE", "UPDATE*"])))
+        m = r.choice(["UPDATE*", "UPDATE*", "UPDATE", "DELETE", None])
+        if m == "UPDATE" and copy:
+            clauses.append(Clause("MATCHED", r.choice([None, None, *simple]) if simple else None, "UPDATE", copy[: r.randint(1, len(copy))]))
+        elif m in ("UPDATE*", "DELETE"):
+            clauses.append(Clause("MATCHED", None, m))
+        n = r.choice(["INSERT*", "INSERT*", "INSERT", None])
+        if n == "INSERT":
+            clauses.append(Clause("NOT MATCHED", None, "INSERT", tuple((c, X(f"{{s}}{c}")) for c, _ in cols)))
+        elif n:
+            clauses.append(Clause("NOT MATCHED", None, n))
+        b = r.choice([None, None, "DELETE", "DELETE", "UPDATE"])
+        if b == "UPDATE" and values:
+            nn, tt = r.choice(values)
+            clauses.append(Clause("NOT MATCHED BY SOURCE", None, "UPDATE", ((nn, L(tt, None)),)))
+        elif b == "DELETE":
+            clauses.append(Clause("NOT MATCHED BY SOURCE", r.choice([None, None, *simple[len(values):2 * len(values)]]), "DELETE"))
+        if not clauses:
+            clauses.append(Clause("NOT MATCHED", None, "INSERT*"))
+        return Step("MERGE", tuple(cols), rows=self._source(cols, keys), clauses=tuple(clauses), on=tuple((k, False) for k in keys))
+
+    def _source(self, cols, keys) -> tuple[tuple, ...]:
+        src = self.rows(cols, 0, 6)
+        if self.rng.random() < 0.7:  # mostly one row per key: else every MATCHED update is a cardinality error
+            seen, uniq = set(), []
+            for row in src:
+                key = tuple(row[[n for n, _ in cols].index(k)] for k in keys)
+                if key not in seen:
+                    seen.add(key)
+                    uniq.append(row)
+            src = tuple(uniq)
+        return src
+
     def merge(self, cols, keys, kind: str = "MERGE") -> Step:
         r = self.rng
+        if r.random() < 0.5:
+            return self.plain(cols, keys)
         while True:
             counts = [r.choice([0, 0, 1, 1, 1, 2, 2, 3, 4]) for _ in range(3)]
             if any(counts):
@@ -356,16 +407,7 @@ class Gen:
             clauses.append(r.choice([q for q in queues if q]).pop(0))
         on = tuple((k, r.random() < 0.2) for k in keys)
         extra = self.pred([c for c in cols], "t") if r.random() < 0.2 else None
-        src = self.rows(cols, 0, 6)
-        if r.random() < 0.7:  # mostly one row per key: else every MATCHED update is a cardinality error
-            seen, uniq = set(), []
-            for row in src:
-                key = tuple(row[[n for n, _ in cols].index(k)] for k in keys)
-                if key not in seen:
-                    seen.add(key)
-                    uniq.append(row)
-            src = tuple(uniq)
-        return Step(kind, tuple(cols), rows=src, clauses=tuple(clauses), on=on, on_extra=extra)
+        return Step(kind, tuple(cols), rows=self._source(cols, keys), clauses=tuple(clauses), on=on, on_extra=extra)
 
 
 _VALUE_COLS = ["INT", "BIGINT", "SMALLINT", "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
@@ -395,7 +437,7 @@ def make_case(seed: int, statements: int) -> Case:
         cluster_by=r.choice([c[0] for c in cols]) if r.random() < 0.2 else None,
         zone=r.choice(ZONES),
     )
-    g = Gen(r, pools)
+    g = Gen(r, pools, case.declared)
     schemas = [tuple(cols)]  # the columns after each step (schemas[0]: after CREATE)
     cur = list(cols)
     for _ in range(r.randint(1, 3)):  # several INSERTs: many small tablets
@@ -426,7 +468,9 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     if roll < 0.50:
         return g.merge(cur, keys)
     if roll < 0.60:
-        sets = [c for c in cur if c[0] not in keys and r.random() < 0.6] or [r.choice(cur)]
+        sets = [c for c in cur if c[0] not in keys and r.random() < 0.6] or [r.choice(cur if not case.declared else cur[len(keys):] or cur)]
+        if case.declared and sets[0][0] in keys:
+            return Step("DELETE", tc, where=g.pred(cur, "t"))
         where = g.pred(cur, "t") if r.random() < 0.85 else None
         return Step("UPDATE", tc, sets=tuple((n, g.value_expr(n, t, "t")) for n, t in sets), where=where)
     if roll < 0.68:
