@@ -109,3 +109,47 @@ def test_a_clause_after_an_always_true_condition_is_not_refused(db):
        "WHEN NOT MATCHED BY SOURCE AND (t.v IS NULL OR t.v IS NOT NULL) THEN UPDATE SET v = 0 "
        "WHEN NOT MATCHED BY SOURCE AND t.v IS NULL THEN DELETE")
     check(results, [(1, 0), (2, 0)], (0, 2, 0))
+
+
+def test_a_merge_on_a_date_key_of_year_one_runs_on_the_spark_plan(db):
+    """The Spark plan failed with a bare IllegalArgumentException when a DATE key '0001-01-01'
+    matched (the driver plan ran it; year 1000 ran on both)."""
+    results = on_both_plans(db, "year_one", [
+        "CREATE TABLE {t} (k DATE, v INT) USING tablets",
+        "INSERT INTO {t} VALUES (DATE'0001-01-01', 2), (DATE'2024-02-29', 3)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (DATE'0001-01-01', 2) AS v(k, v)) s ON t.k = s.k "
+       "WHEN MATCHED THEN DELETE")
+    check(results, [(19782, 3)], (0, 0, 1))  # (canon's dates: days since 1970-01-01)
+
+
+def test_a_keyed_merge_checks_the_inserted_key_not_the_source_key(db):
+    """On a table with key columns an inserting MERGE was checked on the source's key columns,
+    not on the key of the row it inserts: INSERT (k, v) VALUES (s.k - 10, s.v) added a second
+    row of key 1 (silently, on both plans)."""
+    results = on_both_plans(db, "computed_key", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        "INSERT INTO {t} VALUES (1, 1)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (11, 5) AS v(k, v)) s ON t.k = s.k "
+       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k - 10, s.v)")
+    assert all(isinstance(r, str) and r.startswith("KeyViolation") for r in results.values()), results
+
+
+def test_a_keyed_merge_inserting_a_new_key_is_not_refused(db):
+    """... and a row whose own key is new was refused because the source's key (1) exists."""
+    results = on_both_plans(db, "new_key", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        "INSERT INTO {t} VALUES (1, 1)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
+       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k + 10, s.v)")
+    check(results, [(1, 1), (11, 5)], (1, 0, 0))
+
+
+def test_a_second_session_of_the_context_can_connect(spark):
+    """``tablets.connect(spark=spark.newSession())`` failed with DATA_SOURCE_ALREADY_EXISTS:
+    Spark keeps registered data sources per context, the product remembered them per session
+    (the harness runs its two plans on two sessions of one context)."""
+    other = tablets.connect(spark=spark.newSession())
+    other.sql("CREATE DATABASE IF NOT EXISTS reg")
+    other.sql("DROP TABLE IF EXISTS reg.second_session")
+    other.sql("CREATE TABLE reg.second_session (k INT) USING tablets")
+    assert other.sql("INSERT INTO reg.second_session VALUES (1)").metrics.rows_inserted == 1

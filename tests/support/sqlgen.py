@@ -484,7 +484,7 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
         return Step("OPTIMIZE", tc)
     if roll < 0.91 and len(case.steps) > 1:
         return Step("RESTORE", tc, to_step=r.randrange(-1, len(case.steps) - 1))
-    values = [c for c in cur if c[0] not in keys]
+    values = [c for c in cur if c[0] not in keys and c[0] != case.cluster_by]  # (new tablets sort by cluster_by)
     if roll < 0.95 and values and len(cur) > 2:
         return Step("DROP", tc, column=r.choice(values))
     dropped = [c for s in schemas for c in s if c not in cur and c[0] not in keys]
