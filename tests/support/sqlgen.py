@@ -462,7 +462,7 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     keys, tc = case.keys, tuple(cur)
     roll = r.random()
     last = case.steps[-1]
-    if last.kind == "MERGE" and roll < 0.12 and last.cols == tc:
+    if last.kind == "MERGE" and roll < 0.25 and last.cols == tc:  # the re-run shortcut (engine.rerun)
         return replace(last, kind="RERUN")
     roll = r.random()
     if roll < 0.50:
