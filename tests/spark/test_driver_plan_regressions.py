@@ -1,0 +1,155 @@
+"""Defects the generated differential harness (test_differential_generated.py) found, each
+reduced to its smallest SQL and run on both plans: the driver plan (the session's defaults)
+and the Spark plan (``spark.tablets.merge.driverScanBytes=0``). Each must give the SQL
+standard's rows and counts (DuckDB's MERGE INTO, Spark's semantics where they differ)."""
+
+from collections import Counter
+
+import pytest
+import tablets
+from support.conf import settings
+from support.differential import PLANS, canon
+from tablets.spark import catalog
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS reg")
+    return d
+
+
+def on_both_plans(db, name, setup, statement):
+    """``setup`` then ``statement`` ({t}: the table) on a fresh table per plan: for each plan,
+    the rows after it (NaN as "NaN", canon's) and the counts (inserted, updated, deleted), or
+    the error it raised."""
+    out = {}
+    for plan, conf in PLANS.items():
+        t = f"reg.{name}_{plan}"
+        db.sql(f"DROP TABLE IF EXISTS {t}")
+        with settings(db.spark, conf):
+            for s in setup:
+                s(t) if callable(s) else db.sql(s.replace("{t}", t))
+            try:
+                m = db.sql(statement.replace("{t}", t)).metrics
+            except Exception as e:  # noqa: BLE001 - shown for each plan, below
+                out[plan] = f"{type(e).__name__}: {e}"
+                continue
+        out[plan] = (canon(db.table_of(t).read())[1], (m.rows_inserted, m.rows_updated, m.rows_deleted))
+    return out
+
+
+def check(results, rows, counts):
+    """Every plan gave ``rows`` and ``counts`` (all plans shown when one did not)."""
+    assert results == {plan: (Counter(rows), counts) for plan in PLANS}
+
+
+def test_composite_key_by_source_deletes_every_unmatched_row(db):
+    """The driver plan kept (1,'q') and (2,'p'): the rows without a pair of a composite key."""
+    results = on_both_plans(db, "composite", [
+        "CREATE TABLE {t} (k1 INT, k2 STRING, v INT) USING tablets",
+        "INSERT INTO {t} VALUES (1,'p',10),(1,'q',20),(2,'q',30),(2,'p',40)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,'p',11),(2,'q',31) AS v(k1,k2,v)) s "
+       "ON t.k1 = s.k1 AND t.k2 = s.k2 WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    check(results, [(1, "p", 11), (2, "q", 31)], (0, 2, 2))
+
+
+def test_rows_after_a_tablet_with_no_selected_row_are_kept(db):
+    """The driver plan's selected rows went to Spark as Arrow with an empty record batch, and
+    ``createDataFrame`` dropped the batches after it: k=5 matched nothing and was inserted again."""
+    results = on_both_plans(db, "empty_batch", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
+        "INSERT INTO {t} VALUES (1,1),(2,2),(3,3),(4,4),(5,5),(6,6)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k "
+       "WHEN MATCHED AND coalesce(s.v,0) > 0 THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    check(results, [(1, 10), (2, 2), (3, 3), (4, 4), (5, 50), (6, 6), (9, 90)], (1, 2, 0))
+
+
+def test_a_nan_key_is_not_pruned_by_tablet_statistics(db):
+    """Parquet's min/max leave NaN out: the tablet holding NaN (and 1.0) was pruned by the
+    source's key range (5.0), so the driver plan inserted NaN a second time."""
+    results = on_both_plans(db, "nan_key", [
+        "CREATE TABLE {t} (k DOUBLE, v INT) USING tablets",
+        "INSERT INTO {t} VALUES (CAST('NaN' AS DOUBLE), 1), (1.0, 1)",
+        "INSERT INTO {t} VALUES (5.0, 2)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST('NaN' AS DOUBLE), 5), (5.0, 6) AS v(k, v)) s ON t.k = s.k "
+       "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    check(results, [("NaN", 5), (1.0, 1), (5.0, 6)], (0, 2, 0))
+
+
+def test_a_dropped_column_added_back_is_empty(db):
+    """``set_schema`` dropped w, ALTER TABLE ADD COLUMNS added it back: the old tablets' w
+    came back with it, where a new column is NULL in every existing row."""
+
+    def drop_w(t):
+        table = db.table_of(t)
+        table.set_schema([c for c in table.snapshot().metadata.schema if c[0] != "w"])
+        catalog.sync_schema(db.spark, t)
+
+    results = on_both_plans(db, "readd", [
+        "CREATE TABLE {t} (k INT, v INT, w INT) USING tablets",
+        "INSERT INTO {t} VALUES (1, 1, 1), (2, 2, 2)",
+        drop_w,
+        "ALTER TABLE {t} ADD COLUMNS (w INT)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10, CAST(NULL AS INT)) AS v(k, v, w)) s ON t.k = s.k "
+       "WHEN MATCHED THEN UPDATE SET v = s.v")
+    check(results, [(1, 10, None), (2, 2, None)], (0, 1, 0))
+
+
+def test_a_clause_after_an_always_true_condition_is_not_refused(db):
+    """The planner folded ``t.v IS NULL OR t.v IS NOT NULL`` to TRUE and refused the next BY
+    SOURCE clause as unreachable; Spark and DuckDB run the statement (the second clause acts
+    on no row)."""
+    results = on_both_plans(db, "tautology", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets",
+        "INSERT INTO {t} VALUES (1, NULL), (2, 20)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (3, 30) AS v(k, v)) s ON t.k = s.k "
+       "WHEN NOT MATCHED BY SOURCE AND (t.v IS NULL OR t.v IS NOT NULL) THEN UPDATE SET v = 0 "
+       "WHEN NOT MATCHED BY SOURCE AND t.v IS NULL THEN DELETE")
+    check(results, [(1, 0), (2, 0)], (0, 2, 0))
+
+
+def test_a_merge_on_a_date_key_of_year_one_runs_on_the_spark_plan(db):
+    """The Spark plan failed with a bare IllegalArgumentException when a DATE key '0001-01-01'
+    matched (the driver plan ran it; year 1000 ran on both)."""
+    results = on_both_plans(db, "year_one", [
+        "CREATE TABLE {t} (k DATE, v INT) USING tablets",
+        "INSERT INTO {t} VALUES (DATE'0001-01-01', 2), (DATE'2024-02-29', 3)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (DATE'0001-01-01', 2) AS v(k, v)) s ON t.k = s.k "
+       "WHEN MATCHED THEN DELETE")
+    check(results, [(19782, 3)], (0, 0, 1))  # (canon's dates: days since 1970-01-01)
+
+
+def test_a_keyed_merge_checks_the_inserted_key_not_the_source_key(db):
+    """On a table with key columns an inserting MERGE was checked on the source's key columns,
+    not on the key of the row it inserts: INSERT (k, v) VALUES (s.k - 10, s.v) added a second
+    row of key 1 (silently, on both plans)."""
+    results = on_both_plans(db, "computed_key", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        "INSERT INTO {t} VALUES (1, 1)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (11, 5) AS v(k, v)) s ON t.k = s.k "
+       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k - 10, s.v)")
+    assert all(isinstance(r, str) and r.startswith("KeyViolation") for r in results.values()), results
+
+
+def test_a_keyed_merge_inserting_a_new_key_is_not_refused(db):
+    """... and a row whose own key is new was refused because the source's key (1) exists."""
+    results = on_both_plans(db, "new_key", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        "INSERT INTO {t} VALUES (1, 1)",
+    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
+       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k + 10, s.v)")
+    check(results, [(1, 1), (11, 5)], (1, 0, 0))
+
+
+def test_a_second_session_of_the_context_can_connect(spark):
+    """``tablets.connect(spark=spark.newSession())`` failed with DATA_SOURCE_ALREADY_EXISTS:
+    Spark keeps registered data sources per context, the product remembered them per session
+    (the harness runs its two plans on two sessions of one context)."""
+    other = tablets.connect(spark=spark.newSession())
+    other.sql("CREATE DATABASE IF NOT EXISTS reg")
+    other.sql("DROP TABLE IF EXISTS reg.second_session")
+    other.sql("CREATE TABLE reg.second_session (k INT) USING tablets")
+    assert other.sql("INSERT INTO reg.second_session VALUES (1)").metrics.rows_inserted == 1

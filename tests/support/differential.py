@@ -1,0 +1,474 @@
+"""Runs a generated case (support.sqlgen) on the product's two plans and on DuckDB, compares
+after every statement, and minimises a case that fails.
+
+The plans: "driver" (the session's defaults: a small statement is merged in Arrow on the
+driver) and "spark" (``spark.tablets.merge.driverScanBytes=0``: the target always scanned in
+Spark). Each has a table of its own; DuckDB's table is the mirror. After every statement:
+the rows (a multiset, canonical as ``canon`` says), the error class (refused by both or by
+neither), the counts; at the end of a case, ``SELECT ... VERSION AS OF v`` of every version
+each plan made against the rows read when it was made.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+
+import duckdb
+import pyarrow as pa
+from tablets.engine.executor import DRIVER_SCAN_CONF
+from tablets.exceptions import CardinalityViolation, KeyViolation
+from tablets.spark import catalog
+
+from support.conf import settings
+from support.sqlgen import Case, Step, values_query
+
+PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
+_names = itertools.count()
+
+
+def canon(table: pa.Table) -> tuple[tuple[str, ...], Counter]:
+    """Rows as a multiset of tuples: instants and dates as integers, NaN as one token, -0.0 as
+    0.0 (Spark's join and grouping take them as one value)."""
+    cols = []
+    for col in table.columns:
+        if pa.types.is_timestamp(col.type):
+            col = col.cast(pa.int64())
+        elif pa.types.is_date32(col.type):
+            col = col.cast(pa.int32())
+        vals = col.to_pylist()
+        if pa.types.is_floating(col.type):
+            vals = [v if v is None else "NaN" if math.isnan(v) else (0.0 if v == 0 else v) for v in vals]
+        cols.append(vals)
+    return tuple(table.column_names), Counter(zip(*cols, strict=True)) if cols else Counter()
+
+
+def _key_dups(names, rows: Counter, keys) -> bool:
+    idx = [names.index(k) for k in keys]
+    seen = Counter()
+    for row, n in rows.items():
+        key = tuple(row[i] for i in idx)
+        if None not in key:
+            seen[key] += n
+    return any(n > 1 for n in seen.values())
+
+
+@dataclass
+class Outcome:
+    names: tuple[str, ...] = ()
+    rows: Counter = field(default_factory=Counter)
+    error: str | None = None  # "cardinality", "key", "oracle: ..." (DuckDB), "error: ..." (ours)
+    counts: tuple[int, ...] | None = None  # inserted, updated (+ unchanged), deleted
+    metrics: object = None
+    sql: str = ""
+
+
+@dataclass
+class Failure:
+    kind: str  # rows, counts, error, timetravel
+    plan: str
+    step: int
+    detail: str
+    statement: str = ""  # the failing step's kind
+
+    def signature(self) -> tuple[str, str, str]:
+        return self.kind, self.plan, self.statement
+
+
+class Mirror:
+    """DuckDB's table: the oracle's answer to each step."""
+
+    def __init__(self, case: Case) -> None:
+        self.case = case
+        self.con = duckdb.connect()
+        self.con.execute(f"SET TimeZone = '{case.zone}'")
+        self.con.execute(case.create("tt", duck=True))
+        self.history = {-1: self.con.sql("SELECT * FROM tt").to_arrow_table()}
+
+    def rows(self) -> tuple[tuple[str, ...], Counter]:
+        return canon(self.con.sql("SELECT * FROM tt").to_arrow_table())
+
+    def run(self, i: int, step: Step) -> Outcome:
+        out = self._run(step)
+        self.history[i] = self.con.sql("SELECT * FROM tt").to_arrow_table()
+        out.names, out.rows = self.rows()
+        return out
+
+    def resync(self, i: int, table: pa.Table) -> None:
+        """DuckDB could not run the step (see the tally's oracle skips): take the product's rows."""
+        self._replace(table)
+        self.history[i] = table
+
+    def _replace(self, table: pa.Table) -> None:
+        self.con.execute("DROP TABLE tt")
+        self.con.register("restored", table)
+        self.con.execute("CREATE TABLE tt AS SELECT * FROM restored")
+        self.con.unregister("restored")
+
+    def _run(self, step: Step) -> Outcome:
+        k, con = step.kind, self.con
+        if k == "OPTIMIZE":
+            return Outcome()
+        if k == "RESTORE":
+            self._replace(self.history[max(i for i in self.history if i <= step.to_step)])
+            return Outcome()
+        if k in ("ADD", "DROP"):
+            con.execute(step.sql("tt", duck=True))
+            return Outcome()
+        sql = step.sql("tt", duck=True)
+        if k == "CONFLICT":
+            sql = self._conflict(step)
+            if sql is None:
+                return Outcome(error="cardinality")
+        elif k in ("MERGE", "RERUN"):
+            sql += " RETURNING merge_action"
+        con.execute("BEGIN")
+        try:
+            res = con.execute(sql).fetchall()
+        except duckdb.Error as e:
+            con.execute("ROLLBACK")
+            return Outcome(error="cardinality" if "more than once" in str(e) else f"oracle: {str(e)[:300]}")
+        if self.case.declared and _key_dups(*self.rows(), self.case.keys):
+            con.execute("ROLLBACK")
+            return Outcome(error="key")
+        con.execute("COMMIT")
+        if k in ("MERGE", "RERUN", "CONFLICT"):
+            acts = Counter(r[0] for r in res)
+            return Outcome(counts=(acts["INSERT"], acts["UPDATE"], acts["DELETE"]))
+        n = res[0][0] if res else 0
+        return Outcome(counts={"INSERT": (n, 0, 0), "UPDATE": (0, n, 0), "DELETE": (0, 0, n)}[k])
+
+    def _conflict(self, step: Step) -> str | None:
+        """INSERT ... ON CONFLICT as the MERGE it means (sqlgen.SPARK_SEMANTICS["ON CONFLICT"])."""
+        names, rows = step.names, list(step.rows)
+        idx = [names.index(k) for k in step.keys]
+        seen, kept = set(), []
+        for r in rows:
+            key = tuple(_canon_value(r[i]) for i in idx)
+            if None in key or key not in seen:
+                kept.append(r)
+            elif step.sets:
+                return None  # DO UPDATE with a key given twice
+            seen.add(key)
+        on = " AND ".join(f"t.{k} = s.{k}" for k in step.keys)
+        upd = (" WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{c} = s.{c}" for c, _ in step.sets)) if step.sets else ""
+        src = values_query(list(step.cols), kept, True)
+        return (f"MERGE INTO tt t USING ({src}) s ON {on}{upd} WHEN NOT MATCHED THEN INSERT VALUES "
+                f"({', '.join('s.' + n for n in names)}) RETURNING merge_action")
+
+
+def _canon_value(v):
+    """A generated value as Spark's join compares it (NaN = NaN, -0.0 = 0.0, '1.50' = '1.5')."""
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return v
+        if math.isnan(f):
+            return "NaN"
+        if ":" not in v and "-" not in v[1:]:
+            return 0.0 if f == 0 else f
+    return v
+
+
+class PlanRun:
+    """One plan's table through a case: the versions it made and the rows of each."""
+
+    def __init__(self, db, case: Case, plan: str) -> None:
+        self.db, self.case, self.plan = db, case, plan
+        self.name = f"gen.c{next(_names)}_{plan}"
+        self.conf = {**PLANS[plan], "spark.sql.session.timeZone": case.zone}
+        self.opts = {"cluster_by": (case.cluster_by,)} if case.cluster_by else {}
+        with settings(db.spark, self.conf):
+            db.sql(case.create(self.name))
+        table = db.table_of(self.name)
+        self.versions = {-1: table.version}
+        self.recorded = {table.version: canon(table.read())}
+
+    def run(self, i: int, step: Step) -> Outcome:
+        db, name = self.db, self.name
+        sql = step.sql(name, restore_version=self.versions[max(j for j in self.versions if j <= step.to_step)])
+        out = Outcome(sql=sql)
+        with settings(db.spark, self.conf):
+            try:
+                if step.kind == "DROP":
+                    table = db.table_of(name)
+                    table.set_schema([c for c in table.snapshot().metadata.schema if c[0] != step.column[0]])
+                    catalog.sync_schema(db.spark, name)
+                elif step.kind in ("OPTIMIZE", "RESTORE", "ADD"):
+                    db.sql(sql)
+                else:
+                    m = db.sql(sql, options=self.opts).metrics
+                    out.metrics = m
+                    out.counts = (m.rows_inserted, m.rows_updated + m.rows_unchanged, m.rows_deleted)
+            except CardinalityViolation:
+                out.error = "cardinality"
+            except KeyViolation:
+                out.error = "key"
+            except Exception as e:  # noqa: BLE001 - any other failure is a finding
+                out.error = f"error: {type(e).__name__}: {str(e)[:400]}"
+        table = db.table_of(name)
+        self.versions[i] = table.version
+        out.names, out.rows = canon(table.read())
+        self.recorded.setdefault(table.version, (out.names, out.rows))
+        return out
+
+    def time_travel(self) -> str | None:
+        """Each version read with SELECT ... VERSION AS OF, one query per schema: what differs."""
+        groups: dict[tuple, list[int]] = {}
+        for v, (names, _) in sorted(self.recorded.items()):
+            groups.setdefault(names, []).append(v)
+        with settings(self.db.spark, self.conf):
+            for names, versions in groups.items():
+                cols = ", ".join(names)
+                sql = " UNION ALL ".join(f"SELECT {v} AS v__, {cols} FROM {self.name} VERSION AS OF {v}" for v in versions)
+                try:
+                    got = self.db.sql(sql).toArrow()
+                except Exception as e:  # noqa: BLE001
+                    return f"{sql[:300]}: {type(e).__name__}: {str(e)[:300]}"
+                by_v = got.column("v__").to_pylist()
+                for v in versions:
+                    part = got.filter(pa.array([x == v for x in by_v], pa.bool_())).drop_columns(["v__"])
+                    if canon(part)[1] != self.recorded[v][1]:
+                        return f"VERSION AS OF {v}: {_diff(self.recorded[v][1], canon(part)[1])}"
+        return None
+
+
+def _diff(want: Counter, got: Counter) -> str:
+    return f"missing {sorted((want - got).elements(), key=str)}, extra {sorted((got - want).elements(), key=str)}"
+
+
+@dataclass
+class Tally:
+    """What the statements exercised."""
+
+    shapes: Counter = field(default_factory=Counter)
+    paths: Counter = field(default_factory=Counter)
+    statements: int = 0
+    cases: int = 0
+    oracle_skips: Counter = field(default_factory=Counter)
+    refusals: Counter = field(default_factory=Counter)
+    seconds: Counter = field(default_factory=Counter)  # by plan and statement kind
+
+    def note(self, step: Step, outs: dict[str, Outcome]) -> None:
+        self.statements += 1
+        self.shapes[step.shape()] += 1
+        for plan, o in outs.items():
+            if o.error:
+                self.refusals[f"{plan}: {o.error.split(':')[0]}"] += 1
+            m = o.metrics
+            if m is None:
+                continue
+            for flag, on in (("merged on driver", m.merged_on_driver), ("read on driver", m.tablets_read_on_driver > 0),
+                             ("tablets pruned", m.tablets_pruned > 0), ("re-run (same_source)", m.same_source),
+                             ("no-op", m.noop)):
+                if on:
+                    self.paths[f"{plan}: {flag}"] += 1
+
+    def summary(self) -> str:
+        lines = [f"{self.statements} statements in {self.cases} cases, each on both plans and DuckDB"]
+        lines += [f"  {n:5d}  {k}" for k, n in sorted(self.shapes.items())]
+        lines += ["plans taken:"] + [f"  {n:5d}  {k}" for k, n in sorted(self.paths.items())]
+        lines += ["refused:"] + [f"  {n:5d}  {k}" for k, n in sorted(self.refusals.items())]
+        lines += ["seconds:"] + [f"  {n:7.1f}  {k}" for k, n in sorted(self.seconds.items())]
+        if self.oracle_skips:
+            lines += ["DuckDB could not run (the product's rows taken):"] + [f"  {n:5d}  {k}" for k, n in self.oracle_skips.most_common(10)]
+        return "\n".join(lines)
+
+
+def sessions(spark) -> dict:
+    """A Database per plan, each on a session of its own (one SparkContext): their settings
+    are apart, so the two plans run at once in two threads."""
+    import tablets
+    from tablets.db import Database
+
+    first = tablets.connect(spark=spark)
+    second = spark.newSession()
+    # Spark keeps registered data sources per context, the product remembers them per session:
+    # a second session would register each table's source again and fail with
+    # DATA_SOURCE_ALREADY_EXISTS (a product defect, reported). One memory for both sessions.
+    catalog._registered[second] = catalog._registered.setdefault(spark, set())
+    return {"driver": first, "spark": Database(second)}
+
+
+_pool = ThreadPoolExecutor(max_workers=len(PLANS), thread_name_prefix="plan")
+
+
+def _timed(tally: Tally | None, what: str, fn, *args):
+    t0 = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        if tally is not None:
+            tally.seconds[what] += time.perf_counter() - t0
+
+
+def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure | None, dict[str, list[str]]]:
+    """The first Failure of ``case`` (or None), and the SQL each plan ran."""
+    mirror = Mirror(case)
+    runs = dict(zip(PLANS, _pool.map(lambda p: PlanRun(dbs[p], case, p), PLANS), strict=True))
+    scripts = {p: [case.create(r.name)] for p, r in runs.items()}
+    for i, step in enumerate(case.steps):
+        want = mirror.run(i, step)
+        futures = {p: _pool.submit(_timed, tally, f"{p} {step.kind}", r.run, i, step) for p, r in runs.items()}
+        outs = {p: f.result() for p, f in futures.items()}
+        for p, o in outs.items():
+            scripts[p].append(o.sql)
+        if tally is not None:
+            tally.note(step, outs)
+        fail = _compare(i, step, want, outs)
+        if isinstance(fail, Failure):
+            fail.statement = step.kind
+        if fail == "oracle":
+            if tally is not None:
+                tally.oracle_skips[f"{step.kind}: {want.error[8:90]}"] += 1
+            mirror.resync(i, dbs["driver"].table_of(runs["driver"].name).read())
+            continue
+        if fail is not None:
+            return fail, scripts
+    futures = {p: _pool.submit(_timed, tally, f"{p} time travel", r.time_travel) for p, r in runs.items()}
+    for p, f in futures.items():
+        bad = f.result()
+        if bad:
+            return Failure("timetravel", p, len(case.steps) - 1, bad), scripts
+    return None, scripts
+
+
+def _compare(i: int, step: Step, want: Outcome, outs: dict[str, Outcome]) -> Failure | str | None:
+    d, s = outs["driver"], outs["spark"]
+    if want.error and want.error.startswith("oracle"):
+        if d.error == s.error and d.rows == s.rows:
+            return "oracle"  # the plans agree; DuckDB has no answer
+        return Failure("error" if d.error != s.error else "rows", "both", i, f"DuckDB: {want.error}; driver {d.error}, spark {s.error}")
+    for p, o in outs.items():
+        if o.error != want.error:
+            return Failure("error", p, i, f"expected {want.error or 'success'}, got {o.error or 'success'}")
+        if o.names != want.names or o.rows != want.rows:
+            return Failure("rows", p, i, f"columns {o.names} vs {want.names}: {_diff(want.rows, o.rows)}")
+    if not want.error and step.kind not in ("OPTIMIZE", "RESTORE", "ADD", "DROP"):
+        if d.counts != s.counts:
+            return Failure("counts", "driver vs spark", i, f"driver {d.counts}, spark {s.counts} (inserted, updated+unchanged, deleted)")
+        same = any(o.metrics is not None and o.metrics.same_source for o in outs.values())
+        if want.counts is not None and not same:
+            for p, o in outs.items():
+                if o.counts != want.counts:
+                    return Failure("counts", p, i, f"DuckDB {want.counts}, {p} {o.counts} (inserted, updated+unchanged, deleted)")
+    return None
+
+
+# --- minimising ------------------------------------------------------------------------------------
+
+
+def _drop_step(case: Case, j: int) -> Case:
+    steps = []
+    for i, st in enumerate(case.steps):
+        if i == j:
+            continue
+        if st.kind == "RESTORE" and st.to_step >= j:
+            st = replace(st, to_step=st.to_step - 1)
+        steps.append(st)
+    return replace(case, steps=steps)
+
+
+def _step_variants(st: Step):
+    for i in range(len(st.rows)):
+        yield replace(st, rows=st.rows[:i] + st.rows[i + 1:])
+    if len(st.clauses) > 1:
+        for i in range(len(st.clauses)):
+            yield replace(st, clauses=st.clauses[:i] + st.clauses[i + 1:])
+    for i, c in enumerate(st.clauses):
+        if c.cond is not None:
+            yield replace(st, clauses=st.clauses[:i] + (replace(c, cond=None),) + st.clauses[i + 1:])
+        if c.action in ("UPDATE", "INSERT") and len(c.sets) > 1:
+            for j in range(len(c.sets)):
+                if c.action == "UPDATE" or c.sets[j][0] not in dict(st.on):
+                    yield replace(st, clauses=st.clauses[:i] + (replace(c, sets=c.sets[:j] + c.sets[j + 1:]),) + st.clauses[i + 1:])
+    if st.on_extra is not None:
+        yield replace(st, on_extra=None)
+    if any(ns for _, ns in st.on):
+        yield replace(st, on=tuple((k, False) for k, _ in st.on))
+    if st.where is not None:
+        yield replace(st, where=None)
+    if len(st.sets) > 1:
+        for j in range(len(st.sets)):
+            yield replace(st, sets=st.sets[:j] + st.sets[j + 1:])
+
+
+def _mentions(st: Step, col: str) -> bool:
+    exprs = [st.where, st.on_extra, *(e for _, e in st.sets)]
+    for c in st.clauses:
+        exprs += [c.cond, *(e for _, e in c.sets)]
+    return any(e is not None and col in e.spark for e in exprs) or any(c == col for c, _ in st.sets) or any(
+        col in (n for n, _ in c.sets) for c in st.clauses)
+
+
+def _drop_column(case: Case, col: str) -> Case | None:
+    if col in case.keys or any(_mentions(st, col) for st in case.steps):
+        return None
+
+    def cut(cols, rows):
+        idx = [i for i, (n, _) in enumerate(cols) if n != col]
+        return tuple(cols[i] for i in idx), tuple(tuple(r[i] for i in idx) for r in rows)
+
+    steps = []
+    for st in case.steps:
+        if st.column and st.column[0] == col:
+            continue
+        cols, rows = cut(st.cols, st.rows)
+        steps.append(replace(st, cols=cols, rows=rows))
+    cols, _ = cut(case.cols, ())
+    return replace(case, cols=cols, steps=steps, cluster_by=None if case.cluster_by == col else case.cluster_by)
+
+
+def minimise(dbs: dict, case: Case, failure: Failure, budget_s: float = 240.0) -> tuple[Case, Failure, dict[str, list[str]]]:
+    """A smaller case with a failure of the same signature (kind and plan), found by dropping
+    steps, columns, rows, clauses, conditions, until nothing more can go or the budget is spent."""
+    deadline = time.monotonic() + budget_s
+    best, best_fail, best_sql = replace(case, steps=case.steps[: failure.step + 1]), failure, None
+
+    def fails(c: Case):
+        nonlocal best, best_fail, best_sql
+        if time.monotonic() > deadline:
+            return False
+        f, scripts = run_case(dbs, c)
+        if f is not None and f.signature() == failure.signature():
+            best, best_fail, best_sql = replace(c, steps=c.steps[: f.step + 1]), f, scripts
+            return True
+        return False
+
+    fails(best)
+    changed = True
+    while changed and time.monotonic() < deadline:
+        changed = False
+        for j in reversed(range(len(best.steps))):
+            if j < len(best.steps) and fails(_drop_step(best, j)):
+                changed = True
+        for col, _ in list(best.cols):
+            c = _drop_column(best, col)
+            if c is not None and fails(c):
+                changed = True
+        for flag in ({"declared": False}, {"tablet_rows": None}, {"cluster_by": None}, {"zone": "UTC"}):
+            if any(getattr(best, k) != v for k, v in flag.items()) and fails(replace(best, **flag)):
+                changed = True
+        for j in range(len(best.steps)):
+            for variant in _step_variants(best.steps[j]) if j < len(best.steps) else ():
+                if fails(replace(best, steps=best.steps[:j] + [variant] + best.steps[j + 1:])):
+                    changed = True
+                    break
+    return best, best_fail, best_sql or {}
+
+
+def repro(case: Case, failure: Failure, scripts: dict[str, list[str]]) -> str:
+    """The minimised case as SQL: the statements the driver plan's table ran, named t1."""
+    if scripts.get("driver"):
+        name = scripts["driver"][0].split()[2]
+        sql = [s.replace(name, "t1") for s in scripts["driver"]]
+    else:
+        sql = [case.create("t1")] + [st.sql("t1", restore_version=st.to_step + 1) for st in case.steps]
+    head = f"-- seed {case.seed}; spark.sql.session.timeZone={case.zone}" + (f"; cluster_by={case.cluster_by}" if case.cluster_by else "")
+    tail = f"-- {failure.kind} on {failure.plan} at statement {failure.step + 1}: {failure.detail}"
+    return "\n".join([head, *(s + ";" for s in sql), tail])
