@@ -125,22 +125,33 @@ def test_a_merge_on_a_date_key_of_year_one_runs_on_the_spark_plan(db):
 def test_a_keyed_merge_checks_the_inserted_key_not_the_source_key(db):
     """On a table with key columns an inserting MERGE was checked on the source's key columns,
     not on the key of the row it inserts: INSERT (k, v) VALUES (s.k - 10, s.v) added a second
-    row of key 1 (silently, on both plans)."""
+    row of key 1 (silently, on both plans). A key computed in the INSERT is refused now, on
+    both plans, before anything runs."""
     results = on_both_plans(db, "computed_key", [
         "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
         "INSERT INTO {t} VALUES (1, 1)",
     ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (11, 5) AS v(k, v)) s ON t.k = s.k "
        "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k - 10, s.v)")
-    assert all(isinstance(r, str) and r.startswith("KeyViolation") for r in results.values()), results
+    assert all(isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
+               for r in results.values()), results
 
 
 def test_a_keyed_merge_inserting_a_new_key_is_not_refused(db):
-    """... and a row whose own key is new was refused because the source's key (1) exists."""
+    """... and a row whose own key is new was refused because the source's key (1) exists,
+    with a KeyViolation naming a key it did not insert: now the computed key is what the
+    refusal names, and the statement written with the key computed in the source runs."""
     results = on_both_plans(db, "new_key", [
         "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
         "INSERT INTO {t} VALUES (1, 1)",
     ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
        "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k + 10, s.v)")
+    assert all(isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
+               for r in results.values()), results
+    results = on_both_plans(db, "new_key_source", [
+        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        "INSERT INTO {t} VALUES (1, 1)",
+    ], "MERGE INTO {t} t USING (SELECT k + 10 AS k, v FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
+       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k, s.v)")
     check(results, [(1, 1), (11, 5)], (1, 0, 0))
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 
 import duckdb
 import pyarrow as pa
-from tablets.engine.executor import DRIVER_SCAN_CONF
+from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import CardinalityViolation, KeyViolation
 from tablets.spark import catalog
 

@@ -321,6 +321,11 @@ class Gen:
             return X("CASE WHEN {0} THEN {1} ELSE {2} END", self.pred([(n, t)], sides), r.choice(forms), X(a))
         return r.choice(forms)
 
+    def inserted(self, n: str, t: str, keys) -> Expr:
+        """An INSERT's value for column n: a declared key column inserts the source's key (the
+        product refuses a key computed in the INSERT: it could repeat one of the table's)."""
+        return X(f"{{s}}{n}") if self.declared and n in keys else self.value_expr(n, t, "s")
+
     def clause(self, cat: str, cols, keys, last: bool) -> Clause:
         r = self.rng
         sides = {"MATCHED": "ts", "NOT MATCHED": "s", "NOT MATCHED BY SOURCE": "t"}[cat]
@@ -343,9 +348,9 @@ class Gen:
         elif action == "INSERT":
             pick = [c for c in cols if c[0] in keys or r.random() < 0.6]
             r.shuffle(pick)
-            sets = tuple((n, self.value_expr(n, t, "s")) for n, t in pick)
+            sets = tuple((n, self.inserted(n, t, keys)) for n, t in pick)
         elif action == "INSERTV":
-            sets = tuple((n, self.value_expr(n, t, "s")) for n, t in cols)
+            sets = tuple((n, self.inserted(n, t, keys)) for n, t in cols)
         return Clause(cat, cond, action, sets)
 
     def plain(self, cols, keys) -> Step:

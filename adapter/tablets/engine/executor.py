@@ -860,8 +860,16 @@ def _target(run: _Run, tablets: Sequence[str]) -> TabletScan:
             continue
         shares = (outside_share(a, col, lo, hi) for a in adds)
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):
-            frame = frame.filter(F.col(quote_ident(col)).between(F.lit(lo), F.lit(hi)))
+            frame = frame.filter(F.col(quote_ident(col)).between(_literal(lo), _literal(hi)))
     return replace(scan, frame=frame)
+
+
+def _literal(value: object) -> Column:
+    """``F.lit`` of a range bound; a date as SQL text, since PySpark's own conversion of a date
+    of year 1 (``DATE'0001-01-01'``) fails in the JVM with a bare IllegalArgumentException."""
+    if type(value) is datetime.date:
+        return F.lit(value.isoformat()).cast("date")
+    return F.lit(value)
 
 
 # The statement's row pairs are one SQL query over temp views of the target scan, the source

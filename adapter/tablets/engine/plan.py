@@ -319,7 +319,8 @@ def plan_merge(
     needed: set[str] = set()
     branches: list[Branch] = []
     dropped: list[tuple[Clause, str]] = []
-    seen_unconditional: set[Category] = set()
+    seen_unconditional: set[Category] = set()  # a clause without a condition: a later one is refused
+    seen_always_true: set[Category] = set()  # a condition that folds to TRUE: a later one is dropped
     on_sql = None
     if spec.on is not None:
         on_tree = scope.qualify(spec.on, Category.MATCHED, "ON condition")
@@ -328,6 +329,9 @@ def plan_merge(
 
     for i, clause in enumerate(spec.clauses):
         part = f"clause #{i + 1} ({clause.describe()})"
+        if clause.category in seen_always_true:  # SQL runs it, and it acts on no row
+            dropped.append((clause, f"unreachable: an earlier WHEN {clause.category.value} clause's condition is always true"))
+            continue
         if clause.category in seen_unconditional:
             raise _err(
                 spec, part, f"unreachable: it follows an unconditional WHEN {clause.category.value} clause",
@@ -344,7 +348,7 @@ def plan_merge(
                 needed |= scope.target_refs(tree)
                 cond_sql = tree.sql(dialect="spark")
         if cond_sql is None:
-            seen_unconditional.add(clause.category)
+            (seen_unconditional if not clause.condition else seen_always_true).add(clause.category)
         image: tuple[tuple[str, str], ...] = ()
         copies: tuple[tuple[str, str], ...] | None = None
         if clause.action is ActionKind.UPDATE:
@@ -502,6 +506,31 @@ def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
     return [tree]
 
 
+def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, found) -> None:
+    """Each INSERT of a keyed table inserts, as each key column, the source expression ON
+    equates it with (or NULL, which repeats no key): only then is a row that could repeat a key
+    of the table MATCHED instead. A key computed in the INSERT (``VALUES (s.k - 10, ...)``) could
+    repeat one unseen, so it is refused."""
+    types = dict(target_schema)
+    for i, clause in enumerate(spec.clauses):
+        if clause.action is not ActionKind.INSERT:
+            continue
+        part = f"clause #{i + 1} ({clause.describe()})"
+        image, _ = _insert_image(spec, scope, clause, tcols, lower_t, types, part)
+        for col, value in image:
+            if col not in keys or _same_sql(value, _cast("NULL", types[col])):
+                continue
+            matched = found.get(col.lower(), "")
+            if _same_sql(value, _cast(matched, types[col])) or _same_sql(value, matched):
+                continue
+            raise _err(
+                spec, part,
+                f"the INSERT computes key column {col!r} (the table's key is ({', '.join(keys)})) instead of "
+                f"inserting {matched}, the source value ON matches it with: a computed key could repeat one of the table's",
+                help=f"Compute the key in the source query (USING (SELECT ..., <expression> AS {col} ...)) and insert {matched}.",
+            )
+
+
 def _same_sql(a: str, b: str) -> bool:
     return a.replace("`", "").lower() == b.replace("`", "").lower()
 
@@ -610,6 +639,7 @@ def _keyed(
             f"(the table's key is ({key_list})): an inserted row could repeat a key the table has",
             help="Match on every key column: ON " + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys) + ".",
         )
+    _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, found)
     if not rest:
         return spec
     by_source = Category.NOT_MATCHED_BY_SOURCE in spec.categories()

@@ -243,9 +243,15 @@ def _has_log(spark: SparkSession, root: str) -> bool:
     return io_for(root, storage(spark).options).exists(join(log_dir(root), version_name(0)))
 
 
+def _registry_of(spark: SparkSession) -> set[str]:
+    """The providers registered where Spark keeps them: per SparkContext (every session of a
+    context sees them: registering one again fails), per session over Spark Connect."""
+    return _registered.setdefault(getattr(spark, "_sc", None) or spark, set())
+
+
 def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
     with _lock:
-        done = _registered.setdefault(spark, set())
+        done = _registry_of(spark)
         for e in entries:
             if e.provider not in done:
                 # the environment's store settings too: Spark's Python workers may lack them
@@ -257,7 +263,7 @@ def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
 def register_sources(spark: SparkSession) -> None:
     """Register ``tablets`` and the provider of every registered tablet table in ``spark``."""
     with _lock:
-        done = _registered.setdefault(spark, set())
+        done = _registry_of(spark)
         if SOURCE_NAME not in done:
             register_base(spark)
             done.add(SOURCE_NAME)
