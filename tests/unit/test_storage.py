@@ -294,3 +294,11 @@ def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
     assert not outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.5"))])
     assert outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.49999"))])
     assert outside(add("2.50", "9.75"), [("k", d("10"), d("11"))])
+
+
+def test_version_file_not_utf8_is_a_format_error_naming_it(base):
+    t = make(base, 2)
+    path = join(t.root, "_log", log.version_name(1))
+    t.io.write(path, b'{"add_tablet":\xff}\n')
+    with pytest.raises(FormatError, match=rf"log {path}: not UTF-8 text \(byte 14 is b'\\xff'\)"):
+        t.snapshot()

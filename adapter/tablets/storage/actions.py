@@ -182,7 +182,10 @@ def encode_actions(actions: list[Action] | tuple[Action, ...]) -> bytes:
 
 
 def decode_actions(data: bytes, where: str = "") -> tuple[Action, ...]:
-    text = data.decode()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        raise FormatError(f"log {where}: not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r})") from None
     if not text.endswith("\n"):
         raise FormatError(f"log {where}: truncated version file (no final newline)")
     return tuple(action_from_json(line, where) for line in text.splitlines() if line)
