@@ -116,6 +116,10 @@ class CommitInfo:
     read_version: int  # -1 for the creating commit
     parameters: tuple[tuple[str, str], ...] = ()
     metrics: tuple[tuple[str, float], ...] = field(default=())
+    # the table's state after this commit ((name, value) pairs: tablets, dvs, rows, live_rows,
+    # digest, metadata_version): what proves a checkpoint or a replay (docs/FORMAT.md); absent
+    # in commits written before it was recorded
+    state: tuple[tuple[str, Any], ...] = ()
 
     def metrics_dict(self) -> dict[str, float]:
         return dict(self.metrics)
@@ -142,6 +146,8 @@ def action_to_json(action: Action) -> str:
             del body["comment"]
         if not action.column_comments:
             del body["column_comments"]
+    if isinstance(action, CommitInfo) and not action.state:
+        del body["state"]
     return json.dumps({_NAMES[type(action)]: body}, separators=(",", ":"), sort_keys=True)
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 
@@ -135,6 +135,7 @@ class TabletTable:
             raise TableAlreadyExists(f"a tablet table already exists at {table.root}")
         meta = _new_metadata(new_id(), schema, key_columns, properties)
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
+        info = replace(info, state=log.apply_version(None, 0, [meta]).summary().record())
         if not log.write_version(table.io, table.root, 0, [meta, info]):
             if exist_ok:
                 return table
@@ -444,7 +445,7 @@ class TabletTable:
         for v in versions:
             actions = log.read_version(self.io, self.root, v)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
-            snap = log.apply_version(snap, v, actions)
+            snap = log.advance(snap, v, actions, self.root)
             now_live = {st.add.path for st in snap.tablets.values()}
             now_live |= {st.dv.path for st in snap.tablets.values() if st.dv}
             live = now_live

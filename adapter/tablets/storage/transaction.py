@@ -23,7 +23,8 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +52,7 @@ from tablets.storage.actions import (
 from tablets.storage.dv import DVInfo, bitmap_from_positions, read_dv, write_dv
 from tablets.storage.fileio import LOCAL, FileIO, join
 from tablets.storage.pruning import KeyRange, outside, outside_share  # noqa: F401 - outside_share: the engine's import
-from tablets.storage.snapshot import Snapshot
+from tablets.storage.snapshot import Snapshot, apply_version
 from tablets.storage.tablet import conform, dv_relpath, new_id, write_tablet
 from tablets.storage.types import schema_to_arrow
 
@@ -83,6 +84,13 @@ class WriteHandle:
     target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
     sort_by: tuple[str, ...] = ()  # cluster new tablets by these columns
     io: FileIO = LOCAL  # the table's store (pickles with its settings, for executors)
+    # the verified snapshot it read: the state its commit builds on (the driver's; not pickled)
+    base: Snapshot | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("base", None)  # tasks need not carry the table's state
+        return state
 
 
 @dataclass(frozen=True)
@@ -159,6 +167,8 @@ def begin(
     sort_by: Sequence[str] = (),
     io: FileIO,
 ) -> WriteHandle:
+    if not snapshot.verified:
+        snapshot = _verified(snapshot, root, io)
     ids = snapshot.tablets.keys() if delete_from is None else delete_from
     props = snapshot.metadata
     rows = target_tablet_rows or int(props.property("target_tablet_rows", str(DEFAULT_TARGET_TABLET_ROWS)) or DEFAULT_TARGET_TABLET_ROWS)
@@ -176,7 +186,32 @@ def begin(
         target_tablet_rows=rows,
         sort_by=tuple(sort_by),
         io=io,
+        base=snapshot,
     )
+
+
+_proven: set[tuple[str, int, str]] = set()  # (root, version, digest) already checked by replay
+
+
+def _verified(snapshot: Snapshot, root: str, io: FileIO) -> Snapshot:
+    """A snapshot read from a checkpoint without proof (written before checkpoints had one),
+    checked by replaying the log without it: a writer never commits on a state it has not
+    verified. ``FormatError`` if the checkpoint disagrees with the log."""
+    key = (root, snapshot.version, snapshot.summary().digest)
+    if key not in _proven:
+        proven = log.load_snapshot(io, root, snapshot.version, trust_unproven=False)
+        diff = proven.summary().differences(snapshot.summary())
+        if diff or proven.metadata != snapshot.metadata:
+            path = join(log.log_dir(root), log.checkpoint_name(snapshot.checkpoint or 0))
+            raise FormatError(
+                f"checkpoint {path} is not the state of version {snapshot.checkpoint} that the log replays to "
+                f"({'; '.join(diff) or 'metadata differs'}): nothing was committed",
+                help=f"Delete {path}: the log holds the versions it summarises, and readers then replay them. "
+                "The next checkpoint is written with a proof.",
+            )
+        _proven.add(key)
+        snapshot = replace(snapshot, metadata_version=proven.metadata_version)
+    return replace(snapshot, verified=True)
 
 
 class RowLevelSink:
@@ -283,8 +318,10 @@ class _Validation:
         dvs: dict[str, SetDV],
         depends: dict[str, BitMap64],
         may_match: MayMatch | None,
+        state: Snapshot,
     ) -> None:
         self.handle = handle
+        self.state = state  # the verified state of the version before the one it tries
         self.writes = writes  # tablets this statement removes or sets a DV on
         self.staged = dict(dvs)  # tablet -> the DV its tasks staged
         self.dvs = dvs  # tablet -> the DV it commits (the staged one, or a rebased one)
@@ -308,6 +345,7 @@ class _Validation:
             except TableNotFound:
                 break
             self.observe(version, actions)
+            self.state = log.advance(self.state, version, actions, self.handle.root)
             version += 1
         self.resolve()
         return version
@@ -422,9 +460,10 @@ def commit(
             actions.append(f.add)
     if not actions:
         return None  # no-op commits are not written
-    check = _Validation(handle, writes, dvs, depends, may_match)
-    version = handle.read_version + 1
     io = handle.io
+    base = handle.base or log.load_snapshot(io, handle.root, handle.read_version, trust_unproven=False)
+    check = _Validation(handle, writes, dvs, depends, may_match, base)
+    version = handle.read_version + 1
     try:
         while True:
             stats = dict(metrics or {})
@@ -438,7 +477,10 @@ def commit(
                 parameters=tuple(sorted((parameters or {}).items())),
                 metrics=tuple(sorted(stats.items())),
             )
-            if log.write_version(io, handle.root, version, [*check.actions(actions), info]):
+            final = check.actions(actions)
+            after = apply_version(check.state, version, [*final, info])
+            info = replace(info, state=after.summary().record())  # what proves a checkpoint of this state
+            if log.write_version(io, handle.root, version, [*final, info]):
                 break
             version = check.catch_up(version)
     except CommitConflict:
@@ -451,5 +493,5 @@ def commit(
         with contextlib.suppress(OSError):  # else vacuum removes it later
             io.delete(join(handle.root, rel))
     if version % log.CHECKPOINT_INTERVAL == 0:
-        log.write_checkpoint(io, handle.root, log.load_snapshot(io, handle.root, version))
+        log.write_checkpoint(io, handle.root, after)
     return version
