@@ -39,7 +39,7 @@ from tablets.exceptions import (
     MetadataChanged,
     TableNotFound,
 )
-from tablets.storage import log
+from tablets.storage import log, vacuum
 from tablets.storage.actions import (
     Action,
     AddTablet,
@@ -84,6 +84,7 @@ class WriteHandle:
     target_tablet_rows: int = DEFAULT_TARGET_TABLET_ROWS
     sort_by: tuple[str, ...] = ()  # cluster new tablets by these columns
     io: FileIO = LOCAL  # the table's store (pickles with its settings, for executors)
+    began_ms: float = 0.0  # wall clock before anything was staged: how old its files can be
     # the verified snapshot it read: the state its commit builds on (the driver's; not pickled)
     base: Snapshot | None = field(default=None, compare=False, repr=False)
 
@@ -186,6 +187,7 @@ def begin(
         target_tablet_rows=rows,
         sort_by=tuple(sort_by),
         io=io,
+        began_ms=time.time() * 1000,
         base=snapshot,
     )
 
@@ -319,9 +321,11 @@ class _Validation:
         depends: dict[str, BitMap64],
         may_match: MayMatch | None,
         state: Snapshot,
+        files: tuple[bool, bool] = (False, False),
     ) -> None:
         self.handle = handle
         self.state = state  # the verified state of the version before the one it tries
+        self.files = files  # (stages files, references files it did not write): what VACUUM could reach
         self.writes = writes  # tablets this statement removes or sets a DV on
         self.staged = dict(dvs)  # tablet -> the DV its tasks staged
         self.dvs = dvs  # tablet -> the DV it commits (the staged one, or a rebased one)
@@ -353,6 +357,8 @@ class _Validation:
     def observe(self, version: int, actions: tuple[Action, ...]) -> None:
         h, op = self.handle, self.handle.operation
         for a in actions:
+            if isinstance(a, CommitInfo) and a.operation == vacuum.VACUUM_START:
+                vacuum.check_passed(version, a, op, h.began_ms, *self.files)
             if isinstance(a, Metadata):
                 raise MetadataChanged(f"version {version} changed the table's schema or properties while {op} ran", version)
             if isinstance(a, AddTablet):
@@ -434,8 +440,10 @@ def commit(
     parameters: Mapping[str, str] | None = None,
     metrics: Mapping[str, float] | None = None,
     may_match: MayMatch | None = None,
+    record: bool = False,
 ) -> int | None:
-    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes.
+    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes
+    (unless ``record``: a version that only records an operation, VACUUM START / END).
 
     ``may_match(tablets)`` says whether rows of tablets appended concurrently (that
     ``handle.append_ranges`` do not rule out) could have been matched or changed by this
@@ -458,14 +466,19 @@ def commit(
             depends[f.tablet_id] = depends.get(f.tablet_id, BitMap64()) | f.bitmap()
         else:
             actions.append(f.add)
-    if not actions:
+    if not actions and not record:
         return None  # no-op commits are not written
     io = handle.io
     base = handle.base or log.load_snapshot(io, handle.root, handle.read_version, trust_unproven=False)
-    check = _Validation(handle, writes, dvs, depends, may_match, base)
+    # files it references that it did not write and its read version did not have live (RESTORE)
+    foreign = [a.path for a in extra_actions if isinstance(a, (AddTablet, SetDV))]
+    staged = any(isinstance(f, TabletFragment) for f in fragments) or bool(dvs)
+    check = _Validation(handle, writes, dvs, depends, may_match, base, (staged, bool(foreign)))
     version = handle.read_version + 1
     try:
         while True:
+            if foreign:
+                vacuum.check_foreign(io, handle.root, foreign, handle.operation)
             stats = dict(metrics or {})
             if check.written:
                 stats["dvs_rebased"] = float(sum(1 for t, d in check.dvs.items() if d != check.staged[t]))
