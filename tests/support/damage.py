@@ -227,3 +227,16 @@ def restore_checkpoint(t: TabletTable, case: str, good: bytes) -> None:
 
     name = log.LAST_CHECKPOINT if case.startswith("hint_") else log.checkpoint_name(CHECKPOINT_VERSION)
     t.io.write(join(log.log_dir(t.root), name), good)
+
+
+def replayed(t: TabletTable, version: int | None = None) -> pa.Table:
+    """The table's rows at ``version`` (default: the newest) by a replay of the whole log, no
+    checkpoint: what a reader must return whatever a checkpoint says."""
+    from tablets.storage import log
+
+    snap = None
+    for v in range(log.latest_version(t.io, t.root) + 1 if version is None else version + 1):
+        snap = log.advance(snap, v, log.read_version(t.io, t.root, v), t.root)
+    assert snap is not None
+    parts = list(t.scan(snap))
+    return pa.concat_tables(parts) if parts else t.arrow_schema(snap).empty_table()

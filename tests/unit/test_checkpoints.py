@@ -15,6 +15,7 @@ from support.damage import (
     HINT_CASES,
     checkpointed,
     damage_checkpoint,
+    replayed,
 )
 from tablets.exceptions import FormatError
 from tablets.storage import RowLevelSink, TabletTable, log
@@ -66,13 +67,7 @@ def table(base, request):
 
 def _expected(t: TabletTable, *versions: int) -> dict[int, list[int]]:
     """The rows of ``versions`` (default: the newest), by a replay of the whole log (no checkpoint)."""
-    snap, out = None, {}
-    want = set(versions or [t.version])
-    for v in range(max(want) + 1):
-        snap = log.advance(snap, v, log.read_version(t.io, t.root, v), t.root)
-        if v in want:
-            out[v] = sorted(r for part in t.scan(snap, ["id"]) for r in part.column("id").to_pylist())
-    return out
+    return {v: sorted(replayed(t, v).column("id").to_pylist()) for v in versions or [t.version]}
 
 
 def test_issue_repro_checkpoint_missing_its_last_add_tablet(tmp_path):
