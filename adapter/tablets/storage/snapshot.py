@@ -179,25 +179,32 @@ def apply_version(
     metadata = base.metadata if base else None
     metadata_version = base.metadata_version if base else None
     tablets = dict(base.tablets) if base else {}
-    tally = base.totals() if base else Tally()
+    t = base.totals() if base else Tally()
+    rows, deleted, dvs, digest = t.rows, t.deleted, t.dvs, t.digest  # kept in locals: a checkpoint has 10^4+ actions
     commit = None
     for a in actions:
         if isinstance(a, Metadata):
             metadata, metadata_version = a, version
         elif isinstance(a, AddTablet):
             if (old := tablets.get(a.tablet_id)) is not None:
-                tally = tally.plus(old, -1)
-            tablets[a.tablet_id] = new = TabletState(a)
-            tally = tally.plus(new, 1)
+                rows, digest = rows - old.add.rows, digest - tablet_hash(old.add)
+                if old.dv is not None:
+                    deleted, dvs, digest = deleted - old.dv.cardinality, dvs - 1, digest - dv_hash(old.dv)
+            tablets[a.tablet_id] = TabletState(a)
+            rows, digest = rows + a.rows, digest + tablet_hash(a)
         elif isinstance(a, RemoveTablet):
             if (old := tablets.pop(a.tablet_id, None)) is not None:
-                tally = tally.plus(old, -1)
+                rows, digest = rows - old.add.rows, digest - tablet_hash(old.add)
+                if old.dv is not None:
+                    deleted, dvs, digest = deleted - old.dv.cardinality, dvs - 1, digest - dv_hash(old.dv)
         elif isinstance(a, SetDV):
             state = tablets.get(a.tablet_id)
             if state is None:
                 raise FormatError(f"log {where}: set_dv for unknown tablet {a.tablet_id}")
-            tablets[a.tablet_id] = new = replace(state, dv=a)
-            tally = tally.plus(state, -1).plus(new, 1)
+            if state.dv is not None:
+                deleted, dvs, digest = deleted - state.dv.cardinality, dvs - 1, digest - dv_hash(state.dv)
+            tablets[a.tablet_id] = TabletState(state.add, a)
+            deleted, dvs, digest = deleted + a.cardinality, dvs + 1, digest + dv_hash(a)
         elif isinstance(a, CommitInfo):
             commit = a
         else:
@@ -205,7 +212,7 @@ def apply_version(
     if metadata is None:
         raise FormatError(f"log {where}: no metadata action at or before version {version}")
     return Snapshot(
-        version, metadata, MappingProxyType(tablets), commit, metadata_version, tally,
+        version, metadata, MappingProxyType(tablets), commit, metadata_version, Tally(rows, deleted, dvs, digest % _MOD),
         base.verified if base else True, base.checkpoint if base else None,
     )
 
