@@ -441,7 +441,9 @@ class TabletTable:
                 "a running statement or a reader of an old version could lose its files"
             )
         retention_ms = retention_hours * 3_600_000
-        found = self._unreferenced(time.time() * 1000 - retention_ms)
+        # a first look (the newest version's files only: an upper bound) spares a VACUUM that
+        # would delete nothing its two versions; a dry run wants the exact list
+        found = self._unreferenced(time.time() * 1000 - retention_ms, newest_only=not dry_run)
         if dry_run or not found:
             return found
         txid = new_id()
@@ -467,13 +469,18 @@ class TabletTable:
         assert version is not None
         return version
 
-    def _unreferenced(self, cutoff_ms: float) -> list[str]:
+    def _unreferenced(self, cutoff_ms: float, newest_only: bool = False) -> list[str]:
         """Files (relative paths) that no version committed since ``cutoff_ms``, nor the newest,
-        references, and last modified before it; and log temp files older than it."""
+        references, and last modified before it; and log temp files older than it. With
+        ``newest_only`` the versions before the newest are not read (a superset)."""
         keep: set[str] = set()
         live: set[str] = set()
         snap: Snapshot | None = None
         versions, _ = log.list_log(self.io, self.root, complete=True)
+        if newest_only:
+            snap = self.snapshot(versions[-1])
+            keep = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
+            versions = []
         for v in versions:
             actions = log.read_version(self.io, self.root, v)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
