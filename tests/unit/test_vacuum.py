@@ -120,6 +120,27 @@ def test_restore_that_read_before_a_vacuum_conflicts(tmp_path):
     assert sorted(t.read().column("id").to_pylist()) == [*range(9), 100]
 
 
+@pytest.mark.parametrize("call", ["link", "replace"])
+def test_a_temp_file_vacuum_took_is_written_again(tmp_path, monkeypatch, call):
+    """A VACUUM removes temp files older than its retention (a killed writer's): a live writer
+    that loses one between writing and linking (a version, a DV) or renaming (a tablet) writes it
+    again."""
+    taken = []
+    real = getattr(os, call)
+
+    def vacuumed_first(src, dst, *args, **kwargs):
+        if not taken and os.path.basename(src).startswith(".tmp-"):
+            taken.append(src)
+            os.unlink(src)  # as VACUUM does, between the write and the link or rename
+        return real(src, dst, *args, **kwargs)
+
+    t = _nine(str(tmp_path))
+    monkeypatch.setattr(os, call, vacuumed_first)
+    t.append(pa.table({"id": pa.array([42], pa.int32())}))
+    monkeypatch.undo()
+    assert taken and sorted(t.read().column("id").to_pylist()) == [*range(9), 42]
+
+
 # --- real processes: a writer and a VACUUM RETAIN 0 HOURS in a loop ---------------------------
 
 

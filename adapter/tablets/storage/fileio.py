@@ -202,8 +202,15 @@ class LocalFileIO(FileIO):
         return tmp
 
     def write(self, path: str, data: bytes | Any, *, sync: bool = False) -> None:
-        tmp = self._temp(path, data, sync)
-        os.replace(tmp, path)
+        for attempt in range(3):
+            tmp = self._temp(path, data, sync)
+            try:
+                os.replace(tmp, path)
+            except FileNotFoundError:  # a VACUUM with a short retention took the temp file
+                if attempt == 2:
+                    raise
+                continue
+            break
         if sync:
             _fsync_directory(os.path.dirname(path))
 
