@@ -12,6 +12,12 @@ if os.path.join(ROOT, "adapter") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "adapter"))
 if os.path.join(ROOT, "tests") not in sys.path:
     sys.path.insert(0, os.path.join(ROOT, "tests"))
+# child Python processes (``python -c``, Spark's workers) import this tree's package too, not
+# whatever checkout the environment installed editable
+_paths = [os.path.join(ROOT, "adapter"), os.path.join(ROOT, "tests")]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [*_paths, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p not in _paths)]
+)
 
 
 @pytest.fixture(scope="session")

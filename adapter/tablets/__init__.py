@@ -21,6 +21,7 @@ from tablets.exceptions import (
     MetadataChanged,
     StatementParseError,
     TabletsError,
+    VacuumConflict,
 )
 
 __version__ = "0.1.0"
@@ -56,5 +57,6 @@ __all__ = [
     "MetadataChanged",
     "StatementParseError",
     "TabletsError",
+    "VacuumConflict",
     *_LAZY,
 ]

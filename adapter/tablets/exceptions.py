@@ -67,6 +67,15 @@ class MetadataChanged(CommitConflict):
     """Another commit changed the table's schema, keys or properties."""
 
 
+class VacuumConflict(CommitConflict):
+    """A VACUUM ran while this statement did and may have deleted files its commit references."""
+
+    help = (
+        "Run the statement again: it stages new files. A VACUUM whose retention is longer than your "
+        "statements take never interrupts them."
+    )
+
+
 class VacuumRetentionError(TabletsError):
     help = "Use a longer retention, or pass enforce_retention=False if no reader or writer can still need the files."
 

@@ -1,18 +1,37 @@
 """Damaged tablets through Spark: a MERGE through the front door (the engine's native Parquet
 scan and its Arrow reader), a Spark SQL read of a catalog table, and a MERGE on a table in a
 bucket. Each is an error naming the file, never other rows, and a failed MERGE leaves the table
-as it was (docs/FORMAT.md, "Verification")."""
+as it was (docs/FORMAT.md, "Verification"). Damaged checkpoints and hints: every read and MERGE
+(both plans) gets the table the log replays to, or a FormatError naming the checkpoint when the
+versions before it are gone (docs/FORMAT.md, "Checkpoints")."""
+
+import shutil
 
 import pyarrow as pa
 import pytest
 import tablets
 from pyspark.errors import PythonException
-from support.damage import CASES, add_old_tablet, damage, restore, same_size_pair
+from support.conf import settings
+from support.damage import (
+    CASES,
+    CHECKPOINT_CASES,
+    CHECKPOINT_VERSION,
+    HINT_CASES,
+    add_old_tablet,
+    checkpointed,
+    damage,
+    damage_checkpoint,
+    replayed,
+    restore,
+    same_size_pair,
+)
 from tablets.engine.executor import MergeOptions, execute
+from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import FormatError
+from tablets.spark import reads
 from tablets.spark.frames import SCAN_CONF, snapshot_frame
 from tablets.sql import parse_statement
-from tablets.storage import TabletTable
+from tablets.storage import TabletTable, log
 
 pytestmark = pytest.mark.spark
 
@@ -163,3 +182,96 @@ def test_merge_on_a_bucket_with_a_damaged_tablet(spark, s3_server, case):
     assert t.version == version
     restore(t, path, good)
     assert t.read().equals(before)
+
+
+# --- damaged checkpoints and hints ------------------------------------------------------------
+
+CK_SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64())])
+CK_MERGE = (
+    "MERGE INTO corrupt.{name} t USING (SELECT CAST(id AS BIGINT) AS id, '{v}' AS v, {x}D AS x "
+    "FROM VALUES {ids} AS s(id)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+)
+# the source keys: a row the checkpoint's first set_dv deleted (tablet 1, rows 6..8), a row of the
+# last tablet without a deletion vector (tablet 40), one of the tablets appended after it, a new key
+MERGES = [({}, "new", -1.0, (107, 4005, 5105, 9001)), ({DRIVER_SCAN_CONF: "0"}, "spark", -2.0, (108, 4006, 5306, 9002))]
+
+
+def ck_rows(k: int) -> pa.Table:
+    ids = [k * 100 + i for i in range(10)]
+    return pa.table({"id": ids, "v": [f"v{k}"] * 10, "x": [float(i) for i in ids]}, schema=CK_SCHEMA)
+
+
+def as_dict(data) -> dict[int, tuple]:
+    rows = data.to_pylist() if isinstance(data, pa.Table) else [r.asDict() for r in data]
+    out = {r["id"]: (r["v"], r["x"]) for r in rows}
+    assert len(out) == len(rows), "a key twice"
+    return out
+
+
+@pytest.fixture(scope="module")
+def ck_pristine(tmp_path_factory) -> str:
+    """A table of 53 versions with a checkpoint at 50 holding 40 tablets and 10 vectors, built
+    once; each test adopts a copy as a catalog table."""
+    root = str(tmp_path_factory.mktemp("ck") / "pristine")
+    t = TabletTable.create(root, CK_SCHEMA, key_columns=["id"])
+    checkpointed(t, ck_rows)
+    return root
+
+
+def ck_table(db, pristine: str, name: str, tmp_path) -> TabletTable:
+    root = str(tmp_path / name)
+    shutil.copytree(pristine, root)
+    db.sql(f"DROP TABLE IF EXISTS corrupt.{name}")
+    db.sql(f"CREATE TABLE corrupt.{name} (id BIGINT, v STRING, x DOUBLE) USING tablets LOCATION '{root}'")  # adopts it
+    return db.table_of(f"corrupt.{name}")
+
+
+SPARK_CK = [(c, True) for c in CHECKPOINT_CASES] + [(c, False) for c in HINT_CASES]
+
+
+@pytest.mark.parametrize(("case", "hint_follows"), SPARK_CK, ids=[c for c, _ in SPARK_CK])
+def test_damaged_checkpoint_or_hint_through_spark(db, spark, ck_pristine, tmp_path, case, hint_follows):
+    """The store, ``db.sql`` and plain Spark SQL read what the log replays to; a MERGE by the
+    driver plan and one by the Spark plan each commit on that state (their keys hit a tablet
+    and a deletion vector a damaged checkpoint loses), as a replay of the log alone shows."""
+    name = f"ck_{case}"
+    t = ck_table(db, ck_pristine, name, tmp_path)
+    want = as_dict(replayed(t))
+    damage_checkpoint(t, case, hint_follows)
+    assert as_dict(t.read()) == want
+    assert as_dict(db.sql(f"SELECT id, v, x FROM corrupt.{name}").collect()) == want
+    assert tuple(spark.sql(f"SELECT count(*), sum(id) FROM corrupt.{name}").collect()[0]) == (len(want), sum(want))
+    assert as_dict(db.sql(f"SELECT * FROM corrupt.{name} VERSION AS OF {CHECKPOINT_VERSION}").collect()) == as_dict(
+        replayed(t, CHECKPOINT_VERSION))
+    for conf, v, x, ids in MERGES:
+        with settings(spark, conf):
+            res = db.sql(CK_MERGE.format(name=name, v=v, x=x, ids=", ".join(f"({i})" for i in ids)))
+        assert res.metrics.merged_on_driver == (not conf)
+        for i in ids:
+            want[i] = (v, want[i][1]) if i in want else (v, x)
+        assert as_dict(replayed(t)) == want  # what it committed, by the log alone
+        assert as_dict(db.sql(f"SELECT id, v, x FROM corrupt.{name}").collect()) == want
+
+
+@pytest.mark.parametrize("case", ["missing_add", "stale_forged", "not_utf8"])
+def test_damaged_checkpoint_without_the_versions_before_it_through_spark(db, spark, ck_pristine, tmp_path, case):
+    """Nothing to replay instead: the read and the MERGE (either plan) fail with the
+    FormatError naming the checkpoint, and nothing is committed."""
+    name = f"ckgone_{case}"
+    t = ck_table(db, ck_pristine, name, tmp_path)
+    damage_checkpoint(t, case, hint_follows=True)
+    for v in range(CHECKPOINT_VERSION):
+        t.io.delete(log.log_dir(t.root) + f"/{log.version_name(v)}")
+    cp = f"{log.log_dir(t.root)}/{log.checkpoint_name(CHECKPOINT_VERSION)}"
+    gone = f"the log of {t.root} cannot be read at version 53: checkpoint {cp} failed its proof"
+    with pytest.raises(FormatError, match=gone):
+        db.sql(f"SELECT count(*) FROM corrupt.{name}").collect()
+    with pytest.raises(Exception) as spark_err:  # plain Spark SQL: Spark's, around the data source's traceback
+        spark.sql(f"SELECT count(*) FROM corrupt.{name}").collect()
+    clear = reads.read_error(spark_err.value)  # as dbt's cursor gives it
+    assert isinstance(clear, FormatError) and str(clear).startswith(gone) and "\nHelp: Restore " in str(clear)
+    for conf, v, x, ids in MERGES:
+        with settings(spark, conf), pytest.raises(FormatError) as err:
+            db.sql(CK_MERGE.format(name=name, v=v, x=x, ids=", ".join(f"({i})" for i in ids)))
+        assert f"checkpoint {cp} failed its proof" in str(err.value) and "\nHelp: Restore " in str(err.value)
+    assert log.latest_version(t.io, t.root) == 53

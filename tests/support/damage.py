@@ -100,3 +100,143 @@ def _commit(t: TabletTable, add: AddTablet) -> AddTablet:
     handle = begin(t.snapshot(), t.root, "APPEND", delete_from=(), io=t.io)
     t.finish(handle, [TabletFragment(add)])
     return add
+
+
+# --- checkpoints and the _last_checkpoint hint -----------------------------------------------
+#
+# Each damages the checkpoint (or hint) of ``checkpointed``'s table; the versions stay intact, so
+# a reader that ignores what it cannot prove reads the table exactly.
+
+CHECKPOINT_CASES = [
+    "truncated",  # cut in the middle of a line
+    "last_line_cut",  # the last line gone: the file still ends with a newline
+    "missing_add",  # the last add_tablet of a tablet without a deletion vector gone
+    "missing_dv",  # one set_dv gone: its deleted rows would come back
+    "stale",  # version 49's checkpoint (as a writer writes it) under version 50's name
+    "stale_forged",  # version 49's state with a header that claims version 50 (checksum redone)
+    "headerless_missing_add",  # the header line and an add_tablet gone (looks like an old checkpoint)
+    "garbage",
+    "not_utf8",
+    "empty",
+]
+HINT_CASES = [
+    "hint_garbage",
+    "hint_not_utf8",
+    "hint_missing",  # names a checkpoint that is not there
+    "hint_newer",  # names a version beyond the newest
+    "hint_older",  # names an older checkpoint (at 25) than the newest (50)
+    "hint_wrong_checksum",  # names checkpoint 50 with another file's size and checksum
+]
+CHECKPOINT_VERSION = 50
+
+
+def checkpointed(t: TabletTable, make_rows) -> None:  # noqa: ANN001
+    """Versions 1..40 append a tablet of ``make_rows(k)`` each, 41..50 delete 3 rows of tablet
+    ``k - 40``, so the checkpoint at 50 holds 40 add_tablet and 10 set_dv lines; then 51..53
+    append and delete on top (readers replay them after the checkpoint)."""
+    from tablets.storage import RowLevelSink
+
+    for k in range(1, 41):
+        t.append(make_rows(k))
+    ids = list(t.snapshot().tablets)
+    for k in range(41, 54):
+        if k in (51, 53):
+            t.append(make_rows(k))
+            continue
+        tid = ids[(k - 41) % len(ids)]
+        h = t.begin_delete(track_rows=True)
+        sink = RowLevelSink(h)
+        sink.delete([tid] * 3, [k % 7, k % 7 + 1, k % 7 + 2] if k != 52 else [0, 4, 6])
+        t.finish(h, sink.finish())
+    assert t.version == 53
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+def damage_checkpoint(t: TabletTable, case: str, hint_follows: bool = False) -> bytes:
+    """Damage the checkpoint at 50 (or the hint); returns the file's original bytes. With
+    ``hint_follows`` the hint names the damaged file's size and checksum (as if its writer had
+    written it so): then only the checkpoint's own proof can tell."""
+    import json
+
+    from tablets.storage import checkpoint, log
+
+    cp = join(log.log_dir(t.root), log.checkpoint_name(CHECKPOINT_VERSION))
+    hint = join(log.log_dir(t.root), log.LAST_CHECKPOINT)
+    if case.startswith("hint_"):
+        good = t.io.read(hint)
+        if case == "hint_older":
+            log.write_checkpoint(t.io, t.root, t.snapshot(25))
+        body = {
+            "hint_garbage": b"{version: fifty",
+            "hint_not_utf8": b"\xff\xfe",
+            "hint_missing": json.dumps({"version": 52}).encode(),
+            "hint_newer": json.dumps({"version": 1000}).encode(),
+            "hint_older": checkpoint.Hint(25).encode(),
+            "hint_wrong_checksum": checkpoint.Hint(50, 1234, "deadbeef").encode(),
+        }[case]
+        t.io.write(hint, body)
+        return good
+    good = t.io.read(cp)
+    lines = _lines(good)
+    with_dv = {json.loads(x)["set_dv"]["tablet_id"] for x in lines if x.startswith(b'{"set_dv"')}
+
+    def adds_without_dv() -> list[int]:
+        return [i for i, x in enumerate(lines) if x.startswith(b'{"add_tablet"') and json.loads(x)["add_tablet"]["tablet_id"] not in with_dv]
+
+    if case == "truncated":
+        body = good[: len(good) * 2 // 3]
+    elif case == "last_line_cut":
+        body = b"".join(lines[:-1])
+    elif case == "missing_add":
+        i = adds_without_dv()[-1]
+        body = b"".join(lines[:i] + lines[i + 1:])
+    elif case == "missing_dv":
+        i = next(i for i, x in enumerate(lines) if x.startswith(b'{"set_dv"'))
+        body = b"".join(lines[:i] + lines[i + 1:])
+    elif case == "stale":
+        body = checkpoint.encode(t.snapshot(CHECKPOINT_VERSION - 1))
+    elif case == "stale_forged":
+        old = _lines(checkpoint.encode(t.snapshot(CHECKPOINT_VERSION - 1)))
+        head = json.loads(old[0])
+        head["checkpoint"]["version"] = CHECKPOINT_VERSION
+        rest = b"".join(old[1:])
+        head["checkpoint"]["crc"] = checkpoint.crc(rest)
+        body = json.dumps(head, separators=(",", ":"), sort_keys=True).encode() + b"\n" + rest
+    elif case == "headerless_missing_add":
+        i = adds_without_dv()[-1]
+        body = b"".join(lines[1:i] + lines[i + 1:])
+    elif case == "garbage":
+        body = b'{"metadata": nonsense\n\x00\x01 not a checkpoint\n'
+    elif case == "not_utf8":
+        body = b"\xff\n"
+    elif case == "empty":
+        body = b""
+    else:
+        raise ValueError(case)
+    t.io.write(cp, body)
+    if hint_follows:
+        t.io.write(hint, checkpoint.Hint(CHECKPOINT_VERSION, len(body), checkpoint.crc(body)).encode())
+    return good
+
+
+def restore_checkpoint(t: TabletTable, case: str, good: bytes) -> None:
+    from tablets.storage import log
+
+    name = log.LAST_CHECKPOINT if case.startswith("hint_") else log.checkpoint_name(CHECKPOINT_VERSION)
+    t.io.write(join(log.log_dir(t.root), name), good)
+
+
+def replayed(t: TabletTable, version: int | None = None) -> pa.Table:
+    """The table's rows at ``version`` (default: the newest) by a replay of the whole log, no
+    checkpoint: what a reader must return whatever a checkpoint says."""
+    from tablets.storage import log
+
+    snap = None
+    for v in range(log.latest_version(t.io, t.root) + 1 if version is None else version + 1):
+        snap = log.advance(snap, v, log.read_version(t.io, t.root, v), t.root)
+    assert snap is not None
+    parts = list(t.scan(snap))
+    return pa.concat_tables(parts) if parts else t.arrow_schema(snap).empty_table()

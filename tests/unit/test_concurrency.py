@@ -236,6 +236,8 @@ def test_rule_deletes_of_other_rows_rebase(base):
     info = t.history()[-1].commit
     assert info.metrics_dict()["dvs_rebased"] == 1
     older = sorted(f"dv/{n}" for n in _files(t, "dv") - {dv.path.split("/")[1]})  # C's DVs
+    if not t.io.local:
+        time.sleep(1.1)  # whole seconds in a bucket: VACUUM keeps files of its START's second
     assert len(older) == 2 and t.vacuum(retention_hours=0, enforce_retention=False) == older
     assert _ids(t) == [0, 3, 4, 5, 6, 9]
 

@@ -104,5 +104,5 @@ def test_json_writes_comments_only_when_set():
 def test_checkpoint_keeps_comments(table):
     table.alter_metadata(MetadataChange(comment="kept", column_comments=(("v", "x"),)), "COMMENT")
     log.write_checkpoint(table.io, table.root, table.snapshot())
-    snap = log._read_checkpoint(table.io, table.root, table.version)
-    assert snap is not None and snap.metadata.comment == "kept" and snap.metadata.column_comments == (("v", "x"),)
+    snap = log.read_checkpoint(table.io, table.root, table.version)
+    assert snap.verified and snap.metadata.comment == "kept" and snap.metadata.column_comments == (("v", "x"),)

@@ -60,7 +60,7 @@ from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
-from tablets.storage.log import log_dir, version_name
+from tablets.storage.log import LAST_CHECKPOINT, log_dir, version_name
 from tablets.storage.table import TabletTable
 
 if TYPE_CHECKING:
@@ -239,8 +239,10 @@ def _remove_entry(spark: SparkSession, provider: str) -> None:
 
 
 def _has_log(spark: SparkSession, root: str) -> bool:
-    """Cheap: one existence check of version 0."""
-    return io_for(root, storage(spark).options).exists(join(log_dir(root), version_name(0)))
+    """Cheap: one existence check of version 0 (or, where the versions before a checkpoint
+    are gone, of the checkpoint hint)."""
+    io = io_for(root, storage(spark).options)
+    return io.exists(join(log_dir(root), version_name(0))) or io.exists(join(log_dir(root), LAST_CHECKPOINT))
 
 
 def _registry_of(spark: SparkSession) -> set[str]:

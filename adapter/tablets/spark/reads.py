@@ -184,11 +184,18 @@ _READ_FAILED = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
 _CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
 
 
+_WORKER = re.compile(r"^tablets\.exceptions\.FormatError: (.*)\n(?:Help: (.*))?", re.MULTILINE)
+
+
 def read_error(error: BaseException) -> FormatError | None:
     """The ``FormatError`` of a query that failed reading a damaged tablet with Spark's Parquet
-    scan (parquet-mr's page CRC check), naming the tablet; None for any other error. Spark's own
-    error is a Java stack trace (``FAILED_READ_FILE``)."""
+    scan (parquet-mr's page CRC check), naming the tablet, or that the Python source raised (a
+    log it cannot read: Spark's error holds the worker's traceback); None for any other error.
+    Spark's own error is a Java stack trace (``FAILED_READ_FILE``)."""
     text = str(error)
+    own = list(_WORKER.finditer(text + "\n"))
+    if own:
+        return FormatError(own[-1].group(1), help=own[-1].group(2))
     m = _READ_FAILED.search(text)
     if m is None:
         return None

@@ -183,6 +183,10 @@ class CommitInfo:
     read_version: int  # -1 for the creating commit
     parameters: tuple[tuple[str, str], ...] = ()
     metrics: tuple[tuple[str, float], ...] = field(default=())
+    # the table's state after this commit ((name, value) pairs: tablets, dvs, rows, live_rows,
+    # digest, metadata_version): what proves a checkpoint or a replay (docs/FORMAT.md); absent
+    # in commits written before it was recorded
+    state: tuple[tuple[str, Any], ...] = ()
 
     def metrics_dict(self) -> dict[str, float]:
         return dict(self.metrics)
@@ -217,6 +221,8 @@ def action_to_json(action: Action) -> str:
             [n, t, nl] if p == n else [n, t, nl, p]
             for (n, t, nl), p in zip(action.schema, action.physical_names, strict=True)
         ]
+    if isinstance(action, CommitInfo) and not action.state:
+        del body["state"]
     return json.dumps({_NAMES[type(action)]: body}, separators=(",", ":"), sort_keys=True)
 
 
@@ -261,7 +267,10 @@ def encode_actions(actions: list[Action] | tuple[Action, ...]) -> bytes:
 
 
 def decode_actions(data: bytes, where: str = "") -> tuple[Action, ...]:
-    text = data.decode()
+    try:
+        text = data.decode()
+    except UnicodeDecodeError as e:
+        raise FormatError(f"log {where}: not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r})") from None
     if not text.endswith("\n"):
         raise FormatError(f"log {where}: truncated version file (no final newline)")
     return tuple(action_from_json(line, where) for line in text.splitlines() if line)

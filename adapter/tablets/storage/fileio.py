@@ -202,22 +202,35 @@ class LocalFileIO(FileIO):
         return tmp
 
     def write(self, path: str, data: bytes | Any, *, sync: bool = False) -> None:
-        tmp = self._temp(path, data, sync)
-        os.replace(tmp, path)
+        for attempt in range(3):
+            tmp = self._temp(path, data, sync)
+            try:
+                os.replace(tmp, path)
+            except FileNotFoundError:  # a VACUUM with a short retention took the temp file
+                if attempt == 2:
+                    raise
+                continue
+            break
         if sync:
             _fsync_directory(os.path.dirname(path))
 
     def create(self, path: str, data: bytes) -> bool:
-        tmp = self._temp(path, data, True)
-        try:
-            os.link(tmp, path)  # fails if the name exists: exclusive creation
-        except FileExistsError:
-            return False
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-        _fsync_directory(os.path.dirname(path))
-        return True
+        for attempt in range(3):
+            tmp = self._temp(path, data, True)
+            try:
+                os.link(tmp, path)  # fails if the name exists: exclusive creation
+            except FileExistsError:
+                return False
+            except FileNotFoundError:  # a VACUUM with a short retention took the temp file
+                if attempt == 2:
+                    raise
+                continue
+            finally:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+            _fsync_directory(os.path.dirname(path))
+            return True
+        return False  # not reached
 
     def list(self, directory: str, *, start_after: str | None = None) -> list[FileInfo]:
         out = []

@@ -204,3 +204,96 @@ def prune(preds: Sequence[Pred], add: AddTablet, kinds: dict[str, str]) -> bool:
         if not may_match(p, b):
             return True
     return False
+
+
+# --- key ranges: a statement's source keys against a tablet's stats (pruning, conflicts) -----
+
+KeyRange = tuple[str, Any, Any]  # (column, min, max) of the source's join keys; min None: all NULL
+
+
+def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
+    """(stat, value) in a form ``<`` compares soundly, or None if they do not compare. The log
+    keeps dates, timestamps and decimals as text: read back as values of ``value``'s type, a
+    timestamp with its offset as an instant (ISO text compares by wall time, and drops zero
+    microseconds), one with a zone never against one without."""
+    if stat is None or value is None:
+        return None
+    if isinstance(stat, bool) or isinstance(value, bool):
+        return None
+    try:
+        if isinstance(value, dt.datetime):
+            stat = stat if isinstance(stat, dt.datetime) else dt.datetime.fromisoformat(str(stat))
+            return (stat, value) if (stat.tzinfo is None) == (value.tzinfo is None) else None
+        if isinstance(value, dt.date):
+            stat = stat if type(stat) is dt.date else dt.date.fromisoformat(str(stat))
+            return stat, value
+        if isinstance(value, decimal.Decimal):
+            return (decimal.Decimal(str(stat)), value) if isinstance(stat, (str, int, decimal.Decimal)) else None
+    except (ValueError, TypeError, decimal.InvalidOperation):
+        return None
+    if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
+        return stat, value
+    if type(stat) is type(value):
+        return stat, value
+    return None
+
+
+def outside(add: AddTablet, ranges: Sequence[KeyRange]) -> bool:
+    """Whether the tablet's stats show that none of its rows has every key column within
+    ``ranges`` (the source's min/max of the values ``=``-joined with it), so that no row of it
+    can pair with a source row. Used to prune tablets and to rule out concurrent appends."""
+    for col, lo, hi in ranges:
+        if lo is None:  # every source key is NULL: `=` matches nothing
+            return True
+        st = add.column_stats(col)
+        if st is None:
+            continue
+        if st.min is None and st.max is None and st.null_count == add.rows:
+            return True  # every key of the tablet is NULL
+        below, above = _comparable(st.max, lo), _comparable(st.min, hi)
+        if (below is not None and below[0] < below[1]) or (above is not None and above[0] > above[1]):
+            return True
+    return False
+
+
+def outside_share(add: AddTablet, col: str, lo: Any, hi: Any) -> float | None:
+    """The share of the tablet's value range of ``col`` (its min to max) that lies outside
+    ``lo``..``hi``, its values taken as evenly spread: what a range filter on the column could
+    skip of it. 0.0 when the range holds all of it (or it has only NULLs); None where the stats
+    cannot tell (no stats, values that do not compare)."""
+    st = add.column_stats(col)
+    if st is None:
+        return None
+    if st.min is None and st.max is None:
+        return 0.0
+    low, high = _comparable(st.min, lo), _comparable(st.max, hi)
+    if low is None or high is None:
+        return None
+    if low[0] >= low[1] and high[0] <= high[1]:
+        return 0.0
+    points = [_point(v) for v in (st.min, st.max, lo, hi)]
+    if any(p is None for p in points):
+        return None
+    t_lo, t_hi, s_lo, s_hi = points
+    span = t_hi - t_lo  # type: ignore[operator]
+    if span <= 0:
+        return 1.0  # one value, and it is outside
+    out = max(0.0, s_lo - t_lo) + max(0.0, t_hi - s_hi)  # type: ignore[operator]
+    return min(1.0, out / span)
+
+
+def _point(v: Any) -> float | None:
+    """A value as a point on a line: numbers, dates (and their ISO text), and other text by
+    its first 8 bytes (in the byte order Parquet's statistics compare in)."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    if hasattr(v, "toordinal"):
+        return float(v.toordinal())
+    if isinstance(v, str):
+        try:
+            return float(dt.date.fromisoformat(v).toordinal())
+        except ValueError:
+            return float(int.from_bytes(v.encode()[:8].ljust(8, b"\0"), "big"))
+    return None

@@ -28,7 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import log, transaction
+from tablets.storage import log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
@@ -141,6 +141,7 @@ class TabletTable:
             raise TableAlreadyExists(f"a tablet table already exists at {table.root}")
         meta = _new_metadata(new_id(), schema, key_columns, properties)
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
+        info = replace(info, state=log.apply_version(None, 0, [meta]).summary().record())
         if not log.write_version(table.io, table.root, 0, [meta, info]):
             if exist_ok:
                 return table
@@ -453,42 +454,72 @@ class TabletTable:
 
         Files younger than the retention are kept even when unreferenced: a writer may be
         staging them. Versions older than the retention may no longer be readable afterwards.
+        A VACUUM that deletes anything records itself as two versions (``VACUUM START`` /
+        ``VACUUM END``): a statement that ran across its start and could lose its staged files
+        gets ``VacuumConflict`` instead of committing (``tablets.storage.vacuum``).
         """
         if enforce_retention and retention_hours < DEFAULT_RETENTION_HOURS:
             raise VacuumRetentionError(
                 f"retention of {retention_hours} h is below the safe minimum of {DEFAULT_RETENTION_HOURS} h: "
                 "a running statement or a reader of an old version could lose its files"
             )
-        cutoff_ms = time.time() * 1000 - retention_hours * 3600 * 1000
+        retention_ms = retention_hours * 3_600_000
+        # a first look (the newest version's files only: an upper bound) spares a VACUUM that
+        # would delete nothing its two versions; a dry run wants the exact list
+        found = self._unreferenced(time.time() * 1000 - retention_ms, newest_only=not dry_run)
+        if dry_run or not found:
+            return found
+        txid = new_id()
+        marker = vacuum.put_marker(self.io, self.root, txid, retention_hours)
+        try:
+            params = {vacuum.RETENTION: f"{retention_hours:g}", "retention_check": str(enforce_retention).lower()}
+            start = self._record(vacuum.VACUUM_START, params, {"num_files_to_delete": float(len(found))})
+            # the store's clock: a file written after START is never older than its timestamp
+            listed = self.io.list(log.log_dir(self.root), start_after=log.version_name(start - 1))
+            started = next((f.mtime_ms for f in listed if f.name == log.version_name(start)), time.time() * 1000)
+            found = self._unreferenced(min(time.time() * 1000, started) - retention_ms)  # the log as of START
+            for rel in found:
+                self.io.delete(join(self.root, rel))
+            self._record(vacuum.VACUUM_END, {"start_version": str(start)}, {"num_deleted_files": float(len(found))})
+        finally:
+            self.io.delete(marker)
+        return found
+
+    def _record(self, operation: str, parameters: Mapping[str, str], metrics: Mapping[str, float]) -> int:
+        """Commit a version that holds only its ``commit_info`` (blind: it never conflicts)."""
+        handle = transaction.begin(self.snapshot(), self.root, operation, delete_from=(), io=self.io)
+        version = transaction.commit(handle, [], parameters=parameters, metrics=metrics, record=True)
+        assert version is not None
+        return version
+
+    def _unreferenced(self, cutoff_ms: float, newest_only: bool = False) -> list[str]:
+        """Files (relative paths) that no version committed since ``cutoff_ms``, nor the newest,
+        references, and last modified before it; and log temp files older than it. With
+        ``newest_only`` the versions before the newest are not read (a superset)."""
         keep: set[str] = set()
         live: set[str] = set()
         snap: Snapshot | None = None
         versions, _ = log.list_log(self.io, self.root, complete=True)
+        if newest_only:
+            snap = self.snapshot(versions[-1])
+            keep = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
+            versions = []
         for v in versions:
             actions = log.read_version(self.io, self.root, v)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
-            snap = log.apply_version(snap, v, actions)
-            now_live = {st.add.path for st in snap.tablets.values()}
-            now_live |= {st.dv.path for st in snap.tablets.values() if st.dv}
-            live = now_live
+            snap = log.advance(snap, v, actions, self.root)
+            live = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
             if ts >= cutoff_ms:
                 keep |= live  # every retained version stays readable
         keep |= live
-        removed = []
+        found = []
         for sub in ("tablets", "dv"):
             for f in self.io.list(join(self.root, sub)):
-                rel = f"{sub}/{f.name}"
-                if rel in keep or f.mtime_ms >= cutoff_ms:
-                    continue
-                removed.append(rel)
-                if not dry_run:
-                    self.io.delete(f.path)
+                if f"{sub}/{f.name}" not in keep and f.mtime_ms < cutoff_ms:
+                    found.append(f"{sub}/{f.name}")
         for f in self.io.list(log.log_dir(self.root)):
             if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
-                removed.append(f"{log.LOG_DIR}/{f.name}")
-                if not dry_run:
-                    self.io.delete(f.path)
-        return sorted(removed)
-
+                found.append(f"{log.LOG_DIR}/{f.name}")
+        return sorted(found)
 
 __all__ = ["TabletTable", "HistoryEntry", "ROW_TABLET", "ROW_NUMBER", "from_arrow", "SetDV"]

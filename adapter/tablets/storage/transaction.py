@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import datetime
-import decimal
 import json
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -41,7 +39,7 @@ from tablets.exceptions import (
     MetadataChanged,
     TableNotFound,
 )
-from tablets.storage import log
+from tablets.storage import log, vacuum
 from tablets.storage.actions import (
     Action,
     AddTablet,
@@ -54,14 +52,12 @@ from tablets.storage.actions import (
 from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, bitmap_from_positions, read_dv, write_dv
 from tablets.storage.fileio import LOCAL, FileIO, join
-from tablets.storage.snapshot import Snapshot
+from tablets.storage.pruning import KeyRange, outside, outside_share  # noqa: F401 - outside_share: the engine's import
+from tablets.storage.snapshot import Snapshot, apply_version
 from tablets.storage.tablet import conform, dv_relpath, new_id, write_tablet
 from tablets.storage.types import schema_to_arrow
 
 DEFAULT_TARGET_TABLET_ROWS = 1_000_000
-
-
-KeyRange = tuple[str, Any, Any]  # (column, min, max) of the source's join keys; min None: all NULL
 
 
 @dataclass(frozen=True)
@@ -92,6 +88,14 @@ class WriteHandle:
     # where new tablets put each column (physical names, field ids); None: under its name.
     # A metadata change while the statement runs is a conflict, so it stays right until commit
     mapping: ColumnMapping | None = None
+    began_ms: float = 0.0  # wall clock before anything was staged: how old its files can be
+    # the verified snapshot it read: the state its commit builds on (the driver's; not pickled)
+    base: Snapshot | None = field(default=None, compare=False, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("base", None)  # tasks need not carry the table's state
+        return state
 
 
 @dataclass(frozen=True)
@@ -168,6 +172,8 @@ def begin(
     sort_by: Sequence[str] = (),
     io: FileIO,
 ) -> WriteHandle:
+    if not snapshot.verified:
+        snapshot = _verified(snapshot, root, io)
     ids = snapshot.tablets.keys() if delete_from is None else delete_from
     props = snapshot.metadata
     rows = target_tablet_rows or int(props.property("target_tablet_rows", str(DEFAULT_TARGET_TABLET_ROWS)) or DEFAULT_TARGET_TABLET_ROWS)
@@ -186,7 +192,33 @@ def begin(
         sort_by=tuple(sort_by),
         io=io,
         mapping=snapshot.metadata.mapping,
+        began_ms=time.time() * 1000,
+        base=snapshot,
     )
+
+
+_proven: set[tuple[str, int, str]] = set()  # (root, version, digest) already checked by replay
+
+
+def _verified(snapshot: Snapshot, root: str, io: FileIO) -> Snapshot:
+    """A snapshot read from a checkpoint without proof (written before checkpoints had one),
+    checked by replaying the log without it: a writer never commits on a state it has not
+    verified. ``FormatError`` if the checkpoint disagrees with the log."""
+    key = (root, snapshot.version, snapshot.summary().digest)
+    if key not in _proven:
+        proven = log.load_snapshot(io, root, snapshot.version, trust_unproven=False)
+        diff = proven.summary().differences(snapshot.summary())
+        if diff or proven.metadata != snapshot.metadata:
+            path = join(log.log_dir(root), log.checkpoint_name(snapshot.checkpoint or 0))
+            raise FormatError(
+                f"checkpoint {path} is not the state of version {snapshot.checkpoint} that the log replays to "
+                f"({'; '.join(diff) or 'metadata differs'}): nothing was committed",
+                help=f"Delete {path}: the log holds the versions it summarises, and readers then replay them. "
+                "The next checkpoint is written with a proof.",
+            )
+        _proven.add(key)
+        snapshot = replace(snapshot, metadata_version=proven.metadata_version)
+    return replace(snapshot, verified=True)
 
 
 class RowLevelSink:
@@ -279,94 +311,6 @@ def _group(into: dict[str, list[np.ndarray]], tablet_ids: Sequence[str], row_num
         into.setdefault(str(chunk_ids[0]), []).append(chunk_rows)
 
 
-def _comparable(stat: Any, value: Any) -> tuple[Any, Any] | None:
-    """(stat, value) in a form ``<`` compares soundly, or None if they do not compare. The log
-    keeps dates, timestamps and decimals as text: read back as values of ``value``'s type, a
-    timestamp with its offset as an instant (ISO text compares by wall time, and drops zero
-    microseconds), one with a zone never against one without."""
-    if stat is None or value is None:
-        return None
-    if isinstance(stat, bool) or isinstance(value, bool):
-        return None
-    try:
-        if isinstance(value, datetime.datetime):
-            stat = stat if isinstance(stat, datetime.datetime) else datetime.datetime.fromisoformat(str(stat))
-            return (stat, value) if (stat.tzinfo is None) == (value.tzinfo is None) else None
-        if isinstance(value, datetime.date):
-            stat = stat if type(stat) is datetime.date else datetime.date.fromisoformat(str(stat))
-            return stat, value
-        if isinstance(value, decimal.Decimal):
-            return (decimal.Decimal(str(stat)), value) if isinstance(stat, (str, int, decimal.Decimal)) else None
-    except (ValueError, TypeError, decimal.InvalidOperation):
-        return None
-    if isinstance(stat, (int, float)) and isinstance(value, (int, float)):
-        return stat, value
-    if type(stat) is type(value):
-        return stat, value
-    return None
-
-
-def outside(add: AddTablet, ranges: Sequence[KeyRange]) -> bool:
-    """Whether the tablet's stats show that none of its rows has every key column within
-    ``ranges`` (the source's min/max of the values ``=``-joined with it), so that no row of it
-    can pair with a source row. Used to prune tablets and to rule out concurrent appends."""
-    for col, lo, hi in ranges:
-        if lo is None:  # every source key is NULL: `=` matches nothing
-            return True
-        st = add.column_stats(col)
-        if st is None:
-            continue
-        if st.min is None and st.max is None and st.null_count == add.rows:
-            return True  # every key of the tablet is NULL
-        below, above = _comparable(st.max, lo), _comparable(st.min, hi)
-        if (below is not None and below[0] < below[1]) or (above is not None and above[0] > above[1]):
-            return True
-    return False
-
-
-def outside_share(add: AddTablet, col: str, lo: Any, hi: Any) -> float | None:
-    """The share of the tablet's value range of ``col`` (its min to max) that lies outside
-    ``lo``..``hi``, its values taken as evenly spread: what a range filter on the column could
-    skip of it. 0.0 when the range holds all of it (or it has only NULLs); None where the stats
-    cannot tell (no stats, values that do not compare)."""
-    st = add.column_stats(col)
-    if st is None:
-        return None
-    if st.min is None and st.max is None:
-        return 0.0
-    low, high = _comparable(st.min, lo), _comparable(st.max, hi)
-    if low is None or high is None:
-        return None
-    if low[0] >= low[1] and high[0] <= high[1]:
-        return 0.0
-    points = [_point(v) for v in (st.min, st.max, lo, hi)]
-    if any(p is None for p in points):
-        return None
-    t_lo, t_hi, s_lo, s_hi = points
-    span = t_hi - t_lo  # type: ignore[operator]
-    if span <= 0:
-        return 1.0  # one value, and it is outside
-    out = max(0.0, s_lo - t_lo) + max(0.0, t_hi - s_hi)  # type: ignore[operator]
-    return min(1.0, out / span)
-
-
-def _point(v: Any) -> float | None:
-    """A value as a point on a line: numbers, dates (and their ISO text), and other text by
-    its first 8 bytes (in the byte order Parquet's statistics compare in)."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    if hasattr(v, "toordinal"):
-        return float(v.toordinal())
-    if isinstance(v, str):
-        try:
-            return float(datetime.date.fromisoformat(v).toordinal())
-        except ValueError:
-            return float(int.from_bytes(v.encode()[:8].ljust(8, b"\0"), "big"))
-    return None
-
-
 MayMatch = Callable[[list[AddTablet]], bool]
 
 
@@ -383,8 +327,12 @@ class _Validation:
         dvs: dict[str, SetDV],
         depends: dict[str, BitMap64],
         may_match: MayMatch | None,
+        state: Snapshot,
+        files: tuple[bool, bool] = (False, False),
     ) -> None:
         self.handle = handle
+        self.state = state  # the verified state of the version before the one it tries
+        self.files = files  # (stages files, references files it did not write): what VACUUM could reach
         self.writes = writes  # tablets this statement removes or sets a DV on
         self.staged = dict(dvs)  # tablet -> the DV its tasks staged
         self.dvs = dvs  # tablet -> the DV it commits (the staged one, or a rebased one)
@@ -408,6 +356,7 @@ class _Validation:
             except TableNotFound:
                 break
             self.observe(version, actions)
+            self.state = log.advance(self.state, version, actions, self.handle.root)
             version += 1
         self.resolve()
         return version
@@ -415,6 +364,8 @@ class _Validation:
     def observe(self, version: int, actions: tuple[Action, ...]) -> None:
         h, op = self.handle, self.handle.operation
         for a in actions:
+            if isinstance(a, CommitInfo) and a.operation == vacuum.VACUUM_START:
+                vacuum.check_passed(version, a, op, h.began_ms, *self.files)
             if isinstance(a, Metadata):
                 raise MetadataChanged(f"version {version} changed the table's schema or properties while {op} ran", version)
             if isinstance(a, AddTablet):
@@ -497,8 +448,10 @@ def commit(
     parameters: Mapping[str, str] | None = None,
     metrics: Mapping[str, float] | None = None,
     may_match: MayMatch | None = None,
+    record: bool = False,
 ) -> int | None:
-    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes.
+    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes
+    (unless ``record``: a version that only records an operation, VACUUM START / END).
 
     ``may_match(tablets)`` says whether rows of tablets appended concurrently (that
     ``handle.append_ranges`` do not rule out) could have been matched or changed by this
@@ -521,13 +474,19 @@ def commit(
             depends[f.tablet_id] = depends.get(f.tablet_id, BitMap64()) | f.bitmap()
         else:
             actions.append(f.add)
-    if not actions:
+    if not actions and not record:
         return None  # no-op commits are not written
-    check = _Validation(handle, writes, dvs, depends, may_match)
-    version = handle.read_version + 1
     io = handle.io
+    base = handle.base or log.load_snapshot(io, handle.root, handle.read_version, trust_unproven=False)
+    # files it references that it did not write and its read version did not have live (RESTORE)
+    foreign = [a.path for a in extra_actions if isinstance(a, (AddTablet, SetDV))]
+    staged = any(isinstance(f, TabletFragment) for f in fragments) or bool(dvs)
+    check = _Validation(handle, writes, dvs, depends, may_match, base, (staged, bool(foreign)))
+    version = handle.read_version + 1
     try:
         while True:
+            if foreign:
+                vacuum.check_foreign(io, handle.root, foreign, handle.operation)
             stats = dict(metrics or {})
             if check.written:
                 stats["dvs_rebased"] = float(sum(1 for t, d in check.dvs.items() if d != check.staged[t]))
@@ -539,7 +498,10 @@ def commit(
                 parameters=tuple(sorted((parameters or {}).items())),
                 metrics=tuple(sorted(stats.items())),
             )
-            if log.write_version(io, handle.root, version, [*check.actions(actions), info]):
+            final = check.actions(actions)
+            after = apply_version(check.state, version, [*final, info])
+            info = replace(info, state=after.summary().record())  # what proves a checkpoint of this state
+            if log.write_version(io, handle.root, version, [*final, info]):
                 break
             version = check.catch_up(version)
     except CommitConflict:
@@ -552,5 +514,5 @@ def commit(
         with contextlib.suppress(OSError):  # else vacuum removes it later
             io.delete(join(handle.root, rel))
     if version % log.CHECKPOINT_INTERVAL == 0:
-        log.write_checkpoint(io, handle.root, log.load_snapshot(io, handle.root, version))
+        log.write_checkpoint(io, handle.root, after)
     return version
