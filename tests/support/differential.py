@@ -287,12 +287,7 @@ def sessions(spark) -> dict:
     from tablets.db import Database
 
     first = tablets.connect(spark=spark)
-    second = spark.newSession()
-    # Spark keeps registered data sources per context, the product remembers them per session:
-    # a second session would register each table's source again and fail with
-    # DATA_SOURCE_ALREADY_EXISTS (a product defect, reported). One memory for both sessions.
-    catalog._registered[second] = catalog._registered.setdefault(spark, set())
-    return {"driver": first, "spark": Database(second)}
+    return {"driver": first, "spark": Database(spark.newSession())}
 
 
 _pool = ThreadPoolExecutor(max_workers=len(PLANS), thread_name_prefix="plan")
