@@ -522,4 +522,5 @@ class TabletTable:
                 found.append(f"{log.LOG_DIR}/{f.name}")
         return sorted(found)
 
+
 __all__ = ["TabletTable", "HistoryEntry", "ROW_TABLET", "ROW_NUMBER", "from_arrow", "SetDV"]
