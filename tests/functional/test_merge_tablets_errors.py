@@ -92,5 +92,5 @@ class TestMergeTabletsErrors:
         msg = runs[0]["delete_insert"].message
         assert (
             "incremental_strategy = 'upsert'" in msg
-            and "allowed: merge, append, insert_overwrite, delete+insert, microbatch" in msg
+            and "allowed: merge, append, insert_overwrite, replace_where, delete+insert, microbatch" in msg
         )

@@ -358,7 +358,7 @@ def _key_and_strategy(
     if strategy not in INCREMENTAL_STRATEGIES:
         fix = (
             "use merge (with unique_key; every row is upserted in one commit), delete+insert,"
-            " append, insert_overwrite (with replace_where) or microbatch"
+            " append, insert_overwrite (with replace_where), replace_where (with incremental_predicates) or microbatch"
         )
         p.add(
             "incremental_strategy",
