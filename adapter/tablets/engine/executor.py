@@ -173,6 +173,7 @@ class _Run:
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
     local_frame: DataFrame | None = None  # run.local as a Spark local relation (_local_frame)
     clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # _clauses, by category
+    switches: dict[str, bool] = field(default_factory=dict)  # the shortcuts' settings, read once (_on)
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()
@@ -319,7 +320,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
             if source is not None:
                 run.broadcast = _broadcastable(run, source)
             t0 = run.phase("source", t0)
-            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats and conf_flag(run.spark, SKIP_NOOP_CONF):
+            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats and _on(run, SKIP_NOOP_CONF):
                 return m  # empty source: nothing can match or be inserted
         digest = _source_digest(run)
         if digest is not None and _ran_before(run, *digest):
@@ -339,7 +340,7 @@ def _execute(run: _Run, source: DataFrame | None) -> MergeMetrics:
         # the statement classified here in Arrow, where it can be (``_arrow_rows``): no Spark job
         rows = _arrow_rows(run, tablets) if has_source else None
         m.merged_on_driver = rows is not None
-        if rows is not None and conf_flag(run.spark, SKIP_NOOP_CONF) and _changes_nothing(run, rows):
+        if rows is not None and _on(run, SKIP_NOOP_CONF) and _changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
             return m
         # a source that reads the target depends on all of it: the conservative conflict rules
@@ -488,7 +489,7 @@ def _local_source(run: _Run, source: DataFrame) -> tuple[DataFrame | None, list[
 def _source_digest(run: _Run) -> tuple[str, dict[str, str]] | None:
     """``rerun.digest`` of a local source, and its join keys' source columns, where the statement
     is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
-    if run.local is None or not run.options.skip_unchanged or not conf_flag(run.spark, RERUN_CONF):
+    if run.local is None or not run.options.skip_unchanged or not _on(run, RERUN_CONF):
         return None
     data, schema = run.local
     fields = [f for f in schema.fields if f.name != SID]
@@ -698,10 +699,17 @@ def _range_keys(run: _Run) -> tuple[tuple[str, str], ...]:
     return run.plan.join_keys if all(b.condition for b in _by_source_acting(run.plan)) else ()
 
 
+def _on(run: _Run, setting: str) -> bool:
+    """A shortcut's on/off setting (``engine.route``), read from the session once a statement."""
+    if setting not in run.switches:
+        run.switches[setting] = conf_flag(run.spark, setting)
+    return run.switches[setting]
+
+
 def _prunes(run: _Run) -> bool:
     """Tablets (and row groups) may be skipped by their statistics: the model's ``prune_tablets``
     and the session's ``PRUNE_CONF``."""
-    return run.options.prune and conf_flag(run.spark, PRUNE_CONF)
+    return run.options.prune and _on(run, PRUNE_CONF)
 
 
 def _by_source_acting(plan: Plan) -> list[Branch]:
@@ -790,7 +798,7 @@ def _selected(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
                                    skip_by_stats=_prunes(run))
             elif (
                 run.plan.on_is_keys
-                and conf_flag(run.spark, ARROW_EVAL_CONF)
+                and _on(run, ARROW_EVAL_CONF)
                 and (clauses := _clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None
             ):
                 columns = sorted({c for dc in clauses if dc.condition is not True for c in dc.condition.columns.get(_t_key(run), ())})
@@ -1043,7 +1051,7 @@ def _arrow_rows(run: _Run, tablets: Sequence[str]) -> pa.Table | None:
     plan = run.plan
     if not (run.local is not None and plan.on_is_keys and len(run.key_sources) == len(plan.join_keys)):
         return None
-    if not conf_flag(run.spark, ARROW_EVAL_CONF):
+    if not _on(run, ARROW_EVAL_CONF):
         return None
     pairs = _key_pairs(run, tablets)
     if pairs is None:
