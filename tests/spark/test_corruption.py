@@ -10,7 +10,6 @@ import shutil
 import pyarrow as pa
 import pytest
 import tablets
-from pyspark.errors import PythonException
 from support.conf import settings
 from support.damage import (
     CASES,
@@ -119,32 +118,27 @@ def test_swapped_tablet_of_the_same_size_through_the_arrow_reader(db, spark):
 
 @pytest.mark.parametrize("case", CASES)
 def test_spark_sql_read_of_a_damaged_tablet(db, spark, case):
-    """A plain Spark SQL query of a tablet the log does not describe (cut, grown, swapped for
-    another size, missing) is read by the Python source, not natively: PySpark's own exception,
-    whose text carries the FormatError line naming the file, with the Help line, and a short
-    traceback. A flipped bit keeps the size: the native read fails in parquet-mr's page CRC
-    check, with Spark's error naming the file (``reads.read_error`` makes it the FormatError)."""
-    from tablets.spark import reads
-
+    """A query of a damaged tablet, through plain Spark SQL, ``db.sql`` and a DataFrame derived
+    from either, fails with the FormatError naming the file and its Help line, wherever the job
+    runs (``collect()``, ``count()``), never Spark's stack trace (tablets.spark.errors). A tablet
+    the log does not describe (cut, grown, swapped for another size, missing) is read by the
+    Python source, whose worker raises it; a flipped bit keeps the size: the native read fails
+    in parquet-mr's page CRC check, which names the file."""
     name = f"r_{case}"
     t = fresh(db, name)
     path, other = first_tablet(t)
     good = damage(t, path, case, other)
-    if case.startswith("flip"):
-        with pytest.raises(Exception) as spark_err:
-            spark.sql(f"SELECT * FROM corrupt.{name}").collect()
-        assert "FAILED_READ_FILE" in str(spark_err.value) and path in str(spark_err.value)
-        clear = reads.read_error(spark_err.value)
-        assert isinstance(clear, FormatError) and str(clear).startswith(f"tablet {path} is damaged: ")
-        restore(t, path, good)
-        assert spark.sql(f"SELECT count(*) FROM corrupt.{name}").collect()[0][0] == 3000
-        return
-    with pytest.raises(PythonException) as err:
-        spark.sql(f"SELECT * FROM corrupt.{name}").collect()
-    text = str(err.value)
-    assert f"tablets.exceptions.FormatError: tablet {path} " in text
-    assert "Help: Restore the file from a copy" in text
-    assert len(text.splitlines()) <= 8, text
+    reads = [
+        lambda: spark.sql(f"SELECT * FROM corrupt.{name}").collect(),
+        lambda: db.sql(f"SELECT * FROM corrupt.{name}").collect(),
+        lambda: db.sql(f"SELECT * FROM corrupt.{name}").where("id >= 0").toPandas(),  # every column: each page read
+    ]
+    for read in reads:
+        with pytest.raises(FormatError) as err:
+            read()
+        text = str(err.value)
+        assert text.startswith(f"tablet {path} ") and "Help: Restore the file from a copy" in text, text
+        assert "at org.apache" not in text and len(text.splitlines()) == 2, text
     restore(t, path, good)
     assert spark.sql(f"SELECT count(*) FROM corrupt.{name}").collect()[0][0] == 3000
 
@@ -266,10 +260,11 @@ def test_damaged_checkpoint_without_the_versions_before_it_through_spark(db, spa
     gone = f"the log of {t.root} cannot be read at version 53: checkpoint {cp} failed its proof"
     with pytest.raises(FormatError, match=gone):
         db.sql(f"SELECT count(*) FROM corrupt.{name}").collect()
-    with pytest.raises(Exception) as spark_err:  # plain Spark SQL: Spark's, around the data source's traceback
+    with pytest.raises(FormatError) as spark_err:  # plain Spark SQL: the data source's, translated
         spark.sql(f"SELECT count(*) FROM corrupt.{name}").collect()
-    clear = reads.read_error(spark_err.value)  # as dbt's cursor gives it
-    assert isinstance(clear, FormatError) and str(clear).startswith(gone) and "\nHelp: Restore " in str(clear)
+    clear = spark_err.value
+    assert str(clear).startswith(gone) and "\nHelp: Restore " in str(clear)
+    assert reads.read_error(clear.__cause__) is not None  # Spark's own error, as over Spark Connect
     for conf, v, x, ids in MERGES:
         with settings(spark, conf), pytest.raises(FormatError) as err:
             db.sql(CK_MERGE.format(name=name, v=v, x=x, ids=", ".join(f"({i})" for i in ids)))

@@ -336,6 +336,16 @@ while not os.path.exists(os.path.join({sync!r}, other + ".merged")):
 print("ROWS", sorted(tuple(r) for r in db.sql(f"SELECT * FROM shared.t_{{me}}").collect()), flush=True)
 # both at once: the one that loses the race finds the table there, which IF NOT EXISTS allows
 print("COMMON", db.sql("CREATE TABLE IF NOT EXISTS shared.common (id BIGINT) USING tablets").operation, flush=True)
+if me == "a":  # the server is killed under this session: one clear line, and no table left half-made
+    while not os.path.exists(os.path.join({sync!r}, "killed")):
+        assert time.monotonic() < deadline
+        time.sleep(0.5)
+    try:
+        db.sql("CREATE TABLE shared.late (id BIGINT) USING tablets")
+    except tablets.TabletsError as e:
+        print("LOST", type(e).__name__, str(e).replace(chr(10), " | "), flush=True)
+    import glob
+    print("LEFT", glob.glob(os.path.join({wh!r}, "**", "late"), recursive=True), flush=True)
 """
 
 
@@ -367,7 +377,15 @@ def test_a_metastore_server_shared_by_two_processes(tmp_path, children):
         assert a.expect("ROWS") == "ROWS [(1, 'a'), (2, 'from b')]"
         assert b.expect("ROWS") == "ROWS [(1, 'b'), (2, 'from a')]"
         assert a.expect("COMMON") == b.expect("COMMON") == "COMMON CREATE TABLE"
-        assert a.wait() == 0 and b.wait() == 0
+        assert b.wait() == 0
+        os.killpg(server.process.pid, signal.SIGKILL)
+        server.process.wait()
+        (sync / "killed").touch()
+        lost = a.expect("LOST", timeout=240)
+        assert lost.startswith(f"LOST MetastoreUnavailable the metastore server {server.uri} stopped answering"), lost
+        assert "Help: Start it again" in lost and "at org.apache" not in lost and len(lost) < 600, lost
+        assert a.expect("LEFT") == "LEFT []"
+        assert a.wait() == 0
     finally:
         server.stop()
     assert leftovers([server.process.pid]) == []

@@ -58,6 +58,7 @@ import pyarrow as pa
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
+from tablets.spark.errors import install as install_errors
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
 from tablets.storage.log import LAST_CHECKPOINT, log_dir, version_name
@@ -164,6 +165,7 @@ _registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionar
 def configure(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> Storage:
     """Set where ``spark``'s tablet tables live (default: ``spark.tablets.warehouse``, else
     ``spark.sql.warehouse.dir``) and the storage options (credentials, endpoint) to reach them."""
+    install_errors(spark)
     with _lock:
         current = _storage.get(spark)
         wh = normalize(warehouse) if warehouse else (current.warehouse if current else _conf_warehouse(spark))

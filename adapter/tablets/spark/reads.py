@@ -38,21 +38,19 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from tablets.exceptions import FormatError
 from tablets.spark import catalog
+from tablets.spark.errors import read_error  # noqa: F401 - its home before spark.errors
 from tablets.spark.frames import read_view, reads_natively
 from tablets.spark.session import is_connect
 from tablets.sql.reads import Cond, TableRef, references, typed
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
-from tablets.storage.tablet import damaged
 from tablets.storage.types import schema_to_arrow
 
 if TYPE_CHECKING:
@@ -178,32 +176,6 @@ def tablets_to_read(snap: Snapshot, conds: Sequence[Cond]) -> tuple[list[str], i
             continue
         keep.append(tid)
     return keep, pruned, early
-
-
-_READ_FAILED = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
-_CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
-
-
-_WORKER = re.compile(r"^tablets\.exceptions\.FormatError: (.*)\n(?:Help: (.*))?", re.MULTILINE)
-
-
-def read_error(error: BaseException) -> FormatError | None:
-    """The ``FormatError`` of a query that failed reading a damaged tablet with Spark's Parquet
-    scan (parquet-mr's page CRC check), naming the tablet, or that the Python source raised (a
-    log it cannot read: Spark's error holds the worker's traceback); None for any other error.
-    Spark's own error is a Java stack trace (``FAILED_READ_FILE``)."""
-    text = str(error)
-    own = list(_WORKER.finditer(text + "\n"))
-    if own:
-        return FormatError(own[-1].group(1), help=own[-1].group(2))
-    m = _READ_FAILED.search(text)
-    if m is None:
-        return None
-    path = re.sub(r"^file:(//)?", "", m.group(1))
-    if not re.search(r"/tablets/[0-9a-f]{32}\.parquet$", path):
-        return None
-    causes = _CAUSE.findall(text)
-    return damaged(path, causes[-1].strip() if causes else "unreadable")
 
 
 def _shadowed(spark: SparkSession, name: str) -> bool:

@@ -31,6 +31,7 @@ from dbt.adapters.spark.session import Cursor as SparkSessionCursor
 from dbt.adapters.spark.session import SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
 
+from tablets.exceptions import TabletsError
 from tablets.sqltext import sql_string
 
 if TYPE_CHECKING:
@@ -95,7 +96,9 @@ def _read_errors() -> Iterator[None]:
 
     try:
         yield
-    except Exception as exc:
+    except TabletsError as exc:  # tablets.spark.errors translated it where the job failed
+        raise DbtRuntimeError(str(exc)) from exc
+    except Exception as exc:  # over Spark Connect: Spark's error, whose text names the tablet
         clear = read_error(exc)
         if clear is None:
             raise
@@ -294,7 +297,6 @@ def get_session(
     global _session
     from pyspark.sql import SparkSession
 
-    from tablets.exceptions import TabletsError
     from tablets.spark.catalog import configure, register_sources, warehouse_dir
     from tablets.spark.metastore import MetastoreInUse
     from tablets.spark.session import build_session
