@@ -1,7 +1,9 @@
 """The generated differential harness (issue 25): random tiny tables and statement sequences
-(support.sqlgen), each statement run on both plans of the product (the driver plan: the
-session's defaults; the Spark plan: ``spark.tablets.merge.driverScanBytes=0``) and on DuckDB,
-compared after every statement (support.differential).
+(support.sqlgen), each statement run on two tables of the product and on DuckDB, compared after
+every statement (support.differential): the first table with the session's defaults (the driver
+plan where it applies), the second, by the case's seed, on Spark's plan
+(``spark.tablets.merge.driverScanBytes=0``; half the cases), with every shortcut off (the long
+way), or on the driver plan with Arrow evaluation or pruning off (``differential.SECOND``).
 
 Why a seeded generator with its own minimiser rather than Hypothesis: a statement costs
 0.1-2 s of Spark, so Hypothesis's shrinking (hundreds of re-runs of whole sequences, guided by

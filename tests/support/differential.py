@@ -3,7 +3,8 @@ after every statement, and minimises a case that fails.
 
 The plans: "driver" (the session's defaults: a small statement is merged in Arrow on the
 driver) and "spark" (``spark.tablets.merge.driverScanBytes=0``: the target always scanned in
-Spark). Each has a table of its own; DuckDB's table is the mirror. After every statement:
+Spark; by the case's seed, one of the configurations of ``SECOND``). Each has a table of its
+own; DuckDB's table is the mirror. After every statement:
 the rows (a multiset, canonical as ``canon`` says), the error class (refused by both or by
 neither), the counts; at the end of a case, ``SELECT ... VERSION AS OF v`` of every version
 each plan made against the rows read when it was made.
@@ -20,7 +21,13 @@ from dataclasses import dataclass, field, replace
 
 import duckdb
 import pyarrow as pa
-from tablets.engine.route import DRIVER_SCAN_CONF
+from tablets.engine.route import (
+    ARROW_EVAL_CONF,
+    DRIVER_SCAN_CONF,
+    PRUNE_CONF,
+    RERUN_CONF,
+    SKIP_NOOP_CONF,
+)
 from tablets.exceptions import CardinalityViolation, KeyViolation
 from tablets.spark import catalog
 
@@ -28,6 +35,24 @@ from support.conf import settings
 from support.sqlgen import Case, Step, values_query
 
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
+# The second table of a case runs one of these, by the case's seed: Spark's plan with every
+# other shortcut on, with every shortcut off (the long way), or the driver plan with one of its
+# shortcuts off. Each is held to DuckDB and to the first table (the session's defaults).
+ALL_OFF = {DRIVER_SCAN_CONF: "0", ARROW_EVAL_CONF: "false", PRUNE_CONF: "false", RERUN_CONF: "false",
+           SKIP_NOOP_CONF: "false"}
+SECOND = (
+    ("spark", PLANS["spark"]),
+    ("spark, all shortcuts off", ALL_OFF),
+    ("spark", PLANS["spark"]),
+    ("driver, arrowEval off", {ARROW_EVAL_CONF: "false"}),
+    ("spark", PLANS["spark"]),
+    ("driver, pruning off", {PRUNE_CONF: "false"}),
+)
+
+
+def second_plan(case: Case) -> tuple[str, dict[str, str]]:
+    """The configuration of a case's second table: its name (for the tally) and settings."""
+    return SECOND[case.seed % len(SECOND)]
 _names = itertools.count()
 
 
@@ -181,7 +206,8 @@ class PlanRun:
     def __init__(self, db, case: Case, plan: str) -> None:
         self.db, self.case, self.plan = db, case, plan
         self.name = f"gen.c{next(_names)}_{plan}"
-        self.conf = {**PLANS[plan], "spark.sql.session.timeZone": case.zone}
+        conf = PLANS[plan] if plan == "driver" else second_plan(case)[1]
+        self.conf = {**conf, "spark.sql.session.timeZone": case.zone}
         self.opts = {"cluster_by": (case.cluster_by,)} if case.cluster_by else {}
         with settings(db.spark, self.conf):
             db.sql(case.create(self.name))
@@ -253,11 +279,14 @@ class Tally:
     oracle_skips: Counter = field(default_factory=Counter)
     refusals: Counter = field(default_factory=Counter)
     seconds: Counter = field(default_factory=Counter)  # by plan and statement kind
+    configs: Counter = field(default_factory=Counter)  # statements by the second table's configuration
 
-    def note(self, step: Step, outs: dict[str, Outcome]) -> None:
+    def note(self, step: Step, outs: dict[str, Outcome], labels: dict[str, str]) -> None:
         self.statements += 1
         self.shapes[step.shape()] += 1
+        self.configs[labels["spark"]] += 1
         for plan, o in outs.items():
+            plan = labels[plan]
             if o.error:
                 self.refusals[f"{plan}: {o.error.split(':')[0]}"] += 1
             m = o.metrics
@@ -272,6 +301,8 @@ class Tally:
     def summary(self) -> str:
         lines = [f"{self.statements} statements in {self.cases} cases, each on both plans and DuckDB"]
         lines += [f"  {n:5d}  {k}" for k, n in sorted(self.shapes.items())]
+        lines += ["second table's configuration (the first: the session's defaults):"]
+        lines += [f"  {n:5d}  {k}" for k, n in sorted(self.configs.items())]
         lines += ["plans taken:"] + [f"  {n:5d}  {k}" for k, n in sorted(self.paths.items())]
         lines += ["refused:"] + [f"  {n:5d}  {k}" for k, n in sorted(self.refusals.items())]
         lines += ["seconds:"] + [f"  {n:7.1f}  {k}" for k, n in sorted(self.seconds.items())]
@@ -305,6 +336,7 @@ def _timed(tally: Tally | None, what: str, fn, *args):
 def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure | None, dict[str, list[str]]]:
     """The first Failure of ``case`` (or None), and the SQL each plan ran."""
     mirror = Mirror(case)
+    labels = {"driver": "driver", "spark": second_plan(case)[0]}
     runs = dict(zip(PLANS, _pool.map(lambda p: PlanRun(dbs[p], case, p), PLANS), strict=True))
     scripts = {p: [case.create(r.name)] for p, r in runs.items()}
     for i, step in enumerate(case.steps):
@@ -314,10 +346,11 @@ def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure
         for p, o in outs.items():
             scripts[p].append(o.sql)
         if tally is not None:
-            tally.note(step, outs)
+            tally.note(step, outs, labels)
         fail = _compare(i, step, want, outs)
         if isinstance(fail, Failure):
             fail.statement = step.kind
+            fail.plan = labels.get(fail.plan, fail.plan)
         if fail == "oracle":
             if tally is not None:
                 tally.oracle_skips[f"{step.kind}: {want.error[8:90]}"] += 1
@@ -329,7 +362,7 @@ def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure
     for p, f in futures.items():
         bad = f.result()
         if bad:
-            return Failure("timetravel", p, len(case.steps) - 1, bad), scripts
+            return Failure("timetravel", labels[p], len(case.steps) - 1, bad), scripts
     return None, scripts
 
 
