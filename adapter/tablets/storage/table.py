@@ -28,7 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import log, transaction, vacuum
+from tablets.storage import delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
@@ -146,6 +146,7 @@ class TabletTable:
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table was created at {table.root} concurrently")
+        delta_log.publish(table.io, table.root, 0, [meta, info], None)
         return table
 
     @classmethod

@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import decimal
 import functools
+import hashlib
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -56,7 +57,11 @@ def tablet_relpath(tablet_id: str) -> str:
 
 
 def dv_relpath(tablet_id: str, txid: str) -> str:
-    return f"{DV_DIR}/{tablet_id}-{txid}.bin"
+    """``dv/deletion_vector_<uuid>.bin``: Delta's name for a DV file, so the published Delta log
+    names it relative to the table (storage type 'u'); the UUID is a hash of (tablet, txid), so
+    a retried task writes the same name (and fails on it rather than leave a second file)."""
+    digest = hashlib.blake2b(f"{tablet_id}-{txid}".encode(), digest_size=16).digest()
+    return f"{DV_DIR}/deletion_vector_{uuid.UUID(bytes=digest)}.bin"
 
 
 def row_id_tag(tablet_id: str) -> int:

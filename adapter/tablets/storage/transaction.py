@@ -39,7 +39,7 @@ from tablets.exceptions import (
     MetadataChanged,
     TableNotFound,
 )
-from tablets.storage import log, vacuum
+from tablets.storage import delta_log, log, vacuum
 from tablets.storage.actions import (
     Action,
     AddTablet,
@@ -515,4 +515,5 @@ def commit(
             io.delete(join(handle.root, rel))
     if version % log.CHECKPOINT_INTERVAL == 0:
         log.write_checkpoint(io, handle.root, after)
+    delta_log.publish(io, handle.root, version, [*final, info], check.state, after)  # the table as Delta sees it
     return version
