@@ -159,7 +159,8 @@ def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any
     meta = before.metadata if before else None
     live = set(before.tablets) if before else set()
     info: dict[str, Any] = {}
-    for line in lines:
+    # the order of actions within a Delta version means nothing: the metadata first
+    for line in sorted(lines, key=lambda a: "metaData" not in a):
         ((kind, body),) = line.items()
         if kind == "metaData":
             meta = _metadata(body, meta)
