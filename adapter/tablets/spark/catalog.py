@@ -59,6 +59,7 @@ from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.sqltext import quote_ident, sql_string
+from tablets.storage import delta_adopt
 from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
 from tablets.storage.log import LAST_CHECKPOINT, log_dir, version_name
 from tablets.storage.table import TabletTable
@@ -401,7 +402,7 @@ def describe_path(spark: SparkSession, path: str) -> str:
     if io.local and os.path.isfile(path):
         return f"{path} is a file, not a table directory"
     if io.list(join(path, "_delta_log")):
-        return f"{path} is a Delta table (it has _delta_log/)"
+        return f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
     if io.list(join(path, "metadata")):
         return f"{path} looks like an Iceberg table (it has metadata/)"
     if io.list(log_dir(path)):
@@ -623,6 +624,8 @@ def create_table(
             raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
     root = normalize(location) if location else default_location(spark, db, table)
     store = storage(spark).table(root)
+    if location is not None and not replace:
+        adopt_delta(store, key_columns)
     created = False
     if store.exists():
         if location is None and not replace:
@@ -683,6 +686,16 @@ def replaceable(spark: SparkSession, name: str, location: str | None = None) -> 
     return storage(spark).table(root)
 
 
+def adopt_delta(store: TabletTable, key_columns: Sequence[str] = ()) -> bool:
+    """Adopt the Delta table written by another engine at ``store``'s root (its ``_log`` built
+    from its ``_delta_log``: ``tablets.storage.delta_adopt``), keeping ``key_columns`` as its
+    key from now on; False if there is none to adopt."""
+    if store.exists() or not delta_adopt.is_delta_table(store.io, store.root):
+        return False
+    delta_adopt.adopt(store.io, store.root, tuple(key_columns))
+    return True
+
+
 def _create_at_path(
     spark: SparkSession,
     path: str,
@@ -694,6 +707,8 @@ def _create_at_path(
     if_not_exists: bool,
 ) -> TabletTable:
     store = storage(spark).table(path)
+    if not replace and adopt_delta(store, key_columns):
+        return store
     if store.exists():
         if if_not_exists:
             return store

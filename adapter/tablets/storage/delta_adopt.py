@@ -23,9 +23,11 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from tablets.exceptions import FormatError, TableNotFound
+from tablets.exceptions import FormatError, KeyViolation, SchemaMismatch, TableNotFound
 from tablets.storage import delta_checkpoint, log
 from tablets.storage.actions import Action, AddTablet, ColumnStats, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.delta_log import ADOPTED, DELTA_LOG, delta_dir, z85_decode
@@ -33,8 +35,8 @@ from tablets.storage.delta_schema import FIELD_ID, MAPPING_MODE, MAX_COLUMN_ID, 
 from tablets.storage.dv import decode, write_dv
 from tablets.storage.fileio import FileIO, basename, io_for, join
 from tablets.storage.snapshot import Snapshot, apply_version
-from tablets.storage.tablet import dv_relpath, new_id
-from tablets.storage.types import _ALIASES
+from tablets.storage.tablet import dv_relpath, new_id, read_tablet
+from tablets.storage.types import _ALIASES, schema_to_arrow
 
 _JSON_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
@@ -226,9 +228,29 @@ def _read_versions(io: FileIO, root: str) -> tuple[int, list[tuple[int, list[dic
     return start, out
 
 
-def adopt(io: FileIO, root: str) -> int:
+def _check_keys(io: FileIO, root: str, snap: Snapshot, keys: tuple[str, ...]) -> None:
+    """The key tablets is asked to keep must already hold: no two live rows with one key."""
+    missing = [k for k in keys if k not in snap.metadata.column_names]
+    if missing:
+        raise SchemaMismatch(f"key column(s) {missing} are not columns of the Delta table at {root}",
+                             help=f"Name columns of the table ({', '.join(snap.metadata.column_names)}).")
+    schema = schema_to_arrow(snap.metadata.schema)
+    parts = [read_tablet(io, root, st.add, st.dv, schema, list(keys), mapping=snap.metadata.mapping)
+             for st in snap.tablets.values()]
+    if not parts:
+        return
+    counts = pa.concat_tables(parts).group_by(list(keys)).aggregate([([], "count_all")])
+    dups = counts.filter(pc.greater(counts.column("count_all"), 1))
+    if dups.num_rows:
+        raise KeyViolation(f"the Delta table at {root} has {dups.num_rows} key value(s) held by several rows "
+                           f"(e.g. {dups.slice(0, 1).to_pylist()[0]}), so ({', '.join(keys)}) is no key of it",
+                           help="Remove the duplicates first, or adopt the table without key_columns.")
+
+
+def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
     """Build ``_log`` from the Delta log at ``root``; the newest version. Refuses (nothing
-    written) a table using a feature tablets does not maintain."""
+    written) a table using a feature tablets does not maintain, and ``key_columns`` (the key
+    tablets keeps from now on, fixed as at a creation) that the rows do not already hold."""
     start, versions = _read_versions(io, root)
     for _, lines in versions:
         for line in lines:
@@ -237,19 +259,26 @@ def adopt(io: FileIO, root: str) -> int:
             if "metaData" in line:
                 check_metadata(root, line["metaData"])
     snap: Snapshot | None = None
-    for v, lines in versions:
+    staged: list[tuple[Snapshot, list[Action]]] = []
+    for v, lines in versions:  # all of it in memory first: a refusal writes nothing
         actions = translate(io, root, v, lines, snap)
+        if key_columns:
+            actions = [replace(a, key_columns=tuple(key_columns)) if isinstance(a, Metadata) else a for a in actions]
         after = apply_version(snap, v, actions)
         info = replace(actions[-1], state=after.summary().record())
         actions[-1] = info
-        after = replace(after, commit=info)
+        snap = replace(after, commit=info)
+        staged.append((snap, actions))
+    assert snap is not None
+    if key_columns:
+        _check_keys(io, root, snap, tuple(key_columns))
+    for after, actions in staged:
+        v = after.version
         if not log.write_version(io, root, v, actions):
             raise FormatError(f"the Delta table at {root} is being adopted by another writer (version {v} of _log exists)",
                               help="Wait for it to finish, then use the table.")
         if (v == start and start > 0) or (v and v % log.CHECKPOINT_INTERVAL == 0):
             log.write_checkpoint(io, root, after)  # (our log starts where Delta's does)
-        snap = after
-    assert snap is not None
     return snap.version
 
 

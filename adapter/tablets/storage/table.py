@@ -518,6 +518,9 @@ class TabletTable:
             for f in self.io.list(join(self.root, sub)):
                 if f"{sub}/{f.name}" not in keep and f.mtime_ms < cutoff_ms:
                     found.append(f"{sub}/{f.name}")
+        for f in self.io.list(self.root):  # data files of an adopted Delta table (delta_adopt)
+            if f.name.endswith(".parquet") and f.name[0] not in "_." and f.name not in keep and f.mtime_ms < cutoff_ms:
+                found.append(f.name)
         for f in self.io.list(log.log_dir(self.root)):
             if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
                 found.append(f"{log.LOG_DIR}/{f.name}")
