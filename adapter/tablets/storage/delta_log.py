@@ -18,6 +18,7 @@ writer carry ``protocol`` and ``metaData``; ``commit_info`` becomes ``commitInfo
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -92,8 +93,18 @@ def dv_descriptor(root: str, dv: SetDV) -> dict[str, Any]:
     return {"storageType": "p", "pathOrInlineDv": absolute_uri(join(root, dv.path)), **body}
 
 
-def _finite(v: Any) -> bool:
-    return not isinstance(v, float) or v == v and v not in (float("inf"), float("-inf"))
+_INFINITE = (float("inf"), float("-inf"))
+
+
+@functools.lru_cache(maxsize=16)
+def _kinds(schema: tuple[tuple[str, str, bool], ...], physical: tuple[str, ...]) -> dict[str, tuple[bool, bool]]:
+    """Per physical name of a top-level, non-nested column: (bounds written, floating)."""
+    out = {}
+    for (_, t, _), p in zip(schema, physical, strict=True):
+        t = _ALIASES.get(t.lower(), t.lower())
+        if "<" not in t:
+            out[p] = (t in _BOUNDED, t in ("float", "double"))
+    return out
 
 
 def stats_json(meta: Metadata, add: AddTablet, has_dv: bool) -> str:
@@ -101,17 +112,18 @@ def stats_json(meta: Metadata, add: AddTablet, has_dv: bool) -> str:
     name itself without it). Bounds only for types whose JSON form Delta and tablets agree on
     (numbers, strings, dates); never the hidden row-id column. With a deletion vector the bounds
     still hold but are not tight (``tightBounds``)."""
-    types = {p: _ALIASES.get(t.lower(), t.lower()) for (_, t, _), p in zip(meta.schema, meta.physical_names, strict=True)}
+    kinds = _kinds(meta.schema, meta.physical_names)
     mins: dict[str, Any] = {}
     maxs: dict[str, Any] = {}
     nulls: dict[str, int] = {}
     for p, s in add.stats:
-        t = types.get(p)
-        if p == ROW_ID or t is None or "<" in t:
+        kind = kinds.get(p)
+        if kind is None or p == ROW_ID:
             continue
         nulls[p] = s.null_count
-        if t in _BOUNDED and s.min is not None and s.max is not None and _finite(s.min) and _finite(s.max):
-            mins[p], maxs[p] = s.min, s.max
+        lo, hi = s.min, s.max
+        if kind[0] and lo is not None and hi is not None and not (kind[1] and (lo in _INFINITE or hi in _INFINITE)):
+            mins[p], maxs[p] = lo, hi
     body = {"numRecords": add.rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls, "tightBounds": not has_dv}
     return json.dumps(body, separators=(",", ":"))
 
