@@ -162,3 +162,17 @@ def test_adopt_refuses_features_it_does_not_write(tmp_path, how, named):
     with pytest.raises(FormatError, match=named.replace("(", r"\(").replace(")", r"\)")):
         adopt(t.io, root)
     assert not os.path.exists(os.path.join(root, "_log"))  # never half-written
+
+
+def test_a_delta_rs_append_to_a_tablet_table_is_taken_in(base):
+    """delta-rs appends to tables with deletion vectors: the next commit of tablets takes that
+    version into _log first (it is a concurrent append to it), so the logs never diverge."""
+    t = TabletTable.create(join(base, "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]))
+    t.append(pa.table({"id": _ids(0, 3), "v": ["a", "b", "c"]}))
+    _delete(t)
+    deltalake.write_deltalake(t.root, pa.table({"id": _ids(10, 12), "v": ["x", "y"]}), mode="append",
+                              storage_options=storage_options(t.root))
+    t.append(pa.table({"id": _ids(20, 21), "v": ["z"]}))  # takes in version 3, commits 4
+    assert t.version == 4
+    assert sorted(t.read().column("id").to_pylist()) == [1, 2, 10, 11, 20]
+    assert_delta_agrees(t)

@@ -282,4 +282,33 @@ def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
     return snap.version
 
 
-__all__ = ["FIELD_ID", "adopt", "check_metadata", "check_protocol", "is_delta_table"]
+def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
+    """Delta versions from ``version`` on that another Delta writer committed to this tablet
+    table (delta-rs appends to a table with deletion vectors) and ``_log`` lacks: written into
+    ``_log`` as adopted versions (``before`` is the state at ``version`` - 1), so the statement
+    about to commit meets them as concurrent commits and the two logs never diverge. Features
+    tablets does not maintain are refused as on adoption. The number taken in (one ``exists``
+    when there are none)."""
+    from tablets.storage.delta_log import ENGINE, delta_name  # (delta_log imports nothing of this)
+
+    snap, taken = before, 0
+    while io.exists(join(delta_dir(root), delta_name(version))) and not io.exists(join(log.log_dir(root), log.version_name(version))):
+        text = io.read(join(delta_dir(root), delta_name(version))).decode()
+        lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if any(line.get("commitInfo", {}).get("engineInfo") == ENGINE for line in lines):
+            break  # ours (its _log version is being written): nothing to take in
+        for line in lines:
+            if "protocol" in line:
+                check_protocol(root, line["protocol"])
+            if "metaData" in line:
+                check_metadata(root, line["metaData"])
+        actions = translate(io, root, version, lines, snap)
+        after = apply_version(snap, version, actions)
+        actions[-1] = replace(actions[-1], state=after.summary().record())
+        if not log.write_version(io, root, version, actions):
+            break  # another writer took it in
+        snap, version, taken = replace(after, commit=actions[-1]), version + 1, taken + 1
+    return taken
+
+
+__all__ = ["FIELD_ID", "adopt", "check_metadata", "check_protocol", "is_delta_table", "take_in"]
