@@ -27,13 +27,24 @@ from tablets.storage.actions import AddTablet, ColumnStats, SetDV  # noqa: E402
 from tablets.storage.table import TabletTable  # noqa: E402
 from tablets.storage.tablet import dv_relpath, new_id  # noqa: E402
 
-COLUMNS = [("id", "bigint", False), ("k", "int", True), ("v", "double", True), ("s", "string", True), ("d", "date", True)]
+COLUMNS = [
+    ("id", "bigint", False),
+    ("k", "int", True),
+    ("v", "double", True),
+    ("s", "string", True),
+    ("d", "date", True),
+]
 
 
 def _add(i: int) -> AddTablet:
     tid = new_id()
-    stats = (("id", ColumnStats(i * 100, i * 100 + 99, 0)), ("k", ColumnStats(0, 9, 0)), ("v", ColumnStats(0.0, 1.0, 0, 0)),
-             ("s", ColumnStats("a", "z", 0)), ("d", ColumnStats("2020-01-01", "2020-12-31", 0)))
+    stats = (
+        ("id", ColumnStats(i * 100, i * 100 + 99, 0)),
+        ("k", ColumnStats(0, 9, 0)),
+        ("v", ColumnStats(0.0, 1.0, 0, 0)),
+        ("s", ColumnStats("a", "z", 0)),
+        ("d", ColumnStats("2020-01-01", "2020-12-31", 0)),
+    )
     return AddTablet(tid, f"tablets/{tid}.parquet", 100, 4096, stats, "t")
 
 
@@ -41,7 +52,9 @@ def _small_commit(t: TabletTable, ids: list[str]) -> float:
     h = transaction.begin(t.snapshot(), t.root, "MERGE", delete_from=(), io=t.io)
     dvs = [SetDV(tid, dv_relpath(tid, new_id()), 3, 60, "00000000") for tid in ids]
     t0 = time.perf_counter()
-    transaction.commit(h, [transaction.TabletFragment(_add(0)), *(transaction.DVFragment(d.tablet_id, d, 3) for d in dvs)])
+    transaction.commit(
+        h, [transaction.TabletFragment(_add(0)), *(transaction.DVFragment(d.tablet_id, d, 3) for d in dvs)]
+    )
     return time.perf_counter() - t0
 
 
@@ -66,7 +79,7 @@ def main() -> None:
                 if name == "off":
                     delta_log.publish = lambda *a, **k: None
                 try:
-                    times[name].append(_small_commit(t, ids[r * 10:(r + 1) * 10]))
+                    times[name].append(_small_commit(t, ids[r * 10 : (r + 1) * 10]))
                 finally:
                     delta_log.publish = real
         on, off = times["on"], times["off"]
@@ -81,13 +94,18 @@ def main() -> None:
                 os.remove(path)
             t0 = time.perf_counter()
             adds = [delta_log.add_action(t.root, meta, st, 0, False) for st in snap.tablets.values()]
-            delta_log.delta_checkpoint.write(t.io, t.root, snap, adds, delta_log.protocol(ds), delta_log.metadata(meta, ds))
+            delta_log.delta_checkpoint.write(
+                t.io, t.root, snap, adds, delta_log.protocol(ds), delta_log.metadata(meta, ds)
+            )
             ckpts.append(time.perf_counter() - t0)
         ckpt = statistics.median(ckpts[1:])
         size = os.path.getsize(path)
-        print(f"tablets {args.tablets}: small commit with the Delta log {statistics.median(on) * 1000:.1f} ms, "
-              f"without {statistics.median(off) * 1000:.1f} ms (median of {args.repeat}); "
-              f"Delta checkpoint {ckpt * 1000:.0f} ms (the first of the process {ckpts[0] * 1000:.0f} ms), {size / 1024:.0f} KiB")
+        print(
+            f"tablets {args.tablets}: small commit with the Delta log {statistics.median(on) * 1000:.1f} ms, "
+            f"without {statistics.median(off) * 1000:.1f} ms (median of {args.repeat}); "
+            f"Delta checkpoint {ckpt * 1000:.0f} ms (the first of the process {ckpts[0] * 1000:.0f} ms), "
+            f"{size / 1024:.0f} KiB"
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

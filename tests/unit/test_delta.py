@@ -11,8 +11,7 @@ import pyarrow as pa
 import pytest
 from support.delta_check import assert_delta_agrees, delta_read, storage_options
 from tablets.exceptions import FormatError
-from tablets.storage import TabletTable
-from tablets.storage import delta_log
+from tablets.storage import TabletTable, delta_log
 from tablets.storage.delta_adopt import adopt
 from tablets.storage.fileio import join
 from tablets.storage.transaction import RowLevelSink, commit
@@ -81,7 +80,8 @@ def test_checkpoint_is_a_delta_checkpoint(tmp_path):
     _delete(t)
     log = os.path.join(t.root, "_delta_log")
     assert os.path.exists(os.path.join(log, "00000000000000000050.checkpoint.parquet"))
-    assert json.load(open(os.path.join(log, "_last_checkpoint")))["version"] == 50
+    with open(os.path.join(log, "_last_checkpoint")) as f:
+        assert json.load(f)["version"] == 50
     for v in range(0, 50):  # delta-rs must open it from the checkpoint alone
         os.remove(os.path.join(log, f"{v:020d}.json"))
     got = delta_read(t.root)

@@ -29,9 +29,23 @@ import pyarrow.parquet as pq
 
 from tablets.exceptions import FormatError, KeyViolation, SchemaMismatch, TableNotFound
 from tablets.storage import delta_checkpoint, log
-from tablets.storage.actions import Action, AddTablet, ColumnStats, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.actions import (
+    Action,
+    AddTablet,
+    ColumnStats,
+    CommitInfo,
+    Metadata,
+    RemoveTablet,
+    SetDV,
+)
 from tablets.storage.delta_log import ADOPTED, DELTA_LOG, delta_dir, z85_decode
-from tablets.storage.delta_schema import FIELD_ID, MAPPING_MODE, MAX_COLUMN_ID, from_delta, field_metadata_keys
+from tablets.storage.delta_schema import (
+    FIELD_ID,
+    MAPPING_MODE,
+    MAX_COLUMN_ID,
+    field_metadata_keys,
+    from_delta,
+)
 from tablets.storage.dv import decode, write_dv
 from tablets.storage.fileio import FileIO, basename, io_for, join
 from tablets.storage.snapshot import Snapshot, apply_version
@@ -228,6 +242,16 @@ def _read_versions(io: FileIO, root: str) -> tuple[int, list[tuple[int, list[dic
     return start, out
 
 
+def _recorded(before: Snapshot | None, version: int, actions: list[Action]) -> tuple[Snapshot, list[Action]]:
+    """The state after ``actions`` (``translate``'s: its commit last) and the actions with the
+    commit recording that state, as our writers record theirs."""
+    info = actions[-1]
+    assert isinstance(info, CommitInfo)
+    after = apply_version(before, version, actions)
+    info = replace(info, state=after.summary().record())
+    return replace(after, commit=info), [*actions[:-1], info]
+
+
 def _check_keys(io: FileIO, root: str, snap: Snapshot, keys: tuple[str, ...]) -> None:
     """The key tablets is asked to keep must already hold: no two live rows with one key."""
     missing = [k for k in keys if k not in snap.metadata.column_names]
@@ -264,10 +288,7 @@ def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
         actions = translate(io, root, v, lines, snap)
         if key_columns:
             actions = [replace(a, key_columns=tuple(key_columns)) if isinstance(a, Metadata) else a for a in actions]
-        after = apply_version(snap, v, actions)
-        info = replace(actions[-1], state=after.summary().record())
-        actions[-1] = info
-        snap = replace(after, commit=info)
+        snap, actions = _recorded(snap, v, actions)
         staged.append((snap, actions))
     assert snap is not None
     if key_columns:
@@ -302,12 +323,10 @@ def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
                 check_protocol(root, line["protocol"])
             if "metaData" in line:
                 check_metadata(root, line["metaData"])
-        actions = translate(io, root, version, lines, snap)
-        after = apply_version(snap, version, actions)
-        actions[-1] = replace(actions[-1], state=after.summary().record())
+        after, actions = _recorded(snap, version, translate(io, root, version, lines, snap))
         if not log.write_version(io, root, version, actions):
             break  # another writer took it in
-        snap, version, taken = replace(after, commit=actions[-1]), version + 1, taken + 1
+        snap, version, taken = after, version + 1, taken + 1
     return taken
 
 
