@@ -274,7 +274,7 @@ def catch_up(io: FileIO, root: str, upto: int | None = None) -> int:
         before, start = snap, start + 1
     for v in range(start, upto + 1):
         actions = log.read_version(io, root, v)
-        after = apply_version(before, v, actions)
+        after = log.advance(before, v, actions, root)  # checked against its commit's record
         _write(io, root, before, after, actions)
         before = after
     return upto
