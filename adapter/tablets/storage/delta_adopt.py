@@ -173,7 +173,7 @@ def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any
     """Our actions of one Delta version (its commitInfo last, with a placeholder state)."""
     out: list[Action] = []
     meta = before.metadata if before else None
-    live = set(before.tablets) if before else set()
+    live = {t: st.add.path for t, st in before.tablets.items()} if before else {}
     info: dict[str, Any] = {}
     # the order of actions within a Delta version means nothing: the metadata first
     for line in sorted(lines, key=lambda a: "metaData" not in a):
@@ -186,19 +186,22 @@ def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any
                 raise FormatError(f"Delta table {root}: version {version} adds a file before any metaData")
             tid = _tablet_id(body["path"])
             path = unquote(body["path"])
+            if live.get(tid, path) != path:  # the engine's scan knows a file by its name alone
+                raise FormatError(f"the Delta table at {root} has two live data files named {basename(path)} "
+                                  f"({live[tid]}, {path})", help=HELP)
             stats = _stats(meta, body.get("stats"))
             rows = json.loads(body["stats"]).get("numRecords") if body.get("stats") else None
             if rows is None:
                 rows = pq.read_metadata(io.open_input(join(root, path))).num_rows
             out.append(AddTablet(tid, path, int(rows), int(body["size"]), stats, ""))
-            live.add(tid)
+            live[tid] = path
             if body.get("deletionVector"):
                 out.append(_dv(io, root, tid, body["deletionVector"]))
         elif kind == "remove":
             tid = _tablet_id(body["path"])
             if tid in live:
                 out.append(RemoveTablet(tid))
-                live.discard(tid)
+                del live[tid]
         elif kind == "commitInfo":
             info = body
         elif kind == "cdc":
