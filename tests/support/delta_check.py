@@ -38,9 +38,22 @@ def delta_read(root: str, version: int | None = None) -> pa.Table:
     dt = DeltaTable(root, version=version, storage_options=storage_options(root))
     got = QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all()
     table = pa.table(got)
-    # delta-rs gives string views; compare values, not layouts
-    return table.cast(pa.schema([pa.field(f.name, pa.string() if pa.types.is_string_view(f.type) else f.type)
-                                 for f in table.schema]))
+    # delta-rs gives string views (nested ones too); compare values, not layouts
+    return table.cast(pa.schema([f.with_type(_plain(f.type)) for f in table.schema]))
+
+
+def _plain(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
+        return pa.string()
+    if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
+        return pa.binary()
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(t.value_field.with_type(_plain(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_plain(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(_plain(t.key_type), _plain(t.item_type))
+    return t
 
 
 def _root_and_store(db_or_path, table: str | None):

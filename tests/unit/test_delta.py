@@ -176,3 +176,23 @@ def test_a_delta_rs_append_to_a_tablet_table_is_taken_in(base):
     assert t.version == 4
     assert sorted(t.read().column("id").to_pylist()) == [1, 2, 10, 11, 20]
     assert_delta_agrees(t)
+
+
+def test_nested_columns_under_column_mapping(tmp_path):
+    """Under column mapping every field, nested ones too, carries an id and a physical name."""
+    t = TabletTable.create(str(tmp_path / "t"), [("id", "bigint", False), ("s", "struct<a:int,b:string>", True),
+                                                  ("l", "array<struct<x:double>>", True)])
+    t.append(pa.table({"id": _ids(0, 2), "s": [{"a": 1, "b": "x"}, None], "l": [[{"x": 1.0}], []]},
+                      schema=pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+                                        ("l", pa.list_(pa.struct([("x", pa.float64())])))])))
+    t.add_columns([("w", "int")])
+    got = delta_read(t.root).sort_by("id")
+    assert got.column("s").to_pylist() == [{"a": 1, "b": "x"}, None]
+    assert got.column("l").to_pylist() == [[{"x": 1.0}], []]
+    assert got.column("w").to_pylist() == [None, None]
+    with open(os.path.join(t.root, "_delta_log", "00000000000000000002.json")) as f:
+        meta = next(json.loads(line)["metaData"] for line in f if '"metaData"' in line)
+    fields = json.loads(meta["schemaString"])["fields"]
+    nested = fields[1]["type"]["fields"] + fields[2]["type"]["elementType"]["fields"]
+    ids = [f["metadata"]["delta.columnMapping.id"] for f in fields + nested]
+    assert len(set(ids)) == len(ids) and max(ids) == int(meta["configuration"]["delta.columnMapping.maxColumnId"])
