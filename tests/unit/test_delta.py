@@ -198,3 +198,40 @@ def test_nested_columns_under_column_mapping(tmp_path):
     nested = fields[1]["type"]["fields"] + fields[2]["type"]["elementType"]["fields"]
     ids = [f["metadata"]["delta.columnMapping.id"] for f in fields + nested]
     assert len(set(ids)) == len(ids) and max(ids) == int(meta["configuration"]["delta.columnMapping.maxColumnId"])
+
+
+def test_adopt_copies_deletion_vectors_another_delta_writer_made(tmp_path):
+    """A Delta version with a deletion vector in Delta's own layout (a file under a random
+    prefix, storage type 'u'), as Delta Spark writes one: adopted, the vector copied into ours."""
+    import uuid
+
+    from pyroaring import BitMap64
+    from tablets.storage.dv import encode
+
+    root = str(tmp_path / "d")
+    deltalake.write_deltalake(root, pa.table({"id": _ids(0, 10)}))
+    add = pa.table(deltalake.DeltaTable(root).get_add_actions(flatten=True)).to_pylist()[0]
+    path, size = add["path"], add["size_bytes"]
+    blob = encode(BitMap64([1, 4, 5]))
+    uid = uuid.uuid4()
+    os.makedirs(os.path.join(root, "ab"))
+    with open(os.path.join(root, "ab", f"deletion_vector_{uid}.bin"), "wb") as f:
+        f.write(blob)
+    dv = {"storageType": "u", "pathOrInlineDv": "ab" + delta_log.z85_encode(uid.bytes), "offset": 1,
+          "sizeInBytes": len(blob) - 9, "cardinality": 3}
+    lines = [
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                      "writerFeatures": ["deletionVectors"]}},
+        {"remove": {"path": path, "deletionTimestamp": 1, "dataChange": True, "size": size}},
+        {"add": {"path": path, "partitionValues": {}, "size": size, "modificationTime": 1, "dataChange": True,
+                 "deletionVector": dv}},
+        {"commitInfo": {"timestamp": 2, "operation": "DELETE", "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0"}},
+    ]
+    with open(os.path.join(root, "_delta_log", "00000000000000000001.json"), "w") as f:
+        f.write("".join(json.dumps(x) + "\n" for x in lines))
+    assert sorted(delta_read(root).column("id").to_pylist()) == [0, 2, 3, 6, 7, 8, 9]
+    t = TabletTable(root)
+    adopt(t.io, root)
+    st = next(iter(t.snapshot().tablets.values()))
+    assert st.dv is not None and st.dv.path.startswith("dv/deletion_vector_")  # ours, a copy
+    assert_delta_agrees(t)
