@@ -235,3 +235,14 @@ def test_adopt_copies_deletion_vectors_another_delta_writer_made(tmp_path):
     st = next(iter(t.snapshot().tablets.values()))
     assert st.dv is not None and st.dv.path.startswith("dv/deletion_vector_")  # ours, a copy
     assert_delta_agrees(t)
+
+
+def test_adopt_if_delta_adopts_once(tmp_path):
+    from tablets.storage.delta_adopt import adopt_if_delta
+
+    root = str(tmp_path / "d")
+    _delta_rs_table(root)
+    t = TabletTable(root)
+    assert adopt_if_delta(t.io, root) is True
+    assert adopt_if_delta(t.io, root) is False  # a tablet table now
+    assert adopt_if_delta(t.io, str(tmp_path / "nothing")) is False

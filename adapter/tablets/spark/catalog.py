@@ -624,8 +624,8 @@ def create_table(
             raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
     root = normalize(location) if location else default_location(spark, db, table)
     store = storage(spark).table(root)
-    if location is not None and not replace:
-        adopt_delta(store, key_columns)
+    if location is not None and not replace:  # a Delta table written by another engine: adopted
+        delta_adopt.adopt_if_delta(store.io, root, tuple(key_columns))
     created = False
     if store.exists():
         if location is None and not replace:
@@ -686,16 +686,6 @@ def replaceable(spark: SparkSession, name: str, location: str | None = None) -> 
     return storage(spark).table(root)
 
 
-def adopt_delta(store: TabletTable, key_columns: Sequence[str] = ()) -> bool:
-    """Adopt the Delta table written by another engine at ``store``'s root (its ``_log`` built
-    from its ``_delta_log``: ``tablets.storage.delta_adopt``), keeping ``key_columns`` as its
-    key from now on; False if there is none to adopt."""
-    if store.exists() or not delta_adopt.is_delta_table(store.io, store.root):
-        return False
-    delta_adopt.adopt(store.io, store.root, tuple(key_columns))
-    return True
-
-
 def _create_at_path(
     spark: SparkSession,
     path: str,
@@ -707,7 +697,7 @@ def _create_at_path(
     if_not_exists: bool,
 ) -> TabletTable:
     store = storage(spark).table(path)
-    if not replace and adopt_delta(store, key_columns):
+    if not replace and delta_adopt.adopt_if_delta(store.io, path, tuple(key_columns)):  # a Delta table there
         return store
     if store.exists():
         if if_not_exists:

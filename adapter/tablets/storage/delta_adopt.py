@@ -306,6 +306,15 @@ def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
     return snap.version
 
 
+def adopt_if_delta(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> bool:
+    """Adopt the Delta table at ``root`` if there is one and no tablet table yet (``CREATE
+    TABLE ... LOCATION``, ``tablets.`/path` ``); False if there is none to adopt."""
+    if log.has_version(io, root) or not is_delta_table(io, root):
+        return False
+    adopt(io, root, key_columns)
+    return True
+
+
 def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
     """Delta versions from ``version`` on that another Delta writer committed to this tablet
     table (delta-rs appends to a table with deletion vectors) and ``_log`` lacks: written into
@@ -333,4 +342,4 @@ def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
     return taken
 
 
-__all__ = ["FIELD_ID", "adopt", "check_metadata", "check_protocol", "is_delta_table", "take_in"]
+__all__ = ["FIELD_ID", "adopt", "adopt_if_delta", "check_metadata", "check_protocol", "is_delta_table", "take_in"]

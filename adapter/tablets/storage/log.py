@@ -149,6 +149,15 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
     return versions, [c for c in checkpoints if c <= versions[-1]]
 
 
+def has_version(io: FileIO, root: str) -> bool:
+    """Whether ``root`` holds a tablet table (a committed version of ``_log``)."""
+    try:
+        list_log(io, root)
+    except TableNotFound:
+        return False
+    return True
+
+
 def latest_version(io: FileIO, root: str) -> int:
     versions, _ = list_log(io, root)
     return versions[-1]
