@@ -339,8 +339,10 @@ class Database:
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
         props = dict(spec.properties)
         keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
-        if spec.query is None and spec.columns_ddl is None and spec.location is not None:
-            catalog.create_table(self.spark, spec.target, None, location=spec.location)  # adopt the table there
+        at_path = catalog.path_of(spec.target) is not None  # tablets.`/path`: adopts a Delta table there
+        if spec.query is None and spec.columns_ddl is None and (spec.location is not None or at_path):
+            # adopt the table there (a tablet table, or a Delta table written by another engine)
+            catalog.create_table(self.spark, spec.target, None, location=spec.location, key_columns=keys)
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         if spec.query is None and spec.columns_ddl is None:
             raise MergeSpecError(f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ...")

@@ -14,6 +14,7 @@ import textwrap
 
 import pyarrow as pa
 import pytest
+from support.delta_check import assert_delta_agrees
 from tablets.engine.executor import MergeOptions, execute
 from tablets.exceptions import CommitConflict
 from tablets.sql import parse_statement
@@ -64,6 +65,8 @@ def test_warehouse_in_a_bucket(s3_server, tmp_path):
         assert any(k.startswith(f"wh/{table}/tablets/") for k in keys)
     assert any(k.startswith("wh/t/dv/") for k in keys)
     assert any(k.startswith("wh/_tablets_registry/") for k in keys)
+    for table in ("t", "u"):  # each is a Delta table in the bucket too: delta-rs reads every version
+        assert_delta_agrees(f"{wh}/{table}")
     # on local disk: Derby's metastore, derby.log, its lock and Spark's empty local warehouse, nothing else
     local = [
         os.path.relpath(os.path.join(d, f), cwd)
@@ -98,3 +101,4 @@ def test_interleaved_merges_on_a_bucket_never_two_winners(spark, s3_server):
     assert table.version == read.version + 2
     got = dict(zip(*(c.to_pylist() for c in table.read().columns), strict=True))
     assert (got[1], got[2], got[3], len(got)) == ("first", "third", "x", 10)
+    assert_delta_agrees(table)  # the rebased deletion vector too

@@ -363,7 +363,32 @@ def run_case(dbs: dict, case: Case, tally: Tally | None = None) -> tuple[Failure
         bad = f.result()
         if bad:
             return Failure("timetravel", labels[p], len(case.steps) - 1, bad), scripts
+    bad_delta = delta_check(runs)
+    if bad_delta is not None:
+        return Failure("delta", labels.get(bad_delta[0], bad_delta[0]), len(case.steps) - 1, bad_delta[1]), scripts
     return None, scripts
+
+
+def delta_check(runs: dict) -> tuple[str, str] | None:
+    """delta-rs reads each case's table as tablets does (the table as a Delta table, issue #29):
+    by default only the newest version of the driver plan's table (one small read, ~20 ms);
+    ``TABLETS_DELTA_CHECK=all``: every version of every plan's; ``=off``: nothing."""
+    import os
+
+    mode = os.environ.get("TABLETS_DELTA_CHECK", "newest")
+    if mode == "off":
+        return None
+    from support.delta_check import assert_delta_agrees
+
+    for p, r in runs.items():
+        if mode != "all" and p != "driver":
+            continue
+        table = r.db.table_of(r.name)
+        try:
+            assert_delta_agrees(table, versions=None if mode == "all" else [table.version])
+        except AssertionError as e:
+            return p, f"delta-rs: {e}"
+    return None
 
 
 def _compare(i: int, step: Step, want: Outcome, outs: dict[str, Outcome]) -> Failure | str | None:

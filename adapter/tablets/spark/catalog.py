@@ -60,6 +60,7 @@ from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.spark.errors import install as install_errors
 from tablets.sqltext import quote_ident, sql_string
+from tablets.storage import delta_adopt
 from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
 from tablets.storage.log import LAST_CHECKPOINT, log_dir, version_name
 from tablets.storage.table import TabletTable
@@ -403,7 +404,7 @@ def describe_path(spark: SparkSession, path: str) -> str:
     if io.local and os.path.isfile(path):
         return f"{path} is a file, not a table directory"
     if io.list(join(path, "_delta_log")):
-        return f"{path} is a Delta table (it has _delta_log/)"
+        return f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
     if io.list(join(path, "metadata")):
         return f"{path} looks like an Iceberg table (it has metadata/)"
     if io.list(log_dir(path)):
@@ -625,6 +626,8 @@ def create_table(
             raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
     root = normalize(location) if location else default_location(spark, db, table)
     store = storage(spark).table(root)
+    if location is not None and not replace:  # a Delta table written by another engine: adopted
+        delta_adopt.adopt_if_delta(store.io, root, tuple(key_columns))
     created = False
     if store.exists():
         if location is None and not replace:
@@ -696,6 +699,8 @@ def _create_at_path(
     if_not_exists: bool,
 ) -> TabletTable:
     store = storage(spark).table(path)
+    if not replace and delta_adopt.adopt_if_delta(store.io, path, tuple(key_columns)):  # a Delta table there
+        return store
     if store.exists():
         if if_not_exists:
             return store

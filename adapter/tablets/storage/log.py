@@ -140,10 +140,22 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
         raise TableNotFound(f"no tablet table at {root} (no {LOG_DIR}/ with a committed version)")
     if hint is not None and hint.version not in checkpoints:
         warn_once(where, f"{where} names checkpoint {hint.version}, which is missing: ignored")
+    first = versions[0]
+    if first > start and first in checkpoints:
+        start = first  # a log that begins at a checkpoint (an adopted Delta table's may)
     missing = _gaps(versions, start, versions[-1])
     if missing:
         raise _missing_error(root, missing, versions)
     return versions, [c for c in checkpoints if c <= versions[-1]]
+
+
+def has_version(io: FileIO, root: str) -> bool:
+    """Whether ``root`` holds a tablet table (a committed version of ``_log``)."""
+    try:
+        list_log(io, root)
+    except TableNotFound:
+        return False
+    return True
 
 
 def latest_version(io: FileIO, root: str) -> int:

@@ -28,7 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import log, transaction, vacuum
+from tablets.storage import delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
@@ -146,6 +146,7 @@ class TabletTable:
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table was created at {table.root} concurrently")
+        delta_log.publish(table.io, table.root, 0, [meta, info], None)
         return table
 
     @classmethod
@@ -517,6 +518,9 @@ class TabletTable:
             for f in self.io.list(join(self.root, sub)):
                 if f"{sub}/{f.name}" not in keep and f.mtime_ms < cutoff_ms:
                     found.append(f"{sub}/{f.name}")
+        for f in self.io.list(self.root):  # data files of an adopted Delta table (delta_adopt)
+            if f.name.endswith(".parquet") and f.name[0] not in "_." and f.name not in keep and f.mtime_ms < cutoff_ms:
+                found.append(f.name)
         for f in self.io.list(log.log_dir(self.root)):
             if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
                 found.append(f"{log.LOG_DIR}/{f.name}")

@@ -12,6 +12,7 @@ import contextlib
 import datetime as dt
 import decimal
 import functools
+import hashlib
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -56,7 +57,11 @@ def tablet_relpath(tablet_id: str) -> str:
 
 
 def dv_relpath(tablet_id: str, txid: str) -> str:
-    return f"{DV_DIR}/{tablet_id}-{txid}.bin"
+    """``dv/deletion_vector_<uuid>.bin``: Delta's name for a DV file, so the published Delta log
+    names it relative to the table (storage type 'u'); the UUID is a hash of (tablet, txid), so
+    a retried task writes the same name (and fails on it rather than leave a second file)."""
+    digest = hashlib.blake2b(f"{tablet_id}-{txid}".encode(), digest_size=16).digest()
+    return f"{DV_DIR}/deletion_vector_{uuid.UUID(bytes=digest)}.bin"
 
 
 def row_id_tag(tablet_id: str) -> int:
@@ -199,11 +204,23 @@ def _verified(io: FileIO, path: str, add: AddTablet) -> Iterator[pq.ParquetFile]
         raise damaged(path, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__) from None
 
 
+def unview(data: pa.Table) -> pa.Table:
+    """``data`` with string and binary views as plain strings and binaries: files written by
+    delta-rs (an adopted Delta table) store views in their Arrow schema, which some of Arrow's
+    kernels (``take``) do not take."""
+    views = [i for i, f in enumerate(data.schema) if pa.types.is_string_view(f.type) or pa.types.is_binary_view(f.type)]
+    for i in views:
+        f = data.schema.field(i)
+        plain = pa.string() if pa.types.is_string_view(f.type) else pa.binary()
+        data = data.set_column(i, f.with_type(plain), data.column(i).cast(plain))
+    return data
+
+
 def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) -> pa.Table:
     """The columns of one tablet file (those it has), after checking it is the log's tablet."""
     with _verified(io, path, add) as pf:
         present = set(pf.schema_arrow.names)
-        return pf.read(columns=[c for c in columns if c in present])
+        return unview(pf.read(columns=[c for c in columns if c in present]))
 
 
 def read_tablet(
@@ -351,7 +368,7 @@ def select_rows(
                 not skip_by_stats or all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items()))
             if not holds and others is None:
                 continue
-            group = conform(pf.read_row_group(g, columns=[c for c in probe if c in names]), probe_schema, meta.num_rows)
+            group = conform(unview(pf.read_row_group(g, columns=[c for c in probe if c in names])), probe_schema, meta.num_rows)
             hit = None
             for c, ks in keys.items() if holds else ():
                 h = ks.hits(group.column(c))
@@ -367,7 +384,7 @@ def select_rows(
             picked = pa.array(local)
             # the probed columns were read above: only the others are read for the selected rows
             rest = [c for c in present if c not in probe]
-            read = pf.read_row_group(g, columns=rest).take(picked) if rest else None
+            read = unview(pf.read_row_group(g, columns=rest)).take(picked) if rest else None
             probed = group.take(picked)
             rows = pa.table({c: (probed if c in probe else read).column(c) for c in present})
             parts.append(conform(rows, wanted, len(local)))
@@ -390,7 +407,7 @@ class _ByName:
         self.names = [mapping.name_of(p) or "" for p in pf.schema_arrow.names]
 
     def read_row_group(self, g: int, columns: list[str]) -> pa.Table:
-        return self._mapping.to_names(self._pf.read_row_group(g, columns=self._mapping.physical_names(columns)))
+        return self._mapping.to_names(unview(self._pf.read_row_group(g, columns=self._mapping.physical_names(columns))))
 
 
 # Above this many tablets, one listing of tablets/ is cheaper than a HEAD per file.
@@ -406,8 +423,10 @@ def check_sizes(io: FileIO, root: str, adds: Sequence[AddTablet]) -> None:
         for add in adds:
             with contextlib.suppress(FileNotFoundError):
                 sizes[add.path] = io.size(join(root, add.path))
-    else:
-        sizes = {f"{TABLET_DIR}/{f.name}": f.size for f in io.list(join(root, TABLET_DIR))}
+    else:  # one listing per directory the tablets are in (an adopted Delta table's: the root)
+        sizes = {}
+        for sub in sorted({a.path.rpartition("/")[0] for a in adds}):
+            sizes.update({f"{sub}/{f.name}" if sub else f.name: f.size for f in io.list(join(root, sub) if sub else root)})
     for add in adds:
         path = join(root, add.path)
         if add.path not in sizes:
