@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
 from tablets.storage import log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
+from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.tablet import new_id
 
@@ -46,9 +47,11 @@ def owner_root(path: str) -> str:
     return parent(parent(path))
 
 
-def clone_actions(source_root: str, snap: Snapshot, clone_id: str) -> list[Action]:
-    """Version 0 of a clone of ``snap`` (without its commit_info)."""
-    meta = replace(snap.metadata, table_id=clone_id, created_ms=int(time.time() * 1000))
+def clone_actions(source_root: str, snap: Snapshot, clone_id: str, properties: Mapping[str, str] | None = None) -> list[Action]:
+    """Version 0 of a clone of ``snap`` (without its commit_info); ``properties`` are set on
+    top of the source's."""
+    props = tuple(sorted({**dict(snap.metadata.properties), **(properties or {})}.items()))
+    meta = replace(snap.metadata, table_id=clone_id, created_ms=int(time.time() * 1000), properties=props)
     out: list[Action] = [meta]
     for st in snap.tablets.values():
         out.append(replace(st.add, path=join(source_root, st.add.path)))
@@ -61,7 +64,10 @@ def _marker(root: str, clone_id: str) -> str:
     return join(root, CLONES_DIR, f"{clone_id}.json")
 
 
-def shallow_clone(source: object, target_root: str, version: int | None = None, *, statement: str = "") -> int:
+def shallow_clone(
+    source: object, target_root: str, version: int | None = None, *, properties: Mapping[str, str] | None = None,
+    statement: str = "",
+) -> int:
     """Create a clone of ``source`` (a ``TabletTable``) at ``version`` (default: the newest) at
     ``target_root``: its version 0, with no file copied. ``TableAlreadyExists`` if a table is there."""
     from tablets.storage.table import TabletTable
@@ -80,7 +86,9 @@ def shallow_clone(source: object, target_root: str, version: int | None = None, 
         raise TableAlreadyExists(f"{what}: a tablet table already exists at {target.root}")
     snap = source.snapshot(version)
     clone_id = new_id()
-    actions = clone_actions(source.root, snap, clone_id)
+    if properties:
+        check_properties(properties, snap.metadata.column_names, what)
+    actions = clone_actions(source.root, snap, clone_id, properties)
     files = [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
     owners = sorted({owner_root(p) for p in files} | {source.root})
     body = json.dumps({"root": target.root, "source_version": snap.version, "created_ms": int(time.time() * 1000)}).encode()
