@@ -22,6 +22,8 @@ from tablets.storage.fileio import normalize
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from tablets.storage.snapshot import Snapshot
+
 RESULT_DDL = (
     "source_table_size BIGINT, source_num_of_files BIGINT, num_removed_files BIGINT, num_copied_files BIGINT, "
     "removed_files_size BIGINT, copied_files_size BIGINT"
@@ -73,11 +75,16 @@ def clone(spark: SparkSession, spec: CloneSpec, source_root: str, what: str) -> 
             return spark.createDataFrame([(0, 0, 0, 0, 0, 0)], RESULT_DDL)
         if not spec.replace:
             raise TableAlreadyExists(f"{what}: {spec.target} already exists", help="Use CREATE OR REPLACE TABLE ... SHALLOW CLONE, or drop it first.")
-        if have == "tablets" and by_path is None:
-            removed = len(catalog.storage(spark).table(catalog.require(spark, spec.target)).snapshot().tablets)
+        if have == "tablets":  # one new version of that table: its history stays (as Delta's)
+            root = normalize(by_path) if by_path is not None else catalog.require(spark, spec.target)
+            if spec.location is None or normalize(spec.location) == root:
+                target = catalog.storage(spark).table(root)
+                removed = len(target.snapshot().tablets)
+                shallow_clone(source, root, snap.version, properties=dict(spec.properties), replace_table=True, statement=what)
+                if by_path is None:
+                    catalog.sync_schema(spark, spec.target, keys_changed=True)
+                return _result(spark, snap, removed)
             catalog.drop_table(spark, spec.target)
-        elif have == "tablets":
-            catalog.storage(spark).table(by_path).drop()
         else:
             spark.sql(f"DROP {'VIEW' if have == 'view' else 'TABLE'} IF EXISTS {spec.target}")
     if by_path is not None:
@@ -100,5 +107,9 @@ def clone(spark: SparkSession, spec: CloneSpec, source_root: str, what: str) -> 
         except Exception:
             store.drop()  # no catalog entry: the clone would be unreachable
             raise
+    return _result(spark, snap, removed)
+
+
+def _result(spark: SparkSession, snap: Snapshot, removed: int) -> DataFrame:
     size = sum(st.add.bytes for st in snap.tablets.values())
     return spark.createDataFrame([(size, len(snap.tablets), removed, 0, 0, 0)], RESULT_DDL)

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
 from tablets.storage import log, transaction, vacuum
-from tablets.storage.actions import Action, AddTablet, CommitInfo, SetDV
+from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
 from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot
@@ -66,10 +66,13 @@ def _marker(root: str, clone_id: str) -> str:
 
 def shallow_clone(
     source: object, target_root: str, version: int | None = None, *, properties: Mapping[str, str] | None = None,
-    statement: str = "",
+    replace_table: bool = False, statement: str = "",
 ) -> int:
-    """Create a clone of ``source`` (a ``TabletTable``) at ``version`` (default: the newest) at
-    ``target_root``: its version 0, with no file copied. ``TableAlreadyExists`` if a table is there."""
+    """Clone ``source`` (a ``TabletTable``) at ``version`` (default: the newest) to
+    ``target_root``, no file copied: its version 0, or with ``replace_table`` and a table there,
+    one new version of that table whose state is the clone's (its history stays, as Delta's
+    CREATE OR REPLACE ... CLONE). ``TableAlreadyExists`` if a table is there and not replaced.
+    The version committed."""
     from tablets.storage.table import TabletTable
 
     assert isinstance(source, TabletTable)
@@ -82,32 +85,43 @@ def shallow_clone(
         )
     if target.root == source.root or target.root.startswith(source.root.rstrip("/") + "/"):
         raise TabletsError(f"{what}: the clone's location {target.root} is inside its source's root", help="Use another location.")
-    if target.exists():
+    old = target.snapshot() if target.exists() else None
+    if old is not None and not replace_table:
         raise TableAlreadyExists(f"{what}: a tablet table already exists at {target.root}")
     snap = source.snapshot(version)
-    clone_id = new_id()
     if properties:
         check_properties(properties, snap.metadata.column_names, what)
+    clone_id = old.metadata.table_id if old is not None else new_id()
     actions = clone_actions(source.root, snap, clone_id, properties)
+    if old is not None:  # keep ids never given twice; drop every tablet the table had
+        meta = actions[0]
+        actions[0] = replace(meta, max_column_id=max(meta.max_column_id, old.metadata.max_column_id))  # type: ignore[type-var]
+        actions[1:1] = [RemoveTablet(t) for t in old.tablets]
     files = [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
     owners = sorted({owner_root(p) for p in files} | {source.root})
     body = json.dumps({"root": target.root, "source_version": snap.version, "created_ms": int(time.time() * 1000)}).encode()
     for owner in owners:  # first: a VACUUM of an owner that starts from now on keeps these files
         source.io.write(_marker(owner, clone_id), body, sync=True)
+    params = {"source": source.root, "source_table_id": snap.metadata.table_id, "source_version": str(snap.version)}
+    metrics = {"num_tablets": float(len(snap.tablets)), "source_table_size": float(sum(st.add.bytes for st in snap.tablets.values()))}
     try:
         for owner in owners:  # a VACUUM already deleting (its marker up), or files already gone
             vacuum.check_foreign(source.io, owner, [p for p in files if owner_root(p) == owner], what)
-        info = CommitInfo(
-            CLONE, new_id(), int(time.time() * 1000), -1,
-            parameters=(("source", source.root), ("source_table_id", snap.metadata.table_id), ("source_version", str(snap.version))),
-            metrics=(("num_tablets", float(len(snap.tablets))), ("source_table_size", float(sum(st.add.bytes for st in snap.tablets.values())))),
-        )
+        if old is not None:
+            handle = transaction.begin(
+                old, target.root, CLONE, delete_from=(), read_tablets=old.tablets.keys(), reads_appends=True, io=target.io
+            )
+            committed = transaction.commit(handle, [], extra_actions=actions, parameters=params, metrics=metrics)
+            assert committed is not None
+            return committed
+        info = CommitInfo(CLONE, new_id(), int(time.time() * 1000), -1, tuple(params.items()), tuple(metrics.items()))
         info = replace(info, state=log.apply_version(None, 0, actions).summary().record())
         if not log.write_version(source.io, target.root, 0, [*actions, info]):
             raise TableAlreadyExists(f"{what}: a tablet table was created at {target.root} concurrently")
     except BaseException:
-        for owner in owners:
-            source.io.delete(_marker(owner, clone_id))
+        if old is None:
+            for owner in owners:
+                source.io.delete(_marker(owner, clone_id))
         raise
     return 0
 
