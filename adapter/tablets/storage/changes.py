@@ -29,6 +29,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -294,3 +295,40 @@ def tag_changes(vc: VersionChanges, key_columns: Sequence[str]) -> pa.Table:
 def _keys(t: pa.Table, keys: Sequence[str]) -> list[tuple[object, ...]]:
     cols = [t.column(k).to_pylist() for k in keys]
     return [tuple(_hashable(v) for v in row) for row in zip(*cols, strict=True)]
+
+
+# --- consumption records (dbt's tablets_changes) -------------------------------------------------
+
+CONSUMED = "consumed"  # commit parameter: JSON {upstream table id: last version read}
+CONSUMED_PROPERTY = "tablets.consumed"
+
+
+def last_consumed(table: object) -> dict[str, int]:
+    """What the newest commit of ``table`` that records one says it consumed: {upstream table
+    id: version} (empty when none does)."""
+    from tablets.storage.table import TabletTable
+
+    assert isinstance(table, TabletTable)
+    for h in reversed(table.history()):
+        raw = dict(h.commit.parameters).get(CONSUMED) if h.commit is not None else None
+        if raw:
+            try:
+                return {str(k): int(v) for k, v in json.loads(raw).items()}
+            except (ValueError, AttributeError, TypeError):
+                return {}
+    return {}
+
+
+def record_consumed(table: object, consumed: dict[str, int]) -> int | None:
+    """Record ``consumed`` in a commit of its own (a table property, and the commit's
+    parameter): for a statement that read changes and wrote nothing, so its next run starts
+    after them. None when the table already records it."""
+    from tablets.storage.metadata import MetadataChange
+    from tablets.storage.table import TabletTable
+
+    assert isinstance(table, TabletTable)
+    text = json.dumps(consumed, sort_keys=True)
+    if last_consumed(table) == consumed:
+        return None
+    change = MetadataChange(set_properties=((CONSUMED_PROPERTY, text),))
+    return table.alter_metadata(change, "CONSUME CHANGES", {CONSUMED: text})
