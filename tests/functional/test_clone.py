@@ -4,12 +4,12 @@ CLONEs, anything else a view of the deferred relation."""
 from __future__ import annotations
 
 import pytest
+from dbt.tests.adapter.dbt_clone import fixtures
 from dbt.tests.adapter.dbt_clone.test_dbt_clone import (
     BaseCloneNotPossible,
     BaseClonePossible,
     BaseCloneSameSourceAndTarget,
 )
-from dbt.tests.adapter.dbt_clone import fixtures
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
 TABLETS = {"+file_format": "tablets"}

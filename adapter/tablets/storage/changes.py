@@ -222,8 +222,8 @@ class _Reader:
         return ChangesUnavailable(
             f"{self.what}: the changes of version {version} cannot be read: a file they need is gone ({e.detail}); "
             "VACUUM removes files that only older versions reference",
-            help=f"Read changes from a version after the last VACUUM's retention (DESCRIBE HISTORY), or read the "
-            f"table as it is now; keep more history next time (the table property deleted_file_retention_hours).",
+            help="Read changes from a version after the last VACUUM's retention (DESCRIBE HISTORY), or read the "
+            "table as it is now; keep more history next time (the table property deleted_file_retention_hours).",
         )
 
 
