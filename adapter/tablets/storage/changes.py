@@ -33,9 +33,11 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap64
 
 from tablets.exceptions import ChangesUnavailable, FormatError
 from tablets.storage import log
@@ -45,6 +47,9 @@ from tablets.storage.fileio import join
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, read_tablet
 from tablets.storage.types import schema_to_arrow
+
+if TYPE_CHECKING:
+    from tablets.storage.table import TabletTable
 
 CHANGE_TYPE = "_change_type"
 COMMIT_VERSION = "_commit_version"
@@ -116,14 +121,11 @@ def version_range(
 
 
 def changes(
-    table: object, start: int, end: int | None = None, *, where: str | None = None,
+    table: TabletTable, start: int, end: int | None = None, *, where: str | None = None,
 ) -> pa.Table:
     """The rows each version in [``start``, ``end``] inserted, deleted and updated (``table``: a
     ``TabletTable``), with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``;
     ``ChangesUnavailable`` where VACUUM removed a file a version's changes need."""
-    from tablets.storage.table import TabletTable
-
-    assert isinstance(table, TabletTable)
     what = where or f"table_changes({table.root}, {start}{'' if end is None else f', {end}'})"
     start, end = version_range(table.commit_times(), start, end, what)
     meta = table.snapshot(end).metadata
@@ -135,11 +137,8 @@ def changes(
     return pa.concat_tables([p.cast(schema) for p in parts]).combine_chunks()
 
 
-def version_changes(table: object, start: int, end: int, meta: Metadata, what: str) -> Iterator[VersionChanges]:
+def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, what: str) -> Iterator[VersionChanges]:
     """Each version's deleted and inserted rows, read with ``meta``'s columns."""
-    from tablets.storage.table import TabletTable
-
-    assert isinstance(table, TabletTable)
     reader = _Reader(table, meta, what)
     prev: Snapshot | None = table.snapshot(start - 1) if start > 0 else None
     for v in range(start, end + 1):
@@ -160,7 +159,7 @@ def version_changes(table: object, start: int, end: int, meta: Metadata, what: s
 class _Reader:
     """Reads the rows a version's difference needs, with one version's columns."""
 
-    def __init__(self, table: object, meta: Metadata, what: str) -> None:
+    def __init__(self, table: TabletTable, meta: Metadata, what: str) -> None:
         self.table, self.meta, self.what = table, meta, what
         self.schema = schema_to_arrow(meta.schema)
 
@@ -177,10 +176,10 @@ class _Reader:
                     inserted.append(back)
             else:  # removed (or replaced by another file under its id)
                 deleted.append(self._live(old, version))
-        for tid, new in cur.tablets.items():
-            old = before.get(tid)
-            if old is None or old.add != new.add:
-                inserted.append(self._live(new, version))
+        for tid, now in cur.tablets.items():
+            was = before.get(tid)
+            if was is None or was.add != now.add:
+                inserted.append(self._live(now, version))
         return self._concat(deleted), self._concat(inserted)
 
     def _concat(self, parts: list[pa.Table]) -> pa.Table:
@@ -190,7 +189,7 @@ class _Reader:
     def _live(self, st: TabletState, version: int) -> pa.Table:
         t = self.table
         try:
-            return read_tablet(t.io, t.root, st.add, st.dv, self.schema, mapping=self.meta.mapping)  # type: ignore[attr-defined]
+            return read_tablet(t.io, t.root, st.add, st.dv, self.schema, mapping=self.meta.mapping)
         except FormatError as e:
             raise self._gone(version, e) from None
 
@@ -203,20 +202,18 @@ class _Reader:
             was = self._bits(old)
             gone = sorted(now - was)
             back = sorted(was - now)
-            rows = read_tablet(t.io, t.root, new.add, None, self.schema, row_ids=True, mapping=self.meta.mapping)  # type: ignore[attr-defined]
+            rows = read_tablet(t.io, t.root, new.add, None, self.schema, row_ids=True, mapping=self.meta.mapping)
         except FormatError as e:
             raise self._gone(version, e) from None
         rows = rows.drop_columns([ROW_TABLET, ROW_NUMBER])
         return rows.take(pa.array(gone, pa.int64())), rows.take(pa.array(back, pa.int64()))
 
-    def _bits(self, st: TabletState) -> object:
-        from pyroaring import BitMap64
-
+    def _bits(self, st: TabletState) -> BitMap64:
         if st.dv is None:
             return BitMap64()
         t = self.table
         dv = st.dv
-        return read_dv(t.io, join(t.root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))  # type: ignore[attr-defined]
+        return read_dv(t.io, join(t.root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
 
     def _gone(self, version: int, e: FormatError) -> ChangesUnavailable:
         return ChangesUnavailable(
@@ -303,12 +300,9 @@ CONSUMED = "consumed"  # commit parameter: JSON {upstream table id: last version
 CONSUMED_PROPERTY = "tablets.consumed"
 
 
-def last_consumed(table: object) -> dict[str, int]:
+def last_consumed(table: TabletTable) -> dict[str, int]:
     """What the newest commit of ``table`` that records one says it consumed: {upstream table
     id: version} (empty when none does)."""
-    from tablets.storage.table import TabletTable
-
-    assert isinstance(table, TabletTable)
     for h in reversed(table.history()):
         raw = dict(h.commit.parameters).get(CONSUMED) if h.commit is not None else None
         if raw:
@@ -319,14 +313,12 @@ def last_consumed(table: object) -> dict[str, int]:
     return {}
 
 
-def record_consumed(table: object, consumed: dict[str, int]) -> int | None:
+def record_consumed(table: TabletTable, consumed: dict[str, int]) -> int | None:
     """Record ``consumed`` in a commit of its own (a table property, and the commit's
     parameter): for a statement that read changes and wrote nothing, so its next run starts
     after them. None when the table already records it."""
     from tablets.storage.metadata import MetadataChange
-    from tablets.storage.table import TabletTable
 
-    assert isinstance(table, TabletTable)
     text = json.dumps(consumed, sort_keys=True)
     if last_consumed(table) == consumed:
         return None

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
 from tablets.storage import log, transaction, vacuum
-from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
+from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
 from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot
@@ -95,7 +95,8 @@ def shallow_clone(
     actions = clone_actions(source.root, snap, clone_id, properties)
     if old is not None:  # keep ids never given twice; drop every tablet the table had
         meta = actions[0]
-        actions[0] = replace(meta, max_column_id=max(meta.max_column_id, old.metadata.max_column_id))  # type: ignore[type-var]
+        assert isinstance(meta, Metadata)
+        actions[0] = replace(meta, max_column_id=max(meta.max_column_id, old.metadata.max_column_id))
         actions[1:1] = [RemoveTablet(t) for t in old.tablets]
     files = [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
     owners = sorted({owner_root(p) for p in files} | {source.root})
