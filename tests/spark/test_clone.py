@@ -57,6 +57,11 @@ def test_clone_reads_the_source_and_then_lives_its_own_life(db):
     assert rows(db, "SELECT * FROM cln.c") == [(1, "a"), (2, "B"), (4, "d")]
     assert rows(db, "SELECT * FROM cln.s") == [(1, "a"), (2, "b")]
     assert rows(db, "SELECT * FROM cln.c VERSION AS OF 0") == [(1, "a"), (2, "b")]
+    # plain Spark SQL (the Python data source, or the analyzer rule's native scan)
+    assert sorted(tuple(r) for r in db.spark.sql("SELECT * FROM cln.c").collect()) == [(1, "a"), (2, "B"), (4, "d")]
+    assert sorted(tuple(r) for r in db.spark.read.format(catalog.provider_name(c_root)).load().collect()) == [
+        (1, "a"), (2, "B"), (4, "d")
+    ]
 
     # the source rewrites everything and vacuums with no retention: the clone still reads
     db.sql("DELETE FROM cln.s")
