@@ -151,3 +151,37 @@ def test_markers_of_dropped_clones_go(tmp_path, monkeypatch):
     monkeypatch.setattr(clone, "CREATING_MS", -1.0)
     src.vacuum(0, enforce_retention=False)
     assert clones(src.io, src.root) == [] and CREATING_MS > 0
+
+
+def test_clone_on_local_disk_and_in_a_bucket(base):
+    # full locations in a clone's actions: paths on disk, s3:// URIs in a bucket
+    src = TabletTable.create(join(base, "src"), SCHEMA, key_columns=["id"])
+    src.append(pa.table({"id": [1, 2], "v": ["a", "b"]}))
+    shallow_clone(src, join(base, "c"))
+    c = TabletTable.open(join(base, "c"))
+    assert all(st.add.path.startswith(src.root) for st in c.snapshot().tablets.values())
+    update(c, 1, "A")
+    src.overwrite(pa.table({"id": [9], "v": ["z"]}))
+    src.vacuum(0, enforce_retention=False)
+    src.drop()
+    assert sorted(c.read().to_pylist(), key=str) == sorted([{"id": 1, "v": "A"}, {"id": 2, "v": "b"}], key=str)
+    assert kinds(changes(c, 0)) == [(1, "A", "update_postimage", 1), (1, "a", "insert", 0),
+                                    (1, "a", "update_preimage", 1), (2, "b", "insert", 0)]
+    c.drop()
+    assert not src.io.list(join(src.root, "tablets")) and not c.io.list(join(c.root, "tablets"))
+
+
+def test_a_clone_being_made_keeps_its_files(tmp_path):
+    # a marker whose clone has no log yet (the clone commits after writing it): the source's
+    # VACUUM keeps what the clone's source version references
+    src = table(tmp_path / "src")
+    shallow_clone(src, str(tmp_path / "a"))
+    a = TabletTable.open(str(tmp_path / "a"))
+    update(a, 1, "A")
+    shallow_clone(a, str(tmp_path / "b"))
+    TabletTable(str(tmp_path / "b")).io.delete_tree(os.path.join(str(tmp_path / "b"), "_log"))  # "not committed yet"
+    a.overwrite(pa.table({"id": [7], "v": ["q"]}))  # a no longer reads src's tablet: only b's version does
+    before = files(src.root)
+    src.overwrite(pa.table({"id": [9], "v": ["z"]}))
+    src.vacuum(0, enforce_retention=False)
+    assert before <= files(src.root)  # the old tablet (and vectors) are the being-made clone's

@@ -11,7 +11,7 @@ tablets and deletion vectors where they are (Delta's ``SHALLOW CLONE``).
   vectors for the source's tablets: ``dv/<tablet id>-<txid>.bin`` of the clone), and its VACUUM
   lists only its own ``tablets/`` and ``dv/``: it never deletes a file outside its root.
 - **Registration**: before committing, the clone writes ``_clones/<clone table id>.json``
-  (``{"root", "source_version", "created_ms"}``) in the root of every table whose files it
+  (``{"root", "source", "source_version", "created_ms"}``) in the root of every table whose files it
   references. A VACUUM of such a table keeps every file of its root that a clone's version
   committed within the retention (or its newest version) references (``kept_by_clones``). A
   marker whose clone root holds no table is the trace of a clone being created (younger than a
@@ -22,6 +22,7 @@ tablets and deletion vectors where they are (Delta's ``SHALLOW CLONE``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -100,7 +101,9 @@ def shallow_clone(
         actions[1:1] = [RemoveTablet(t) for t in old.tablets]
     files = [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
     owners = sorted({owner_root(p) for p in files} | {source.root})
-    body = json.dumps({"root": target.root, "source_version": snap.version, "created_ms": int(time.time() * 1000)}).encode()
+    body = json.dumps(
+        {"root": target.root, "source": source.root, "source_version": snap.version, "created_ms": int(time.time() * 1000)}
+    ).encode()
     for owner in owners:  # first: a VACUUM of an owner that starts from now on keeps these files
         source.io.write(_marker(owner, clone_id), body, sync=True)
     params = {"source": source.root, "source_table_id": snap.metadata.table_id, "source_version": str(snap.version)}
@@ -156,11 +159,15 @@ def _files(snap: Snapshot) -> Iterable[str]:
             yield st.dv.path
 
 
-def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: bool = False, source: object = None) -> set[str]:
+def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: bool = False) -> set[str]:
     """The files of ``root`` (paths relative to it) that its live clones reference: in every
     version committed at or after ``cutoff_ms`` and in the newest (every version with
     ``all_versions``). Markers of clones that are gone are removed."""
     mine = normalize(root).rstrip("/") + "/"
+
+    def here(paths: Iterable[str]) -> set[str]:
+        return {p[len(mine):] for p in paths if p.startswith(mine)}
+
     keep: set[str] = set()
     for marker, body in clones(io, root):
         croot = str(body["root"])
@@ -169,11 +176,14 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
         except TabletsError:
             versions = []
         if not versions:
-            created = float(body.get("created_ms", body["_mtime_ms"]))  # type: ignore[arg-type]
-            if time.time() * 1000 - created < CREATING_MS and source is not None:
-                v = body.get("source_version")  # being created: keep what it is cloning
-                keep |= {p for p in _files(source.snapshot(int(v))) if not is_absolute(p)} if isinstance(v, int) else set()  # type: ignore[attr-defined]
-            elif time.time() * 1000 - created >= CREATING_MS:
+            age = time.time() * 1000 - float(body.get("created_ms", body["_mtime_ms"]))  # type: ignore[arg-type]
+            v, src = body.get("source_version"), body.get("source")
+            if age < CREATING_MS and isinstance(v, int) and isinstance(src, str):
+                # being created: keep what it clones (its source's files are relative to that root)
+                with contextlib.suppress(TabletsError):
+                    snap0 = log.load_snapshot(io, src, v)
+                    keep |= here(join(src, p) for p in _files(snap0))
+            elif age >= CREATING_MS:
                 io.delete(marker)  # the clone was dropped
             continue
         snap: Snapshot | None = None
@@ -182,7 +192,7 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
             snap = log.advance(snap, v, actions, croot)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
             if all_versions or ts >= cutoff_ms or v == versions[-1]:
-                keep |= {p[len(mine):] for p in _files(snap) if p.startswith(mine)}
+                keep |= here(_files(snap))
     return keep
 
 
@@ -204,7 +214,7 @@ def drop(table: object) -> None:
                 io.delete_tree(owner)  # a dropped source kept these files for its last clone
     except TabletsError:
         pass  # no readable log: nothing of it to unregister
-    keep = kept_by_clones(io, root, 0.0, all_versions=True, source=table)
+    keep = kept_by_clones(io, root, 0.0, all_versions=True)
     if not keep:
         io.delete_tree(root)
         return

@@ -513,7 +513,7 @@ class TabletTable:
             if ts >= cutoff_ms:
                 keep |= live  # every retained version stays readable
         keep |= live
-        keep |= clone.kept_by_clones(self.io, self.root, cutoff_ms, source=self)  # its shallow clones' files
+        keep |= clone.kept_by_clones(self.io, self.root, cutoff_ms)  # its shallow clones' files
         found = []
         for sub in ("tablets", "dv"):
             for f in self.io.list(join(self.root, sub)):
