@@ -185,3 +185,23 @@ def test_a_clone_being_made_keeps_its_files(tmp_path):
     src.overwrite(pa.table({"id": [9], "v": ["z"]}))
     src.vacuum(0, enforce_retention=False)
     assert before <= files(src.root)  # the old tablet (and vectors) are the being-made clone's
+
+
+def test_clone_statements_parse():
+    from tablets.exceptions import StatementParseError
+    from tablets.sql.clone import is_clone, parse_clone
+
+    s = parse_clone("CREATE OR REPLACE TABLE `db`.c SHALLOW CLONE db.t VERSION AS OF 3 LOCATION '/x' TBLPROPERTIES ('a' = 'b')")
+    assert (s.target, s.source, s.replace, s.as_of.version, s.location, s.properties) == ("`db`.c", "db.t", True, 3, "/x", (("a", "b"),))
+    s = parse_clone("create table if not exists c shallow clone t timestamp as of '2024-01-01 00:00:00';")
+    assert s.if_not_exists and s.as_of.timestamp == "'2024-01-01 00:00:00'"
+    assert not parse_clone("CREATE TABLE c DEEP CLONE t").shallow and not parse_clone("CREATE TABLE c CLONE t").shallow
+    assert is_clone("CREATE TABLE c SHALLOW CLONE t") and not is_clone("CREATE TABLE clone (id INT)")
+    assert not is_clone("SELECT * FROM clone")
+    for bad, why in [
+        ("CREATE TABLE c SHALLOW CLONE t VERSION AS OF x", "VERSION AS OF takes a version number"),
+        ("CREATE TABLE c SHALLOW CLONE t WHERE 1", "unexpected 'WHERE'"),
+        ("CREATE OR REPLACE TABLE IF NOT EXISTS c SHALLOW CLONE t", "cannot go together"),
+    ]:
+        with pytest.raises(StatementParseError, match=why):
+            parse_clone(bad)

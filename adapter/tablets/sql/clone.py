@@ -44,16 +44,25 @@ def _word(t: Token) -> str:
 
 
 def is_clone(text: str) -> bool:
-    """True when ``text`` is a CREATE TABLE ... [SHALLOW|DEEP] CLONE statement."""
+    """True when ``text`` is a CREATE TABLE ... [SHALLOW|DEEP] CLONE statement (a table named
+    ``clone`` is not one)."""
     toks = _tokens(text)
     if not toks or toks[0].token_type != TokenType.CREATE:
         return False
-    words = [_word(t) for t in toks[:16]]
-    return "CLONE" in words and "TABLE" in words[: words.index("CLONE")]
+    try:
+        return _parse(text, toks, probe=True) is not None
+    except StatementParseError:
+        return True  # a CLONE statement with an error further on: parse_clone says which
 
 
 def parse_clone(text: str) -> CloneSpec:
-    toks = _tokens(text) or []
+    spec = _parse(text, _tokens(text) or [], probe=False)
+    assert spec is not None
+    return spec
+
+
+def _parse(text: str, toks: list[Token], *, probe: bool) -> CloneSpec | None:
+    """The spec; with ``probe``, None where the statement is not a CLONE (before its CLONE)."""
     i, n = 1, len(toks)
 
     def bad(what: str) -> StatementParseError:
@@ -82,15 +91,22 @@ def parse_clone(text: str) -> CloneSpec:
 
     replace = take("OR", "REPLACE")
     if not take("TABLE"):
+        if probe:
+            return None
         raise bad("expected TABLE after CREATE")
     if_not_exists = take("IF", "NOT", "EXISTS")
-    target = name()
-    shallow = True
-    if take("DEEP"):
-        shallow = False
-    else:
-        take("SHALLOW")
+    try:
+        target = name()
+    except StatementParseError:
+        if probe:
+            return None
+        raise
+    shallow = take("SHALLOW")  # a bare CLONE is DEEP, as in Delta
+    if not shallow:
+        take("DEEP")
     if not take("CLONE"):
+        if probe:
+            return None
         raise bad("expected SHALLOW CLONE after the table name")
     source = name()
     as_of = None
