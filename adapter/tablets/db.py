@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import maintenance
+from tablets import changes, clone, maintenance
 from tablets.engine import route
 from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, append, execute, spark_message
 from tablets.engine.explain import explain
@@ -140,6 +140,8 @@ class Database:
                 return self.explain(inner)
             return self._spark_sql(text)
         done = maintenance.run(self.spark, text)  # maintenance; DESCRIBE, SHOW TBLPROPERTIES, comments
+        if done is None:
+            done = clone.run(self.spark, text)  # CREATE TABLE ... SHALLOW CLONE of a tablet table
         if done is not None:
             return done
         routed = self._tablet_target(text)
@@ -177,12 +179,28 @@ class Database:
     def _spark_sql(self, text: str) -> DataFrame:
         try:
             # tablet tables a query reads: Spark's own Parquet scan (tablets.spark.reads)
+            text = changes.rewrite(self.spark, text)  # table_changes(...) calls: views of their rows
             return reads.sql(self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t)))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:
                 raise
             raise clear from e
+
+    def _query(self, text: str) -> str:
+        """A query the engine reads (a source, INSERT's or CTAS's rows) with its tablet tables by
+        path, AS OF a version and ``table_changes`` calls replaced by views Spark can read."""
+        text = changes.rewrite(self.spark, text)
+        return catalog.path_views(self.spark, maintenance.time_travel(self.spark, text))
+
+    def table_changes(self, name: str, start: int | str, end: int | str | None = None) -> DataFrame:
+        """The rows each version of ``name`` in [start, end] inserted, deleted and updated, with
+        ``_change_type``, ``_commit_version`` and ``_commit_timestamp`` (``tablets.changes``);
+        a string bound is a timestamp.
+
+            >>> db.table_changes("db.orders", 3).groupBy("_change_type").count()
+        """
+        return changes.changes_frame(self.spark, name, start, end)
 
     def _refuse_unroutable(self, text: str) -> None:
         """A MERGE, UPDATE, DELETE or INSERT ... ON CONFLICT that is not for a tablet table: a
@@ -254,7 +272,7 @@ class Database:
             path = catalog.path_of(spec.source.table) if spec.source.table is not None else None
             query = spec.source.query if path is None else "SELECT * FROM tablets.`" + path.replace("`", "``") + "`"
             # tablets.`/path` sources, and tablet tables read AS OF an old version
-            frame = self.spark.sql(catalog.path_views(self.spark, maintenance.time_travel(self.spark, query or "")))
+            frame = self.spark.sql(self._query(query or ""))
         except PySparkException as e:
             part = "the inserted rows" if spec.operation == "INSERT" else f"USING {spec.source.sql()[:200]}"
             raise MergeSpecError(
@@ -323,7 +341,7 @@ class Database:
         return explain(plan, skip_unchanged=self.options.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
 
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
-        frame = self.spark.sql(spec.query)
+        frame = self.spark.sql(self._query(spec.query))
         if spec.columns:
             frame = frame.toDF(*spec.columns)
         op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
@@ -346,7 +364,7 @@ class Database:
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         if spec.query is None and spec.columns_ddl is None:
             raise MergeSpecError(f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ...")
-        frame = self.spark.sql(spec.query) if spec.query is not None else None
+        frame = self.spark.sql(self._query(spec.query)) if spec.query is not None else None
         schema = frame.schema if frame is not None else spec.columns_ddl
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True),

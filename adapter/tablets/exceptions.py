@@ -37,6 +37,12 @@ class TableAlreadyExists(TabletsError):
     help = "Drop the table first, or open it instead of creating it."
 
 
+class ChangesUnavailable(TabletsError):
+    """``table_changes`` cannot serve the versions asked for (out of range, or files VACUUM removed)."""
+
+    help = "Read changes of versions the table still has (DESCRIBE HISTORY)."
+
+
 class SchemaMismatch(TabletsError):
     help = "Cast the data to the table's schema, or evolve the schema first."
 

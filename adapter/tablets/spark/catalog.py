@@ -598,13 +598,15 @@ def create_table(
     properties: Mapping[str, str] | None = None,
     replace: bool = False,
     if_not_exists: bool = False,
+    managed: bool = False,
 ) -> TabletTable:
     """Create the tablet table ``name``: the store at ``location`` (default: where Spark puts a
     managed table, ``<warehouse>/<db>.db/<table>``), the catalog entry and the registry file.
 
     ``replace`` drops an existing table of that name (data included) first. An existing tablet
     table at an explicit ``location`` is adopted (like ``CREATE TABLE ... LOCATION`` of an
-    existing Delta table); ``schema`` may then be None. ``tablets.`<path>` `` creates the table
+    existing Delta table); ``schema`` may then be None; ``managed``: the table at ``location``
+    is the catalog's, dropped with it (a shallow clone made at the default location). ``tablets.`<path>` `` creates the table
     at that path only, with no catalog entry."""
     path = path_of(name)
     if path is not None:
@@ -660,7 +662,8 @@ def create_table(
     other = _load(spark).by_provider.get(provider)
     if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
         raise TableAlreadyExists(f"the tablet table at {root} is already the catalog table {other.name}", help="Use that name, or another LOCATION.")
-    entry = _Entry(qualified, root, provider, external=location is not None)
+    # managed: a table made at its default location by another path (a shallow clone)
+    entry = _Entry(qualified, root, provider, external=location is not None and not managed)
     _write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
     try:
         _register(spark, [entry])

@@ -540,7 +540,9 @@ def read_frame(
     if not native_scan(spark, table, table.tablet_path(states[0])):
         return None
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
-    key = (spark, table.root, snapshot.version, tuple(st.tablet_id for st in states))
+    # the table id too: a shallow clone dropped and made again at one root has the same
+    # version and tablets (its source's), other vectors
+    key = (spark, table.root, snapshot.metadata.table_id, snapshot.version, tuple(st.tablet_id for st in states))
     with _known_lock:
         parts = _READ_FRAMES.pop(key, None)
         if parts is not None:

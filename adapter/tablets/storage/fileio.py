@@ -89,9 +89,20 @@ def normalize(location: str) -> str:
 
 
 def join(base: str, *parts: str) -> str:
+    # a part that is itself absolute stands alone: a clone's actions name its source's files by
+    # their full location (tablets.storage.clone)
+    for i in range(len(parts) - 1, -1, -1):
+        if "://" in parts[i]:  # (a local absolute path: os.path.join does the same)
+            base, parts = parts[i], parts[i + 1:]
+            break
     if is_local(base):
         return os.path.join(base, *parts)
     return "/".join([base.rstrip("/"), *(p.strip("/") for p in parts)])
+
+
+def is_absolute(path: str) -> bool:
+    """A full location (``/x/y``, ``s3://b/k``), not a path relative to a table root."""
+    return "://" in path or path.startswith("/")
 
 
 def parent(location: str) -> str:

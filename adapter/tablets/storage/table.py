@@ -28,7 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import delta_log, log, transaction, vacuum
+from tablets.storage import clone, delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
@@ -164,8 +164,9 @@ class TabletTable:
         return bool(versions)
 
     def drop(self) -> None:
-        """Delete the table directory (or prefix) and everything in it."""
-        self.io.delete_tree(self.root)
+        """Delete the table directory (or prefix) and everything in it, except the files its
+        live shallow clones reference (``tablets.storage.clone``)."""
+        clone.drop(self)
 
     # --- reading --------------------------------------------------------------------------
 
@@ -513,6 +514,7 @@ class TabletTable:
             if ts >= cutoff_ms:
                 keep |= live  # every retained version stays readable
         keep |= live
+        keep |= clone.kept_by_clones(self.io, self.root, cutoff_ms)  # its shallow clones' files
         found = []
         for sub in ("tablets", "dv"):
             for f in self.io.list(join(self.root, sub)):

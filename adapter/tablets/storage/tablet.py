@@ -27,7 +27,7 @@ from tablets.exceptions import FormatError
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
 from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, live_mask, read_dv
-from tablets.storage.fileio import FileIO, SizeMismatch, basename, join
+from tablets.storage.fileio import FileIO, SizeMismatch, basename, is_absolute, join
 
 ROW_TABLET = "_tablet_id"
 ROW_NUMBER = "_row_number"
@@ -425,8 +425,13 @@ def check_sizes(io: FileIO, root: str, adds: Sequence[AddTablet]) -> None:
                 sizes[add.path] = io.size(join(root, add.path))
     else:  # one listing per directory the tablets are in (an adopted Delta table's: the root)
         sizes = {}
-        for sub in sorted({a.path.rpartition("/")[0] for a in adds}):
+        local = [a for a in adds if not is_absolute(a.path)]
+        for sub in sorted({a.path.rpartition("/")[0] for a in local}):
             sizes.update({f"{sub}/{f.name}" if sub else f.name: f.size for f in io.list(join(root, sub) if sub else root)})
+        for add in adds:  # a clone's tablets of its source lie elsewhere: one HEAD each
+            if add.path not in sizes and is_absolute(add.path):
+                with contextlib.suppress(FileNotFoundError):
+                    sizes[add.path] = io.size(add.path)
     for add in adds:
         path = join(root, add.path)
         if add.path not in sizes:

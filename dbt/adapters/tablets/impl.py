@@ -172,10 +172,26 @@ class TabletsAdapter(SparkAdapter):
 
     @available
     def set_statement_options(self, cfg: MergeConfig | TableConfig) -> str:
-        """Engine options for this thread's next statement (consumed by it)."""
+        """Engine options for this thread's next statement (consumed by it); with the upstream
+        versions the model's ``tablets_changes`` read, recorded in its commit (``changes.py``)."""
+        from dbt.adapters.tablets.changes import take_consumed
+
+        options = cfg.statement_options()
+        consumed = take_consumed(cfg.model)
+        if consumed is not None:
+            options["parameters"] = (*options.get("parameters", ()), consumed)
         conn = self.connections.get_thread_connection()
-        conn.handle.handle.set_options(cfg.statement_options())
+        conn.handle.handle.set_options(options)
         return ""
+
+    @available
+    def tablets_changes_sql(self, model: str, upstream: BaseRelation, this: BaseRelation, full_refresh: bool) -> str:
+        """The FROM item of ``tablets_changes(upstream)``: its changes since what ``this`` last
+        consumed (the whole table on a first run or full refresh)."""
+        from dbt.adapters.tablets.changes import changes_sql
+
+        with engine_errors(f"tablets_changes({upstream}) of {model}"):
+            return changes_sql(self._database(), model, self._name(upstream), self._name(this), full_refresh)
 
     @available
     def is_tablet_table(self, relation: BaseRelation | None) -> bool:

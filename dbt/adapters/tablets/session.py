@@ -74,6 +74,10 @@ class TabletsCursor(SparkSessionCursor):
             self._df = None
             self._rows = []
             self.statement_result = out
+            if options and options.get("parameters"):
+                from dbt.adapters.tablets.changes import after_statement
+
+                after_statement(db, options, out)  # tablets_changes: what a no-op consumed
             logger.debug(f"tablets: {out.message} on {out.target} ({_timings(out)})")
         elif isinstance(out, str):  # EXPLAIN of a statement on a tablet table
             self._df = db.spark.createDataFrame([(out,)], "plan string")

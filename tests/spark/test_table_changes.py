@@ -1,0 +1,115 @@
+"""table_changes through the front door (SQL and Python) across every kind of version:
+INSERT, UPDATE, DELETE, MERGE, OPTIMIZE (no change), RESTORE (its diff), ADD COLUMNS (NULL in
+older rows), and the refusal where VACUUM removed what a version's changes need."""
+
+import pyarrow as pa
+import pytest
+import tablets
+from tablets.exceptions import ChangesUnavailable, StatementParseError
+from tablets.storage import TabletTable
+from tablets.storage.changes import changes
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS chg")
+    return d
+
+
+def got(df, *cols):
+    cols = cols or ("id", "v", "_change_type", "_commit_version")
+    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+
+
+def test_changes_of_each_statement(db):
+    db.sql("DROP TABLE IF EXISTS chg.t")
+    db.sql("CREATE TABLE chg.t (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")  # v0
+    db.sql("INSERT INTO chg.t VALUES (1, 'a'), (2, 'b'), (3, 'c')")  # v1
+    db.sql("UPDATE chg.t SET v = 'B' WHERE id = 2")  # v2
+    db.sql("DELETE FROM chg.t WHERE id = 1")  # v3
+    db.sql(
+        "MERGE INTO chg.t t USING (SELECT * FROM VALUES (3, 'C'), (4, 'd') AS s(id, v)) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )  # v4
+    assert got(db.sql("SELECT * FROM table_changes('chg.t', 1)")) == sorted([
+        (1, "a", "insert", 1), (2, "b", "insert", 1), (3, "c", "insert", 1),
+        (2, "b", "update_preimage", 2), (2, "B", "update_postimage", 2),
+        (1, "a", "delete", 3),
+        (3, "c", "update_preimage", 4), (3, "C", "update_postimage", 4), (4, "d", "insert", 4),
+    ])
+    # an end version; a WHERE and an alias on the call; the Python API
+    q = "SELECT c.id, c._change_type FROM table_changes('chg.t', 2, 3) AS c WHERE c._change_type <> 'update_preimage'"
+    assert sorted(tuple(r) for r in db.sql(q).collect()) == [(1, "delete"), (2, "update_postimage")]
+    df = db.table_changes("chg.t", 4, 4)
+    assert df.columns == ["id", "v", "_change_type", "_commit_version", "_commit_timestamp"]
+    assert got(df) == [(3, "C", "update_postimage", 4), (3, "c", "update_preimage", 4), (4, "d", "insert", 4)]
+
+    db.sql("OPTIMIZE chg.t")  # v5: a compaction moves rows, changes none
+    hist = [r.operation for r in db.sql("DESCRIBE HISTORY chg.t LIMIT 1").collect()]
+    assert hist == ["OPTIMIZE"]
+    assert db.table_changes("chg.t", 5).count() == 0
+
+    db.sql("ALTER TABLE chg.t ADD COLUMNS (x INT)")  # v6
+    db.sql("INSERT INTO chg.t VALUES (5, 'e', 50)")  # v7
+    rows = got(db.table_changes("chg.t", 1, 7), "id", "x", "_change_type")
+    assert (1, None, "insert") in rows and (5, 50, "insert") in rows  # older rows read the new column as NULL
+
+    db.sql("RESTORE TABLE chg.t TO VERSION AS OF 3")  # v8: back to 2, 3; 4 and 5 deleted, 3 back to 'c'
+    assert got(db.table_changes("chg.t", 8)) == sorted([
+        (3, "C", "update_preimage", 8), (3, "c", "update_postimage", 8), (4, "d", "delete", 8), (5, "e", "delete", 8),
+    ])
+    # timestamps as strings: the whole range
+    first = db.sql("DESCRIBE HISTORY chg.t").collect()[-1].timestamp
+    assert db.sql(f"SELECT count(*) FROM table_changes('chg.t', '{first}')").collect()[0][0] == db.table_changes("chg.t", 0).count()
+
+
+def test_keyless_table_has_only_deletes_and_inserts(db):
+    db.sql("DROP TABLE IF EXISTS chg.nokey")
+    db.sql("CREATE TABLE chg.nokey (id INT, v STRING) USING tablets")
+    db.sql("INSERT INTO chg.nokey VALUES (1, 'a')")
+    db.sql("UPDATE chg.nokey SET v = 'A'")
+    assert got(db.table_changes("chg.nokey", 2)) == [(1, "A", "insert", 2), (1, "a", "delete", 2)]
+
+
+def test_changes_feed_a_merge_and_a_ctas(db):
+    db.sql("DROP TABLE IF EXISTS chg.src")
+    db.sql("DROP TABLE IF EXISTS chg.copy")
+    db.sql("CREATE TABLE chg.src (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql("INSERT INTO chg.src VALUES (1, 'a'), (2, 'b')")
+    db.sql("CREATE TABLE chg.copy USING tablets AS SELECT id, v FROM table_changes('chg.src', 1) WHERE _change_type = 'insert'")
+    db.sql("UPDATE chg.src SET v = 'B' WHERE id = 2")
+    db.sql(
+        "MERGE INTO chg.copy t USING (SELECT id, v FROM table_changes('chg.src', 2) WHERE _change_type = 'update_postimage') s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
+    assert sorted(tuple(r) for r in db.sql("SELECT * FROM chg.copy").collect()) == [(1, "a"), (2, "B")]
+
+
+def test_bad_ranges_and_arguments(db):
+    db.sql("DROP TABLE IF EXISTS chg.r")
+    db.sql("CREATE TABLE chg.r (id INT) USING tablets")
+    with pytest.raises(ChangesUnavailable, match="start version 5 is after the newest version 0"):
+        db.sql("SELECT * FROM table_changes('chg.r', 5)")
+    with pytest.raises(ChangesUnavailable, match="not a timestamp"):
+        db.table_changes("chg.r", "yesterday-ish")
+    with pytest.raises(ChangesUnavailable, match="expected table_changes"):
+        db.sql("SELECT * FROM table_changes('chg.r')")
+
+
+def test_vacuum_refusal_names_the_version(tmp_path):
+    t = TabletTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), key_columns=["id"])
+    t.append(pa.table({"id": [1, 2]}))  # v1
+    t.overwrite(pa.table({"id": [3]}))  # v2
+    t.vacuum(0, enforce_retention=False)  # v1's tablet is gone (v3, v4: VACUUM START/END)
+    assert changes(t, 3).num_rows == 0
+    with pytest.raises(ChangesUnavailable, match="changes of version 1 cannot be read") as e:
+        changes(t, 1)
+    assert "VACUUM" in str(e.value) and "Help:" in str(e.value)
+
+
+def test_clone_parse_errors(db):
+    with pytest.raises(StatementParseError, match="SHALLOW CLONE"):
+        db.sql("CREATE TABLE chg.c SHALLOW CLONE chg.r VERSION AS OF x")
