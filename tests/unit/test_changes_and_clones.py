@@ -205,3 +205,24 @@ def test_clone_statements_parse():
     ]:
         with pytest.raises(StatementParseError, match=why):
             parse_clone(bad)
+
+
+def test_a_clone_is_a_delta_table_too(tmp_path):
+    """A clone's version 0 names its source's tablets and deletion vectors by full location:
+    delta-rs reads it (Delta allows absolute paths in ``add`` and the ``p`` vector storage), and
+    every version the clone makes after. On disk only: delta-rs 1.6 resolves every data file under
+    the table's own prefix in a bucket, so it cannot read a shallow clone's absolute ``s3://``
+    paths (delta-io/delta-rs#1748, Databricks' clones too; Delta Kernel reads them)."""
+    from support.delta_check import assert_delta_agrees
+
+    base = str(tmp_path)
+
+    src = TabletTable.create(join(base, "dsrc"), SCHEMA, key_columns=["id"])
+    src.append(pa.table({"id": [1, 2, 3], "v": ["a", "b", "c"]}))
+    delete(src, 2)  # a deletion vector of the source's
+    shallow_clone(src, join(base, "dc"))
+    c = TabletTable.open(join(base, "dc"))
+    update(c, 1, "A")  # the clone's own vector on the source's tablet
+    c.append(pa.table({"id": [4], "v": ["d"]}))
+    assert_delta_agrees(c)
+    assert sorted(r["id"] for r in c.read().to_pylist()) == [1, 3, 4]

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
-from tablets.storage import log, transaction, vacuum
+from tablets.storage import delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
 from tablets.storage.properties import check_properties
@@ -122,6 +122,7 @@ def shallow_clone(
         info = replace(info, state=log.apply_version(None, 0, actions).summary().record())
         if not log.write_version(source.io, target.root, 0, [*actions, info]):
             raise TableAlreadyExists(f"{what}: a tablet table was created at {target.root} concurrently")
+        delta_log.publish(source.io, target.root, 0, [*actions, info], None)  # a Delta table too (FORMAT.md)
     except BaseException:
         if old is None:
             for owner in owners:
