@@ -32,7 +32,7 @@ _LAZY = {
     "StatementResult": ("tablets.db", "StatementResult"),
     "table": ("tablets.engine.builder", "table"),
     "MergeMetrics": ("tablets.engine.metrics", "MergeMetrics"),
-    "MergeOptions": ("tablets.engine.executor", "MergeOptions"),
+    "MergeOptions": ("tablets.engine.run", "MergeOptions"),
 }
 
 

@@ -33,7 +33,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tablets import maintenance
 from tablets.engine import route
-from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, append, execute, spark_message
+from tablets.engine.append import append
+from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge

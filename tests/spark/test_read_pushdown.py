@@ -493,7 +493,7 @@ def test_a_merge_whose_source_reads_its_target_natively_knows_it(db, spark):
     conflict rules depend on it): a native read names the table's provider."""
     from types import SimpleNamespace
 
-    from tablets.engine.executor import _reads_target
+    from tablets.engine.conflicts import reads_target as _reads_target
 
     db.sql("DROP TABLE IF EXISTS rd.other")
     db.sql("CREATE TABLE rd.other (id BIGINT) USING tablets")

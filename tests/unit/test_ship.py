@@ -98,7 +98,7 @@ def test_byte_settings_parse_like_spark(text, expected):
 
 def test_a_missing_spark_connect_operation_does_not_blame_the_data():
     from pyspark.errors import PySparkException, PySparkNotImplementedError
-    from tablets.engine.executor import _failed
+    from tablets.engine.errors import job_failed as _failed
 
     e = PySparkNotImplementedError(errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "rdd"})
     err = _failed("MERGE INTO t", e)

@@ -31,7 +31,7 @@ class Branch:
     clause: Clause
     condition: str | None  # qualified Spark SQL
     image: tuple[tuple[str, str], ...] = ()  # UPDATE/INSERT: (target column, Spark SQL) for every column
-    # the image's values by target column, uncast (executor._arrow_rows reads them): a plain copy
+    # the image's values by target column, uncast (driver_plan.classify_on_driver reads them): a plain copy
     # ("t" | "s", column), ("null", ""), or ("expr", qualified Spark SQL); None: no image
     copies: tuple[tuple[str, str], ...] | None = None
 
@@ -80,7 +80,7 @@ class Plan:
     def plain(self) -> bool:
         """ON is exactly the key equalities, every clause on rows at hand an unconditional copy of
         plain columns (or DELETE), and every BY SOURCE clause's condition one Arrow evaluates as
-        Spark does (``arrow_eval``): the driver can classify the rows itself (``executor._arrow_rows``)."""
+        Spark does (``arrow_eval``): the driver can classify the rows itself (``driver_plan.classify_on_driver``)."""
         return (
             self.on_is_keys
             and all(b.plain for b in self.branches if b.clause.category is not Category.NOT_MATCHED_BY_SOURCE)

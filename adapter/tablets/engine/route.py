@@ -170,7 +170,7 @@ _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer",
 
 def _driver_key(target: str, source: str) -> bool:
     """A ``t.col = s.col`` pair the driver selects target rows by: types whose equality Arrow
-    computes as Spark does (``executor._key_values``)."""
+    computes as Spark does (``intake._key_values``)."""
     t, s = target.lower(), source.lower()
     if t in _INTEGRAL and s in _INTEGRAL:
         return True

@@ -98,7 +98,7 @@ def _local_cores(master: str) -> int | None:
 
 # Spark's ConvertToLocalRelation evaluates projections over a local relation row by row on the
 # driver while optimizing (~35 us a row); without it the engine takes a MERGE's source of up to
-# 1 MiB as one local relation (tablets.engine.executor._local_source). Queries over VALUES then
+# 1 MiB as one local relation (tablets.engine.intake.collect_local_source). Queries over VALUES then
 # run their projection as a (small) task instead
 LOCAL_RELATION_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
 EXCLUDED_RULES_CONF = "spark.sql.optimizer.excludedRules"
