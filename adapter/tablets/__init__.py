@@ -30,7 +30,7 @@ _LAZY = {
     "connect": ("tablets.db", "connect"),
     "Database": ("tablets.db", "Database"),
     "StatementResult": ("tablets.db", "StatementResult"),
-    "table": ("tablets.engine.builder", "table"),
+    "table": ("tablets.builder", "table"),
     "MergeMetrics": ("tablets.engine.metrics", "MergeMetrics"),
     "MergeOptions": ("tablets.engine.run", "MergeOptions"),
 }

@@ -34,21 +34,11 @@ from pyspark.sql import DataFrame, SparkSession
 from tablets import maintenance
 from tablets.engine import route
 from tablets.engine.append import append
-from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, execute, spark_message
+from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
-from tablets.engine.spec import (
-    ActionKind,
-    AddColumnsSpec,
-    AlterColumnsSpec,
-    AppendSpec,
-    CreateSpec,
-    DropColumnsSpec,
-    DropSpec,
-    MergeSpec,
-    RenameColumnSpec,
-)
+from tablets.engine.run import MergeOptions
 from tablets.exceptions import (
     CardinalityViolation,
     CommitConflict,
@@ -61,6 +51,17 @@ from tablets.exceptions import (
 from tablets.spark import catalog, reads
 from tablets.spark.frames import empty_frame
 from tablets.spark.session import conf_flag, get_or_create_session
+from tablets.spec import (
+    ActionKind,
+    AddColumnsSpec,
+    AlterColumnsSpec,
+    AppendSpec,
+    CreateSpec,
+    DropColumnsSpec,
+    DropSpec,
+    MergeSpec,
+    RenameColumnSpec,
+)
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
 from tablets.storage.table import replacement

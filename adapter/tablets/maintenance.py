@@ -30,7 +30,9 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from tablets import metadata as table_metadata
-from tablets.engine.spec import (
+from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
+from tablets.spark import catalog
+from tablets.spec import (
     AsOf,
     HistorySpec,
     MaintenanceSpec,
@@ -38,8 +40,6 @@ from tablets.engine.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
-from tablets.spark import catalog
 from tablets.sql.parse import (
     as_of,
     maintenance_target,

@@ -3,8 +3,8 @@
 import pytest
 import sqlglot
 from sqlglot import exp
-from tablets.engine.spec import AsOf, HistorySpec, OptimizeSpec, RestoreSpec, VacuumSpec
 from tablets.exceptions import StatementParseError, TableNotFound
+from tablets.spec import AsOf, HistorySpec, OptimizeSpec, RestoreSpec, VacuumSpec
 from tablets.sql.parse import (
     as_of,
     maintenance_target,

@@ -23,13 +23,13 @@ from tablets.engine.route import (
     size_bytes,
 )
 from tablets.engine.run import MergeOptions
-from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.engine.streams import run_task_here
 from tablets.engine.tasks import INSERT_RESULT, insert_task
 from tablets.exceptions import (
     KeyViolation,
     MergeSpecError,
 )
+from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.sqltext import quote_ident
 from tablets.storage import (
     TabletFragment,

@@ -43,13 +43,13 @@ from tablets.engine.route import (
     driver_scan_bytes,
 )
 from tablets.engine.run import Run, may_prune, setting_on
-from tablets.engine.spec import ActionKind, Category
 from tablets.engine.tasks import K_MATCHED
 from tablets.spark.frames import (
     BY_VALUES,
     TabletScan,
     driver_rows,
 )
+from tablets.spec import ActionKind, Category
 from tablets.storage.types import schema_to_arrow
 
 

@@ -50,13 +50,13 @@ from tablets.engine.route import (
     SKIP_NOOP_CONF,
 )
 from tablets.engine.run import MergeOptions, Run, setting_on
-from tablets.engine.spec import ActionKind, Category, MergeSpec
 from tablets.engine.streams import delete_stream, insert_stream
 from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
 )
 from tablets.spark.session import conf_flag
+from tablets.spec import ActionKind, Category, MergeSpec
 from tablets.storage import (
     DVFragment,
     Snapshot,

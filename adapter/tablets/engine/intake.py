@@ -48,10 +48,10 @@ from tablets.engine.route import (
     size_bytes,
 )
 from tablets.engine.run import Run, setting_on
-from tablets.engine.spec import ActionKind
 from tablets.spark.frames import (
     local_relation,
 )
+from tablets.spec import ActionKind
 
 
 def broadcastable(run: Run, source: DataFrame) -> bool:

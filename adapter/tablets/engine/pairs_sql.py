@@ -55,7 +55,6 @@ from tablets.engine.route import (
     RANGE_FILTER_SHARE,
 )
 from tablets.engine.run import Run
-from tablets.engine.spec import ActionKind
 from tablets.engine.tasks import K_MATCHED
 from tablets.spark.frames import (
     TabletScan,
@@ -64,6 +63,7 @@ from tablets.spark.frames import (
     scan_struct,
     tablet_scan,
 )
+from tablets.spec import ActionKind
 from tablets.sqltext import quote_ident
 from tablets.storage.transaction import outside_share
 

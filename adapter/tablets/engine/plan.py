@@ -19,8 +19,8 @@ from sqlglot.optimizer.simplify import simplify
 
 from tablets.engine.arrow_eval import Compiled, compile_expr, compile_predicate
 from tablets.engine.names import S_MARK, T_MARK
-from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec
 from tablets.exceptions import MergeSpecError
+from tablets.spec import ActionKind, Category, Clause, MergeSpec
 
 JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "full": "FULL OUTER"}
 

@@ -13,8 +13,8 @@ from tablets.engine.plan import (
     Plan,
 )
 from tablets.engine.run import Run, may_prune
-from tablets.engine.spec import ActionKind, Category
-from tablets.sql.reads import condition, typed
+from tablets.spec import ActionKind, Category
+from tablets.spec.conditions import condition, typed
 from tablets.storage import (
     pruning,
 )
@@ -51,7 +51,7 @@ def drop_unacted_tablets(
 ) -> list[str]:
     """Without the tablets whose rows no clause can act on, by the log's statistics: a tablet
     where some conjunct of each acting BY SOURCE clause's condition is never true
-    (``tablets.sql.reads.condition``, ``storage.pruning``), as Delta skips files for a DELETE,
+    (``tablets.spec.conditions.condition``, ``storage.pruning``), as Delta skips files for a DELETE,
     and whose rows' pairs decide nothing: there is no source (UPDATE / DELETE ... WHERE), ON is
     false (microbatch, replace_where), no MATCHED or NOT MATCHED clause acts (a pair also keeps
     a source row from being inserted), or the tablet's keys lie outside the source's

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablets.engine.plan import Plan, source_column
-from tablets.engine.spec import ActionKind, Category
+from tablets.spec import ActionKind, Category
 
 SOURCE_DIGEST = "source_digest"  # the commit parameter
 # key types whose equality in Spark's join is the bytes' equality that Arrow's group-by tests

@@ -18,8 +18,8 @@ from pyspark.sql.types import StructType
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import DriverClauses, Plan
 from tablets.engine.route import PRUNE_CONF
-from tablets.engine.spec import Category
 from tablets.spark.session import conf_flag
+from tablets.spec import Category
 from tablets.storage import Snapshot, TabletTable
 
 KeyRanges = list[tuple[str, object, object]]  # (target column, min, max) of the source's join keys

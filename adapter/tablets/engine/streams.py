@@ -31,12 +31,12 @@ from tablets.engine.plan import (
     Plan,
 )
 from tablets.engine.run import Run
-from tablets.engine.spec import ActionKind
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
     CardinalityViolation,
     KeyViolation,
 )
+from tablets.spec import ActionKind
 from tablets.storage import (
     discard,
     fragment_from_json,

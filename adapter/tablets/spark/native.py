@@ -183,7 +183,7 @@ class _Planner:
         from tablets.spark import catalog
         from tablets.spark.frames import native_scan, read_frame, reads_natively
         from tablets.spark.reads import tablets_to_read
-        from tablets.sql.reads import condition
+        from tablets.spec.conditions import condition
 
         spark = _sessions.get(session)
         if spark is None or not reads_natively(spark):

@@ -49,7 +49,8 @@ from tablets.exceptions import FormatError
 from tablets.spark import catalog
 from tablets.spark.frames import read_view, reads_natively
 from tablets.spark.session import is_connect
-from tablets.sql.reads import Cond, TableRef, references, typed
+from tablets.spec.conditions import Cond, typed
+from tablets.sql.reads import TableRef, references
 from tablets.sqltext import quote_ident
 from tablets.storage import pruning
 from tablets.storage.tablet import damaged

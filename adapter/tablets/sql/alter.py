@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tablets.engine.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
 from tablets.exceptions import StatementParseError
+from tablets.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
 from tablets.sql.parse import _column_type, _sql, table_name
 
 FORMS = "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d)"

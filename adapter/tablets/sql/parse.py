@@ -14,7 +14,8 @@ import re
 import sqlglot
 from sqlglot import exp
 
-from tablets.engine.spec import (
+from tablets.exceptions import MergeSpecError, StatementParseError
+from tablets.spec import (
     ALLOWED_ACTIONS,
     ActionKind,
     AlterColumnsSpec,
@@ -32,10 +33,7 @@ from tablets.engine.spec import (
     Source,
     VacuumSpec,
 )
-from tablets.exceptions import MergeSpecError, StatementParseError
-from tablets.sqltext import quote_ident
-
-DIALECT = "spark"
+from tablets.sqltext import DIALECT, quote_ident
 
 
 class _CommandFallback(logging.Filter):
