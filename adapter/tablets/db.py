@@ -48,9 +48,10 @@ from tablets.exceptions import (
     TableNotFound,
     TabletsError,
 )
+from tablets.settings import conf_flag
 from tablets.spark import catalog, reads
 from tablets.spark.frames import empty_frame
-from tablets.spark.session import conf_flag, get_or_create_session
+from tablets.spark.session import get_or_create_session
 from tablets.spec import (
     ActionKind,
     AddColumnsSpec,

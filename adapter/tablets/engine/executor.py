@@ -55,7 +55,7 @@ from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
 )
-from tablets.spark.session import conf_flag
+from tablets.settings import conf_flag
 from tablets.spec import ActionKind, Category, MergeSpec
 from tablets.storage import (
     DVFragment,

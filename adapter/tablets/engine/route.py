@@ -13,7 +13,8 @@ import re
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets.engine.plan import Plan, source_column
-from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE, conf_flag
+from tablets.settings import conf_flag
+from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.spec import Category
 
 # the insert path writes a stream Spark estimates below this as one tablet (one task)

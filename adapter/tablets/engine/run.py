@@ -18,7 +18,7 @@ from pyspark.sql.types import StructType
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import DriverClauses, Plan
 from tablets.engine.route import PRUNE_CONF
-from tablets.spark.session import conf_flag
+from tablets.settings import conf_flag
 from tablets.spec import Category
 from tablets.storage import Snapshot, TabletTable
 

@@ -73,9 +73,9 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tablets.settings import conf_flag
 from tablets.spark.columns import named, named_columns, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
-from tablets.spark.session import conf_flag
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable

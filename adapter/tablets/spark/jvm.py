@@ -32,7 +32,7 @@ import os
 import time
 from collections.abc import Mapping
 
-from tablets.storage.properties import OFF
+from tablets.settings import flag
 
 logger = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ def cache_dir() -> str:
 
 
 def enabled(conf: Mapping[str, str]) -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in OFF and str(conf.get(CONF, "true")).strip().lower() not in OFF
+    return flag(os.environ.get(ENV), ENV) and flag(conf.get(CONF), CONF)
 
 
 def key(java: str, conf: Mapping[str, str]) -> str:

@@ -40,7 +40,6 @@ from tablets.exceptions import TabletsError
 from tablets.spark import metastore
 from tablets.spark.metastore import metastore_dir
 from tablets.storage.fileio import is_local, normalize
-from tablets.storage.properties import OFF
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -149,14 +148,6 @@ def session_conf(
     return conf
 
 
-
-
-def conf_flag(spark: SparkSession, key: str) -> bool:
-    """A ``spark.tablets.*`` on/off setting: on unless set to one of ``OFF`` (or unreadable: the default)."""
-    try:
-        return (spark.conf.get(key, None) or "true").strip().lower() not in OFF
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        return True
 
 
 def is_connect(spark: SparkSession) -> bool:
