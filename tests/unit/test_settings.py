@@ -2,7 +2,6 @@
 error, naming the setting, for anything else."""
 
 import pytest
-
 from tablets.settings import BOOLEANS, InvalidSetting, conf_flag, flag
 from tablets.spark import jvm
 from tablets.storage.properties import CHECKS, InvalidProperty, check_properties

@@ -10,7 +10,7 @@ instead where it can: docs/FORMAT.md, "Row ids".)
 ``tablet_scan`` is the same scan with the deletion vectors left for later: the engine joins the
 target with a small broadcast source first and applies them to the pairs only.
 
-How deletion vectors are applied (``frames._benchmark()`` measures it: 2 shared
+How deletion vectors are applied (``bench/dv_strategies.py`` measures it: 2 shared
 cores, local[2], 1M rows x 3 columns in 10 tablets of 100k, 10% of the rows deleted at random;
 median of 5 interleaved runs of building the frame and aggregating every column + row number;
 two sessions, the machine shared with other Spark jobs):
@@ -100,7 +100,6 @@ _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
 _DEL_WORD = "__tablets_del_word"
 
-STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin (for measuring)
 SCAN_CONF = "spark.tablets.scan"  # auto | native | arrow
 HADOOP_SCHEME_CONF = "spark.tablets.hadoop.scheme."  # + the URI's scheme
 _HADOOP_DEFAULTS = {"s3": "s3a", "gcs": "gs", "az": "abfss", "azure": "abfss"}
@@ -222,29 +221,9 @@ def _words_frame(spark: SparkSession, table: TabletTable, states: Sequence[Table
     return spark.createDataFrame(data)
 
 
-def _deleted_rows_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:
-    files, rows = [], []
-    for st in states:
-        pos = _dv_positions(table, st)
-        files.append(pa.array([_file_name(st)] * len(pos), pa.string()))
-        rows.append(pa.array(pos, pa.int64()))
-    return spark.createDataFrame(pa.table({_DEL_FILE: pa.concat_arrays(files), _DEL_WORD: pa.concat_arrays(rows)}))
-
-
-def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: Sequence[TabletState], strategy: str) -> DataFrame:
+def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: Sequence[TabletState]) -> DataFrame:
     if not with_dv:
         return df
-    if strategy == "anti":
-        dels = F.broadcast(_deleted_rows_frame(spark, table, with_dv))
-        cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.col(_ROW) == F.col(_DEL_WORD))
-        return df.join(dels, cond, "left_anti")
-    if strategy == "isin":
-        cases = F.lit(True)
-        for st in with_dv:
-            pos = _dv_positions(table, st)
-            inlist = ",".join(map(str, pos.tolist()))
-            cases = F.when(F.col(_FILE) == _file_name(st), F.expr(f"NOT {_ROW} IN ({inlist})")).otherwise(cases)
-        return df.filter(cases)
     # words: one row per 64-bit word holding a deletion; a row is live unless its bit is set
     words = F.broadcast(_words_frame(spark, table, with_dv))
     cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.shiftright(F.col(_ROW), 6) == F.col(_DEL_WORD))
@@ -321,7 +300,7 @@ class TabletScan:
         keeps only the scan's columns (and row ids), else every column of ``df``. ``deletes=False``
         skips the deletion vectors (rows known to come from no tablet)."""
         if deletes:
-            df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
+            df = _apply_dvs(self.spark, df, self.table, self.with_dv)
         tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(TABLET_SUFFIX)})")  # id + suffix
         if project:
             ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
@@ -670,48 +649,3 @@ def _stored_row_ids(states: Sequence[TabletState]) -> bool:
     """Every tablet of the scan holds the ``ROW_ID`` column, and their tags tell them apart
     (31-bit tags: two alike among 10k tablets about once in 40 scans; those read by ``_metadata``)."""
     return all(has_row_ids(st.add) for st in states) and len({row_id_tag(st.tablet_id) for st in states}) == len(states)
-
-
-def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover
-    import tempfile
-    import time
-
-    from tablets.spark.session import build_session
-    from tablets.storage.transaction import RowLevelSink
-
-    base = tempfile.mkdtemp(prefix="tablets-bench-")
-    spark = build_session(os.path.join(base, "warehouse"), master="local[2]", hive=False)
-    t = TabletTable.create(os.path.join(base, "t"), pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64())]))
-    per = rows // tablets
-    for i in range(tablets):
-        ids = np.arange(i * per, (i + 1) * per)
-        t.append(pa.table({"id": ids, "v": pa.array(ids.astype(str)), "x": ids * 0.5}))
-    rng = np.random.default_rng(1)
-    h = t.begin_delete()
-    sink = RowLevelSink(h)
-    for tid, st in t.snapshot().tablets.items():
-        pos = rng.choice(st.add.rows, int(st.add.rows * deleted), replace=False)
-        sink.delete([tid] * len(pos), pos)
-    t.finish(h, sink.finish())
-    snap = t.snapshot()
-    global STRATEGY
-    times: dict[str, list[float]] = {}
-    for _ in range(rounds):
-        for strategy in ("words", "anti", "isin", "none"):
-            STRATEGY = strategy
-            start = time.perf_counter()
-            if strategy == "none":
-                df = spark.read.parquet(*[t.tablet_path(st) for st in snap.tablets.values()])
-                df = df.select("id", "v", "x", F.col("_metadata.row_index").alias(ROW_NUMBER))
-            else:
-                df = snapshot_frame(spark, t, snap)
-            n = df.agg(F.count("*"), F.sum("id"), F.max("v"), F.sum("x"), F.sum(ROW_NUMBER)).collect()[0][0]
-            assert n == (rows if strategy == "none" else snap.live_rows), (strategy, n)
-            times.setdefault(strategy, []).append(time.perf_counter() - start)
-    for strategy, ts in times.items():
-        print(f"{strategy:6s} median={sorted(ts)[len(ts) // 2]:.2f}s all={[round(x, 2) for x in ts]}")
-    spark.stop()
-    import shutil
-
-    shutil.rmtree(base, ignore_errors=True)
-
