@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import maintenance
+from tablets import maintenance, reads
 from tablets.engine import route
 from tablets.engine.append import append
 from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
@@ -49,9 +49,9 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.settings import conf_flag
-from tablets.spark import catalog, reads
+from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
-from tablets.spark.session import get_or_create_session
+from tablets.spark.session import adopt, get_or_create_session
 from tablets.spec import (
     ActionKind,
     AddColumnsSpec,
@@ -179,7 +179,7 @@ class Database:
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:
-            # tablet tables a query reads: Spark's own Parquet scan (tablets.spark.reads)
+            # tablet tables a query reads: Spark's own Parquet scan (tablets.reads)
             return reads.sql(self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t)))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
@@ -482,12 +482,7 @@ def connect(
             warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
         )
     else:
-        from tablets.spark.ship import ship
-
-        ship(spark)  # a session built elsewhere: its executors get the package too
-        if warehouse or storage_options is not None:
-            catalog.configure(spark, warehouse, storage_options)
-        catalog.register_sources(spark)
+        adopt(spark, warehouse, storage_options)  # a session built elsewhere
     return Database(
         spark, options=options, retries=retries, retry_backoff=retry_backoff, retry_max_backoff=retry_max_backoff
     )

@@ -41,13 +41,8 @@ from tablets.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.sql.parse import (
-    as_of,
-    maintenance_target,
-    may_time_travel,
-    parse_maintenance,
-    table_name,
-)
+from tablets.sql.maintenance import as_of, maintenance_target, may_time_travel, parse_maintenance
+from tablets.sql.syntax import table_name
 from tablets.storage.fileio import join
 from tablets.storage.table import DEFAULT_RETENTION_HOURS, TabletTable
 from tablets.storage.tablet import check_sizes

@@ -25,10 +25,10 @@ from support.damage import (
     restore,
     same_size_pair,
 )
+from tablets import reads
 from tablets.engine.executor import MergeOptions, execute
 from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import FormatError
-from tablets.spark import reads
 from tablets.spark.frames import SCAN_CONF, snapshot_frame
 from tablets.sql import parse_statement
 from tablets.storage import TabletTable, log
@@ -124,7 +124,7 @@ def test_spark_sql_read_of_a_damaged_tablet(db, spark, case):
     whose text carries the FormatError line naming the file, with the Help line, and a short
     traceback. A flipped bit keeps the size: the native read fails in parquet-mr's page CRC
     check, with Spark's error naming the file (``reads.read_error`` makes it the FormatError)."""
-    from tablets.spark import reads
+    from tablets import reads
 
     name = f"r_{case}"
     t = fresh(db, name)

@@ -91,7 +91,7 @@ def test_a_worker_needs_only_the_zip_and_the_worker_extra(tmp_path):
      (" 2 kb ", 2048), ("lots", None), ("", None), (None, None), ("1.5MB", None)],
 )
 def test_byte_settings_parse_like_spark(text, expected):
-    from tablets.engine.route import parse_bytes
+    from tablets.spark.sizes import parse_bytes
 
     assert parse_bytes(text) == expected
 

@@ -20,7 +20,6 @@ from tablets.engine.names import (
 from tablets.engine.route import (
     SMALL_BYTES,
     local_limit,
-    size_bytes,
 )
 from tablets.engine.run import MergeOptions
 from tablets.engine.streams import run_task_here
@@ -29,6 +28,7 @@ from tablets.exceptions import (
     KeyViolation,
     MergeSpecError,
 )
+from tablets.spark.sizes import size_bytes
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.sqltext import quote_ident
 from tablets.storage import (

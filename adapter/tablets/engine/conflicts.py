@@ -15,10 +15,8 @@ from tablets.engine.names import (
     TID,
 )
 from tablets.engine.pairs_sql import classified_pairs
-from tablets.engine.route import (
-    is_connect_frame,
-)
 from tablets.engine.run import Run
+from tablets.spark.backend import is_connect
 from tablets.spark.native import MARKER as NATIVE_MARKER
 from tablets.storage import (
     TabletState,
@@ -39,7 +37,7 @@ def reads_target(run: Run, source: DataFrame) -> bool:
     from tablets.spark import catalog
 
     try:
-        if is_connect_frame(source):
+        if is_connect(source):
             explain = getattr(source, "_explain_string", None)  # Connect's DataFrame.explain, as text
             if not callable(explain):
                 return True

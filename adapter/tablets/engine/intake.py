@@ -41,16 +41,14 @@ from tablets.engine.prune import INTEGRAL, range_keys
 from tablets.engine.route import (
     DRIVER_MERGE_SOURCE_BYTES,
     RERUN_CONF,
-    broadcast_threshold,
     driver_scan_bytes,
     local_limit,
-    row_width,
-    size_bytes,
 )
 from tablets.engine.run import Run, setting_on
 from tablets.spark.frames import (
     local_relation,
 )
+from tablets.spark.sizes import broadcast_threshold, row_width, size_bytes
 from tablets.spec import ActionKind
 
 

@@ -21,11 +21,13 @@ from tablets.spark.catalog import (
 )
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
 from tablets.spark.frames import snapshot_frame
-from tablets.spark.session import build_session, get_or_create_session, java_version, session_conf
+from tablets.spark.jvm import java_version
+from tablets.spark.session import adopt, build_session, get_or_create_session, session_conf
 
 __all__ = [
     "SOURCE_NAME",
     "TabletsDataSource",
+    "adopt",
     "build_session",
     "create_table",
     "drop_table",

@@ -56,6 +56,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
+from tablets.spark.backend import context_key
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
 from tablets.spark.datasource import register as register_base
 from tablets.sqltext import quote_ident, sql_string
@@ -248,7 +249,7 @@ def _has_log(spark: SparkSession, root: str) -> bool:
 def _registry_of(spark: SparkSession) -> set[str]:
     """The providers registered where Spark keeps them: per SparkContext (every session of a
     context sees them: registering one again fails), per session over Spark Connect."""
-    return _registered.setdefault(getattr(spark, "_sc", None) or spark, set())
+    return _registered.setdefault(context_key(spark), set())
 
 
 def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
@@ -272,7 +273,13 @@ def register_sources(spark: SparkSession) -> None:
     _register(spark, list(_load(spark).by_provider.values()))
     from tablets.spark import native
 
-    native.register(spark)
+    native.register(spark, table_of_provider)
+
+
+def table_of_provider(spark: SparkSession, provider: str) -> TabletTable | None:
+    """The tablet table the provider ``provider`` reads, None if it is no registered table's."""
+    root = root_of_provider(spark, provider)
+    return None if root is None else storage(spark).table(root)
 
 
 # --- names ------------------------------------------------------------------------------------

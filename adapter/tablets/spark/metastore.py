@@ -77,6 +77,12 @@ def metastore_dir(warehouse: str) -> str:
     return os.path.abspath(os.path.join(".tablets", digest))
 
 
+def spark_warehouse(warehouse: str) -> str:
+    """``spark.sql.warehouse.dir`` for a tablets warehouse: itself when local, else a local
+    directory beside the metastore (Spark's Hadoop file system may not know the URI's scheme)."""
+    return normalize(warehouse) if is_local(warehouse) else os.path.join(metastore_dir(warehouse), "spark-warehouse")
+
+
 def derby_url(meta: str) -> str:
     return f"jdbc:derby:;databaseName={os.path.join(meta, 'metastore_db')};create=true"
 
@@ -407,7 +413,7 @@ def serve(warehouse: str, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) 
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
-    from tablets.spark.session import java_version, spark_warehouse
+    from tablets.spark.jvm import java_version
 
     java_version()  # a clear error when Java is missing
     wh = normalize(warehouse)

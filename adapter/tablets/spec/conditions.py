@@ -38,7 +38,7 @@ class Cond:
     column: str = ""
     value: object = None
     # the conjunct as Spark SQL on the bare column name ("" where it cannot be written so): the
-    # front door may filter the table's rows by it early (tablets.spark.reads)
+    # front door may filter the table's rows by it early (tablets.reads)
     sql: str = field(default="", compare=False)
 
 

@@ -91,7 +91,7 @@ class TabletsCursor(SparkSessionCursor):
 @contextmanager
 def _read_errors() -> Iterator[None]:
     """A query that hit a damaged tablet: the tablets FormatError naming it, not Spark's stack trace."""
-    from tablets.spark.reads import read_error
+    from tablets.reads import read_error
 
     try:
         yield
