@@ -154,8 +154,8 @@ class Database:
         if isinstance(spec, CreateSpec):
             return self._create(spec, opts)
         if isinstance(spec, DropSpec):
-            done = catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
-            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), done)
+            dropped = catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
+            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), dropped)
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
         if isinstance(spec, AddColumnsSpec | RenameColumnSpec | DropColumnsSpec):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from typing import Any
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -117,7 +118,7 @@ def append(
     m = MergeMetrics(operation=operation)
     task = insert_task(handle, names, keys)
     try:
-        rows = run_task_here(stream, task) if here else None
+        rows: list[Any] | None = run_task_here(stream, task) if here else None
         if rows is None:
             rows = stream.mapInArrow(task, INSERT_RESULT).collect()
     except AnalysisException as e:

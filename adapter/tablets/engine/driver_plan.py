@@ -260,7 +260,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 same = pc.and_(same, _same_values(t.column(col), new))
             kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
         else:
-            code = {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(action, K_MATCHED)
+            code = {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(action, K_MATCHED) if action is not None else K_MATCHED
             kind = pa.array([code] * n, pa.string())
         return part(tid, row, values, kind)
 

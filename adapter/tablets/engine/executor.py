@@ -162,6 +162,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         def spark_source() -> DataFrame | None:  # the collected rows as a frame, once Spark needs them
             nonlocal source
             if has_source and source is None:
+                assert original is not None
                 source = source_frame(run, original)
             return source
 

@@ -266,7 +266,7 @@ def plan_merge(
         prune_keys=join_keys if Category.NOT_MATCHED_BY_SOURCE not in cats else (),
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),
-        on_is_keys=bool(join_keys) and len(join_keys) == len(conjuncts(sqlglot.parse_one(on_sql, read="spark"))),
+        on_is_keys=bool(join_keys) and len(join_keys) == len(conjuncts(sqlglot.parse_one(on_sql or "", read="spark"))),
         join_keys=join_keys,
     )
 

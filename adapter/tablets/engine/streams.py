@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -57,7 +58,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
         base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
     # few rows (the target's were selected on the driver): one task's work, done here, with no
     # shuffle and no Python worker (the first in a fresh process costs seconds)
-    rows = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
+    rows: list[Any] | None = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
     if rows is None and inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
         one_task = run.metrics.source_rows < handle.target_tablet_rows
@@ -67,6 +68,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
         rows = stream.mapInArrow(task, MERGE_RESULT).collect()
     elif rows is None:
         rows = base.repartition(max(1, min(n_tablets, parts)), TID).mapInArrow(task, MERGE_RESULT).collect()
+    assert rows is not None
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     check_keys(run, handle, fragments, rows)
     dups = sum(r["duplicates"] for r in rows)
@@ -84,7 +86,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     return fragments
 
 
-def run_task_here(frame: DataFrame | pa.Table, task) -> list[dict] | None:
+def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
     """The result rows of ``task`` (a ``tasks`` sink) over all of ``frame``'s rows, run here as one
     task; None where ``frame`` has a type without an Arrow form (Spark's tasks cannot run it either,
     but say so in their own words)."""

@@ -242,7 +242,7 @@ def local_relation(spark: SparkSession, data: pa.Table, schema: StructType | Non
     keeps only the record batches before the first empty one: those are left out first."""
     if any(b.num_rows == 0 for b in data.to_batches()):
         data = pa.Table.from_batches([b for b in data.to_batches() if b.num_rows], schema=data.schema)
-    return spark.createDataFrame(data, schema=schema)
+    return spark.createDataFrame(data, schema=schema)  # type: ignore[arg-type]  # (None: the data's own)
 
 
 _NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}")  # an empty scan's file and row columns

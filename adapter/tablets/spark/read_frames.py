@@ -11,7 +11,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -184,7 +184,7 @@ def long_array(spark: SparkSession, values: np.ndarray) -> Column:
     them, the folded text."""
     n = len(values)
     try:
-        jvm = spark._jvm  # noqa: SLF001
+        jvm: Any = spark._jvm  # noqa: SLF001
         exprs = jvm.org.apache.spark.sql.catalyst.expressions
         data = np.concatenate([np.array([n], np.int64), np.zeros((n + 63) // 64, np.int64), values.astype(np.int64)])
         block = exprs.UnsafeArrayData()

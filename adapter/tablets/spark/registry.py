@@ -182,7 +182,7 @@ def _invalidate(directory: str) -> None:
 
 def _write_entry(spark: SparkSession, entry: _Entry) -> None:
     directory = registry_dir(spark)
-    body = {"name": entry.name, "path": entry.path, "provider": entry.provider}
+    body: dict[str, object] = {"name": entry.name, "path": entry.path, "provider": entry.provider}
     if entry.external is not None:
         body["external"] = entry.external
     data = json.dumps(body).encode()
