@@ -33,6 +33,10 @@ _LAZY = {
     "table": ("tablets.builder", "table"),
     "MergeMetrics": ("tablets.engine.metrics", "MergeMetrics"),
     "MergeOptions": ("tablets.engine.run", "MergeOptions"),
+    # the statement vocabulary (tablets.spec): what a clause does and when it applies
+    "ActionKind": ("tablets.spec", "ActionKind"),
+    "Category": ("tablets.spec", "Category"),
+    "ALLOWED_ACTIONS": ("tablets.spec", "ALLOWED_ACTIONS"),
 }
 
 

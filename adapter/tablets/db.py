@@ -395,6 +395,35 @@ class Database:
         catalog.sync_schema(self.spark, spec.target, keys_changed=before.key_columns != meta.key_columns)
         return StatementResult("CREATE TABLE", spec.target, metrics)
 
+    # --- tables, for hosts (the dbt plugin): by catalog name, through the catalog ----------------
+
+    def root_of(self, name: str) -> str | None:
+        """Where the tablet table ``name`` (``db.t``, or ``tablets.`/path` ``) lives; None if
+        ``name`` is no tablet table."""
+        return catalog.lookup(self.spark, name)
+
+    def is_tablet_table(self, name: str) -> bool:
+        return self.root_of(name) is not None
+
+    def table_at(self, root: str) -> TabletTable:
+        """The tablet table at ``root``, with the session's store settings."""
+        return catalog.storage(self.spark).table(root)
+
+    def list_tables(self, database: str | None = None) -> list[tuple[str, str]]:
+        """(name, root) of the tablet tables of ``database`` (default: every database)."""
+        return catalog.list_tables(self.spark, database)
+
+    def drop_table(self, name: str, *, if_exists: bool = False) -> str:
+        """Drop the tablet table ``name``: its catalog entry, data and registry file."""
+        return catalog.drop_table(self.spark, name, if_exists=if_exists)
+
+    def rename_table(self, old: str, new: str) -> None:
+        catalog.rename_table(self.spark, old, new)
+
+    def sync_schema(self, name: str) -> None:
+        """The catalog entry of ``name`` made to show the table's schema again (after a change)."""
+        catalog.sync_schema(self.spark, name)
+
 
 _ROW_WRITE = re.compile(
     r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",

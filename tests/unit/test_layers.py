@@ -122,6 +122,22 @@ def test_layers_point_one_way():
     assert not up, "imports of a layer above:\n" + "\n".join(up)
 
 
+# what the dbt plugin may take from the engine: its front door (``tablets``, ``tablets.db``,
+# ``tablets.sessions``, ...) and the leaves, never a room behind it (sql, engine, spark, spec, storage)
+BEHIND_THE_FRONT_DOOR = ("tablets.sql", "tablets.engine", "tablets.spark", "tablets.spec", "tablets.storage")
+
+
+def test_dbt_comes_through_the_front_door():
+    behind = [
+        f"{m} imports {t}"
+        for m, targets in _graph().items()
+        if m.startswith("dbt.adapters.tablets")
+        for t in sorted(targets)
+        if any(t == room or t.startswith(room + ".") for room in BEHIND_THE_FRONT_DOOR)
+    ]
+    assert not behind, "the dbt plugin reaches behind the front door:\n" + "\n".join(behind)
+
+
 def test_no_import_circles():
     graph = _graph()
     circles, state, stack = [], {}, []

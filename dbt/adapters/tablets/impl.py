@@ -75,7 +75,7 @@ def engine_errors(what: str) -> Generator[None, None, None]:
 
 
 def _java_version() -> str:
-    from tablets.spark.session import java_version
+    from tablets.sessions import java_version
 
     try:
         return java_version()
@@ -108,12 +108,12 @@ class TabletsAdapter(SparkAdapter):
         """``dbt debug``: a query, then the versions and places of the running session."""
         self.execute("select 1 as id")
         spark = self._database().spark
-        from tablets.spark.catalog import warehouse_dir
+        from tablets.sessions import is_connect, warehouse_of
 
-        java = "remote" if getattr(spark, "_sc", None) is None else _java_version()
+        java = "remote" if is_connect(spark) else _java_version()
         logger.info(f"  spark: {spark.version}")
         logger.info(f"  java: {java}")
-        logger.info(f"  warehouse: {warehouse_dir(spark)}")
+        logger.info(f"  warehouse: {warehouse_of(spark)}")
 
     # --- the materializations -------------------------------------------------------------------
 
@@ -181,21 +181,17 @@ class TabletsAdapter(SparkAdapter):
     def is_tablet_table(self, relation: BaseRelation | None) -> bool:
         if relation is None or relation.identifier is None or relation.schema is None:
             return False
-        from tablets.spark import catalog
-
-        return catalog.lookup(self._database().spark, self._name(relation)) is not None
+        return self._database().is_tablet_table(self._name(relation))
 
     @available
     def tablet_stats(self, relation: BaseRelation) -> dict[str, Any] | None:
         """Rows, bytes, tablets, deletion vectors, deleted rows and version of a tablet table."""
-        from tablets.spark import catalog
-
-        spark = self._database().spark
-        root = catalog.lookup(spark, self._name(relation))
+        db = self._database()
+        root = db.root_of(self._name(relation))
         if root is None:
             return None
         with engine_errors(f"reading the statistics of {relation}"):
-            snap = catalog.storage(spark).table(root).snapshot()
+            snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
         return {
             "rows": snap.live_rows,
@@ -236,12 +232,8 @@ class TabletsAdapter(SparkAdapter):
 
     @available
     def rename_tablet_table(self, from_relation: BaseRelation, to_relation: BaseRelation) -> str:
-        from tablets.spark import catalog
-
         with engine_errors(f"renaming {from_relation} to {to_relation}"):
-            catalog.rename_table(
-                self._database().spark, self._name(from_relation), self._name(to_relation)
-            )
+            self._database().rename_table(self._name(from_relation), self._name(to_relation))
         return ""
 
     @available
@@ -253,8 +245,6 @@ class TabletsAdapter(SparkAdapter):
     ) -> str:
         """Schema evolution of a tablet table: new columns (older tablets read them as NULL) and
         dropped columns (no longer read), then the catalog entry follows."""
-        from tablets.spark import catalog
-
         db = self._database()
         name = self._name(relation)
         with engine_errors(f"changing the columns of {relation}"):
@@ -264,15 +254,13 @@ class TabletsAdapter(SparkAdapter):
             have = {c[0].lower() for c in kept}
             added = [(c.name, c.data_type, True) for c in add_columns or [] if c.name.lower() not in have]
             table.set_schema(kept + added, operation="CHANGE COLUMNS")  # one commit for both
-            catalog.sync_schema(db.spark, name)
+            db.sync_schema(name)
         return ""
 
     @available
     def alter_tablet_column_type(
         self, relation: BaseRelation, column_name: str, new_type: str
     ) -> str:
-        from tablets.spark import catalog
-
         db = self._database()
         name = self._name(relation)
         with engine_errors(f"changing the type of {relation}.{column_name} to {new_type}"):
@@ -282,18 +270,16 @@ class TabletsAdapter(SparkAdapter):
                 for n, t, nullable in table.snapshot().metadata.schema
             ]
             table.set_schema(schema, operation="ALTER COLUMN TYPE")
-            catalog.sync_schema(db.spark, name)
+            db.sync_schema(name)
         return ""
 
     @available
     def drop_tablet_tables_in_schema(self, schema_relation: BaseRelation) -> str:
         """Drop every tablet table of a schema (catalog entry, data, registry) before the schema."""
-        from tablets.spark import catalog
-
-        spark = self._database().spark
+        db = self._database()
         with engine_errors(f"dropping the tablet tables of {schema_relation.schema}"):
-            for name, _root in catalog.list_tables(spark, schema_relation.schema):
-                catalog.drop_table(spark, name, if_exists=True)
+            for name, _root in db.list_tables(schema_relation.schema):
+                db.drop_table(name, if_exists=True)
         return ""
 
     @available

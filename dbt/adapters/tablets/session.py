@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablets.db import Database, StatementResult
-    from tablets.spark.metastore import MetastoreInUse
+    from tablets.sessions import MetastoreInUse
 
 logger = AdapterLogger("Tablets")
 
@@ -156,10 +156,11 @@ class TabletsConnectionWrapper(SessionConnectionWrapper):
 def _alive(spark: SparkSession | None) -> bool:
     if spark is None:
         return False
-    sc = getattr(spark, "_sc", None)
-    if sc is None:  # Spark Connect
+    from tablets.sessions import is_connect
+
+    if is_connect(spark):
         return not getattr(spark, "is_stopped", False)
-    return getattr(sc, "_jsc", None) is not None
+    return getattr(spark.sparkContext, "_jsc", None) is not None
 
 
 def _endpoints(url: str, scheme: str, default_port: int) -> list[tuple[str, int]]:
@@ -227,12 +228,12 @@ def _derby_locked(warehouse: str) -> FailedToConnectError:
 
 
 def _several_processes(warehouse: str) -> str:
-    from tablets.spark.metastore import DEFAULT_PORT, serve_command
+    from tablets.sessions import METASTORE_PORT, metastore_serve_command
 
     return (
         "wait for that process to finish, or give this profile its own `warehouse`; to run "
         "several dbt commands on this warehouse at once, serve its metastore "
-        f"(`{serve_command(warehouse)}`) and set `metastore_uri: thrift://127.0.0.1:{DEFAULT_PORT}` "
+        f"(`{metastore_serve_command(warehouse)}`) and set `metastore_uri: thrift://127.0.0.1:{METASTORE_PORT}` "
         "in the profile."
     )
 
@@ -295,21 +296,13 @@ def get_session(
     from pyspark.sql import SparkSession
 
     from tablets.exceptions import TabletsError
-    from tablets.spark.catalog import configure, register_sources, warehouse_dir
-    from tablets.spark.metastore import MetastoreInUse
-    from tablets.spark.session import build_session
-    from tablets.storage.fileio import normalize
+    from tablets.sessions import MetastoreInUse, adopt, same_location, start_session, warehouse_of
 
     with _lock:
         running = _session if _alive(_session) else SparkSession.getActiveSession()
         if _alive(running):
             assert running is not None
-            from tablets.spark.ship import ship
-
-            ship(running)  # idempotent; a session started elsewhere gets the package too
-            if storage_options is not None:
-                configure(running, storage_options=storage_options)
-            register_sources(running)
+            adopt(running, storage_options=storage_options)  # idempotent; a session started elsewhere too
             _apply_runtime_conf(running, conf)
             _session = running
             return running
@@ -318,7 +311,7 @@ def get_session(
             if url and why:
                 raise _unreachable(kind, url, why)
         try:
-            spark = build_session(
+            spark = start_session(
                 warehouse,
                 master=master,
                 remote=remote,
@@ -337,8 +330,8 @@ def get_session(
             raise FailedToConnectError(f"Spark did not start: {_first_line(exc)}") from exc
         if not remote:
             _check_metastore(spark, warehouse)
-            actual = warehouse_dir(spark)
-            if normalize(actual) != normalize(warehouse):
+            actual = warehouse_of(spark)
+            if not same_location(actual, warehouse):
                 logger.warning(
                     f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}"
                 )
