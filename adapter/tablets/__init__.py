@@ -3,6 +3,13 @@ with Roaring deletion vectors and an atomic commit log).
 
 ``import tablets`` is light: the Spark-facing names (``connect``, ``table``) load PySpark on
 first use, so ``tablets.storage`` stays free of pyspark and dbt.
+
+This package's top-level modules are the front door: ``db`` (``Database``: every statement),
+``builder`` (the Python merge builder), ``reads`` (queries on Spark's Parquet scan),
+``maintenance``, ``metadata``, ``sessions`` (start or adopt a session); they may import every
+layer below: ``sql`` -> ``engine`` -> ``spark`` -> ``spec`` -> ``storage`` -> the leaves
+(``exceptions``, ``settings``, ``sqltext``). The order is written once, in
+``tests/unit/test_layers.py``, which fails on an upward import or a circle.
 """
 
 from __future__ import annotations

@@ -7,6 +7,15 @@
   ``sync_schema``, ``register_sources``: tablet tables as Spark catalog tables.
 - ``snapshot_frame``: the engine's scan of a snapshot through Spark's native Parquet reader,
   deletion vectors applied, with row ids.
+
+Rooms, top down (no circles): ``session`` (build, ``adopt``) -> ``catalog`` (create, drop, rename;
+``registry``, ``names``, ``resolve``) -> ``native`` (the analyzer rule's read planner) ->
+``read_frames`` (queries' reads) -> ``frames`` (the engine's scan) -> ``datasource``, ``columns``;
+leaves: ``backend`` (classic or Spark Connect, asked here only), ``jvm`` (Java, the class
+archive), ``sizes`` (Spark's size estimates), ``ship``, ``metastore``.
+
+May import: ``tablets.spec``, ``tablets.storage`` and the leaves; never ``tablets.sql``,
+``tablets.engine``, the front door or dbt (``tests/unit/test_layers.py``).
 """
 
 from tablets.spark.catalog import (

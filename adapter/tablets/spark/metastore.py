@@ -44,7 +44,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tablets.exceptions import TabletsError
@@ -375,12 +374,6 @@ def adopt_legacy(warehouse: str) -> str | None:
         done = f"moved the metastore of {wh} from {parent} into {meta}"
     log.warning("tablets: %s", done)
     return done
-
-
-def is_embedded(conf: Mapping[str, str]) -> bool:
-    """Whether a session with ``conf`` keeps an embedded metastore that tablets places (no
-    metastore server, no metastore database of the user's own choosing)."""
-    return not conf.get(URIS_CONF) and not conf.get(JDO_URL_CONF)
 
 
 # --- the server -------------------------------------------------------------------------------

@@ -74,11 +74,6 @@ def table_source(root: str, storage_options: Mapping[str, str] | None = None) ->
     )
 
 
-def is_tablets_provider(provider: str | None) -> bool:
-    p = (provider or "").lower()
-    return p == SOURCE_NAME or (p.startswith(PROVIDER_PREFIX) and len(p) == len(PROVIDER_PREFIX) + 12)
-
-
 # --- the registry -----------------------------------------------------------------------------
 
 
