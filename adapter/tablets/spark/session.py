@@ -113,11 +113,6 @@ def session_conf(
 
 
 
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def _loopback(master: str | None) -> bool:
     """``local[*]`` or a master on this host's loopback address."""
     if not master or master.startswith("local"):
