@@ -108,7 +108,11 @@ class Scope:
 
     def check_sides(self, tree: exp.Expr, category: Category | None, part: str) -> None:
         """NOT MATCHED sees only the source row; NOT MATCHED BY SOURCE only the target row."""
-        banned = {Category.NOT_MATCHED: (self.t, "target"), Category.NOT_MATCHED_BY_SOURCE: (self.s, "source")}.get(category)  # type: ignore[arg-type]
+        sides: dict[Category | None, tuple[str, str]] = {
+            Category.NOT_MATCHED: (self.t, "target"),
+            Category.NOT_MATCHED_BY_SOURCE: (self.s, "source"),
+        }
+        banned = sides.get(category)
         if banned is None:
             return
         for col in tree.find_all(exp.Column):
