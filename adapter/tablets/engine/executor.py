@@ -15,6 +15,7 @@ The statement's state is one ``run.Run``; errors of Spark's jobs become ``errors
 Appends and overwrites are ``append``.
 """
 
+from __future__ import annotations
 
 import time
 
