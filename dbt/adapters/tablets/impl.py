@@ -8,8 +8,8 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``snapshot_config(config, name)``: a dbt snapshot's tablet-table options (validated);
 - ``table_config(config, model_name)``: a ``table`` model's tablet-table options (validated);
   these three also warn, once per model, of dbt-databricks keys a tablet table ignores;
-- ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
-  the next statement;
+- ``statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) as a
+  comment written into the statement they are for (no state between calls);
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
   rename, add / drop / retype columns, drop the tablet tables of a schema;
 - ``persist_tablet_docs``: ``persist_docs`` as the table's comments (one commit); the docs
@@ -55,6 +55,7 @@ from dbt.adapters.tablets.python_models import (
 )
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
+from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
 
 if TYPE_CHECKING:
@@ -171,11 +172,10 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig | TableConfig) -> str:
-        """Engine options for this thread's next statement (consumed by it)."""
-        conn = self.connections.get_thread_connection()
-        conn.handle.handle.set_options(cfg.statement_options())
-        return ""
+    def statement_options(self, cfg: MergeConfig | TableConfig) -> str:
+        """The engine options of the statement it is written into (``skip_unchanged``, tablet
+        size, ...), as a comment the statement carries to ``Database.sql(text, options=...)``."""
+        return options_comment(cfg.statement_options())
 
     @available
     def is_tablet_table(self, relation: BaseRelation | None) -> bool:

@@ -18,6 +18,8 @@ process (named: pid, command, since when; found before any JVM starts), an unrea
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -42,6 +44,8 @@ if TYPE_CHECKING:
 logger = AdapterLogger("Tablets")
 
 PROBE_TIMEOUT_S = 5.0
+# a statement's engine options travel in it, as a comment the cursor takes out (options_comment)
+_OPTIONS = re.compile(r"/\* tablets\.options (\{.*?\}) \*/\n?", re.DOTALL)
 DERBY_LOCK_MARKERS = ("Another instance of Derby may have already booted", "XSDB6")
 
 _lock = threading.RLock()
@@ -49,6 +53,29 @@ _session: SparkSession | None = None
 
 
 # --- the cursor -------------------------------------------------------------------------------
+
+
+def options_comment(options: Mapping[str, Any] | None) -> str:
+    """``options`` (``tablets.MergeOptions`` fields) as the comment that carries them in the
+    statement they are for (``statement_options`` in the macros); "" for none."""
+    if not options:
+        return ""
+    text = json.dumps(dict(options), default=list).replace("*/", "*\\/")  # JSON reads \/ as /
+    return f"/* tablets.options {text} */\n"
+
+
+def take_options(sql: str) -> tuple[str, dict[str, Any] | None]:
+    """The statement without its options comment, and the options it carried (lists as tuples,
+    as ``MergeOptions`` holds them); None without one."""
+    m = _OPTIONS.search(sql)
+    if m is None:
+        return sql, None
+
+    def tuples(v: Any) -> Any:
+        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
+
+    options = {k: tuples(v) for k, v in json.loads(m.group(1)).items()}
+    return sql[: m.start()] + sql[m.end() :], options
 
 
 class TabletsCursor(SparkSessionCursor):
@@ -66,7 +93,7 @@ class TabletsCursor(SparkSessionCursor):
             sql = sql % parameters
         self.statement_result = None
         self._rows = None
-        options = self._connection.take_options()
+        sql, options = take_options(sql)
         db = self._connection.database
         out = db.sql(sql, options=options)  # errors become dbt's in the manager's exception_handler
         if isinstance(out, StatementResult):
@@ -107,23 +134,14 @@ def _timings(result: StatementResult) -> str:
 
 
 class TabletsConnection(SparkSessionConnection):
-    """The connection handle: the engine's Database, and the options for the next statement."""
+    """The connection handle: the engine's Database."""
 
     def __init__(self, database: Database) -> None:
         super().__init__()
         self.database = database
-        self._options: dict[str, Any] | None = None
 
     def cursor(self) -> TabletsCursor:
         return TabletsCursor(self)
-
-    def set_options(self, options: Mapping[str, Any] | None) -> None:
-        """Engine options (``tablets.MergeOptions`` fields) for the next statement only."""
-        self._options = dict(options) if options else None
-
-    def take_options(self) -> dict[str, Any] | None:
-        options, self._options = self._options, None
-        return options
 
 
 class TabletsConnectionWrapper(SessionConnectionWrapper):
