@@ -24,6 +24,7 @@ test: java $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check adapter dbt tests bench
+	$(VENV)/bin/ruff format --check adapter dbt tests bench
 	$(VENV)/bin/mypy
 
 clean:

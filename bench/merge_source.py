@@ -42,7 +42,7 @@ def main() -> None:
 
     import tablets
     from tablets.spark import catalog
-    from tablets.spark.frames import READ_NATIVE_CONF
+    from tablets.spark.read_frames import READ_NATIVE_CONF
 
     wh = os.path.join(work, f"warehouse-{os.getpid()}")
     db = tablets.connect(wh, master="local[2]", conf={"spark.driver.memory": args.memory})

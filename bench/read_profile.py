@@ -14,7 +14,7 @@ per tablet. Each query's result is checked equal across the paths; the median of
 Paths: ``plain`` (the Parquet table), ``python`` (``spark.sql`` on the catalog table with
 native reads off: the Python data source), ``spark`` (``spark.sql`` on the catalog table: the
 native-read rule, ``tablets.spark.native``), ``native`` (``Database.sql``, as dbt runs it: the
-front door reads the table with Spark's Parquet scan, ``tablets.spark.reads``).
+front door reads the table with Spark's Parquet scan, ``tablets.reads``).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def main() -> None:
 
     one = pq.read_table(os.path.join(plain, "part-00003.parquet"), columns=["s"]).column(0)[12345].as_py()
     params = {"lo": args.rows // 2, "hi": args.rows // 2 + args.rows // 100, "s": one}
-    from tablets.spark.frames import READ_NATIVE_CONF
+    from tablets.spark.read_frames import READ_NATIVE_CONF
 
     def python_source(q: str) -> list:
         spark.conf.set(READ_NATIVE_CONF, "false")

@@ -209,8 +209,9 @@ def count_snapshot_loads() -> None:
 
 
 def install_task_probes(out: str) -> None:
-    """Wrap the engine's task functions (as the executor imported them) with ``_measured_run``."""
-    from tablets.engine import executor
+    """Wrap the engine's task functions (as the write streams and appends imported them) with
+    ``_measured_run``."""
+    from tablets.engine import append, streams
 
     def wrap(factory):
         def make(*args, **kwargs):
@@ -218,8 +219,9 @@ def install_task_probes(out: str) -> None:
             return lambda batches: _measured_run(inner, batches, label, out)
         return make
 
-    executor.merge_task = wrap(executor.merge_task)
-    executor.insert_task = wrap(executor.insert_task)
+    streams.merge_task = wrap(streams.merge_task)
+    streams.insert_task = wrap(streams.insert_task)
+    append.insert_task = wrap(append.insert_task)
 
 
 # --- the measured table --------------------------------------------------------------------------

@@ -3,6 +3,13 @@ with Roaring deletion vectors and an atomic commit log).
 
 ``import tablets`` is light: the Spark-facing names (``connect``, ``table``) load PySpark on
 first use, so ``tablets.storage`` stays free of pyspark and dbt.
+
+This package's top-level modules are the front door: ``db`` (``Database``: every statement),
+``builder`` (the Python merge builder), ``reads`` (queries on Spark's Parquet scan),
+``maintenance``, ``metadata``, ``sessions`` (start or adopt a session); they may import every
+layer below: ``sql`` -> ``engine`` -> ``spark`` -> ``spec`` -> ``storage`` -> the leaves
+(``exceptions``, ``settings``, ``sqltext``). The order is written once, in
+``tests/unit/test_layers.py``, which fails on an upward import or a circle.
 """
 
 from __future__ import annotations
@@ -30,9 +37,13 @@ _LAZY = {
     "connect": ("tablets.db", "connect"),
     "Database": ("tablets.db", "Database"),
     "StatementResult": ("tablets.db", "StatementResult"),
-    "table": ("tablets.engine.builder", "table"),
+    "table": ("tablets.builder", "table"),
     "MergeMetrics": ("tablets.engine.metrics", "MergeMetrics"),
-    "MergeOptions": ("tablets.engine.executor", "MergeOptions"),
+    "MergeOptions": ("tablets.engine.run", "MergeOptions"),
+    # the statement vocabulary (tablets.spec): what a clause does and when it applies
+    "ActionKind": ("tablets.spec", "ActionKind"),
+    "Category": ("tablets.spec", "Category"),
+    "ALLOWED_ACTIONS": ("tablets.spec", "ALLOWED_ACTIONS"),
 }
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import ChangesUnavailable
 from tablets.spark import catalog
 from tablets.spark.frames import local_relation
-from tablets.storage.changes import changes, version_range
+from tablets.storage.changes import CONSUMED, changes, last_consumed, record_consumed, version_range  # noqa: F401 - the dbt plugin's, through the front door
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

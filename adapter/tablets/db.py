@@ -31,13 +31,28 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import changes, clone, maintenance
+from tablets import changes, clone, maintenance, reads
 from tablets.engine import route
-from tablets.engine.executor import SKIP_NOOP_CONF, MergeOptions, append, execute, spark_message
+from tablets.engine.append import append
+from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge
-from tablets.engine.spec import (
+from tablets.engine.run import MergeOptions
+from tablets.exceptions import (
+    CardinalityViolation,
+    CommitConflict,
+    KeyViolation,
+    MergeSpecError,
+    TableAlreadyExists,
+    TableNotFound,
+    TabletsError,
+)
+from tablets.settings import conf_flag
+from tablets.spark import catalog
+from tablets.spark.frames import empty_frame
+from tablets.spark.session import adopt, get_or_create_session
+from tablets.spec import (
     ActionKind,
     AddColumnsSpec,
     AlterColumnsSpec,
@@ -48,18 +63,6 @@ from tablets.engine.spec import (
     MergeSpec,
     RenameColumnSpec,
 )
-from tablets.exceptions import (
-    CardinalityViolation,
-    CommitConflict,
-    KeyViolation,
-    MergeSpecError,
-    TableAlreadyExists,
-    TableNotFound,
-    TabletsError,
-)
-from tablets.spark import catalog, reads
-from tablets.spark.frames import empty_frame
-from tablets.spark.session import conf_flag, get_or_create_session
 from tablets.sql import parse_statement, statement_target
 from tablets.sqltext import quote_ident
 from tablets.storage.table import replacement
@@ -153,8 +156,8 @@ class Database:
         if isinstance(spec, CreateSpec):
             return self._create(spec, opts)
         if isinstance(spec, DropSpec):
-            done = catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
-            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), done)
+            dropped = catalog.drop_table(self.spark, spec.target, if_exists=spec.if_exists)
+            return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), dropped)
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
         if isinstance(spec, AddColumnsSpec | RenameColumnSpec | DropColumnsSpec):
@@ -178,7 +181,7 @@ class Database:
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:
-            # tablet tables a query reads: Spark's own Parquet scan (tablets.spark.reads)
+            # tablet tables a query reads: Spark's own Parquet scan (tablets.reads)
             text = changes.rewrite(self.spark, text)  # table_changes(...) calls: views of their rows
             return reads.sql(self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t)))
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
@@ -412,6 +415,35 @@ class Database:
         catalog.sync_schema(self.spark, spec.target, keys_changed=before.key_columns != meta.key_columns)
         return StatementResult("CREATE TABLE", spec.target, metrics)
 
+    # --- tables, for hosts (the dbt plugin): by catalog name, through the catalog ----------------
+
+    def root_of(self, name: str) -> str | None:
+        """Where the tablet table ``name`` (``db.t``, or ``tablets.`/path` ``) lives; None if
+        ``name`` is no tablet table."""
+        return catalog.lookup(self.spark, name)
+
+    def is_tablet_table(self, name: str) -> bool:
+        return self.root_of(name) is not None
+
+    def table_at(self, root: str) -> TabletTable:
+        """The tablet table at ``root``, with the session's store settings."""
+        return catalog.storage(self.spark).table(root)
+
+    def list_tables(self, database: str | None = None) -> list[tuple[str, str]]:
+        """(name, root) of the tablet tables of ``database`` (default: every database)."""
+        return catalog.list_tables(self.spark, database)
+
+    def drop_table(self, name: str, *, if_exists: bool = False) -> str:
+        """Drop the tablet table ``name``: its catalog entry, data and registry file."""
+        return catalog.drop_table(self.spark, name, if_exists=if_exists)
+
+    def rename_table(self, old: str, new: str) -> None:
+        catalog.rename_table(self.spark, old, new)
+
+    def sync_schema(self, name: str) -> None:
+        """The catalog entry of ``name`` made to show the table's schema again (after a change)."""
+        catalog.sync_schema(self.spark, name)
+
 
 _ROW_WRITE = re.compile(
     r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
@@ -499,12 +531,7 @@ def connect(
             warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
         )
     else:
-        from tablets.spark.ship import ship
-
-        ship(spark)  # a session built elsewhere: its executors get the package too
-        if warehouse or storage_options is not None:
-            catalog.configure(spark, warehouse, storage_options)
-        catalog.register_sources(spark)
+        adopt(spark, warehouse, storage_options)  # a session built elsewhere
     return Database(
         spark, options=options, retries=retries, retry_backoff=retry_backoff, retry_max_backoff=retry_max_backoff
     )

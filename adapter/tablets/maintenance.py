@@ -30,7 +30,10 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from tablets import metadata as table_metadata
-from tablets.engine.spec import (
+from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
+from tablets.settings import conf_flag
+from tablets.spark import catalog
+from tablets.spec import (
     AsOf,
     HistorySpec,
     MaintenanceSpec,
@@ -38,17 +41,9 @@ from tablets.engine.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
-from tablets.spark import catalog
-from tablets.sql.parse import (
-    as_of,
-    maintenance_target,
-    may_time_travel,
-    parse_maintenance,
-    table_name,
-)
+from tablets.sql.maintenance import as_of, maintenance_target, may_time_travel, parse_maintenance
+from tablets.sql.syntax import table_name
 from tablets.storage.fileio import join
-from tablets.storage.properties import ON
 from tablets.storage.table import DEFAULT_RETENTION_HOURS, TabletTable
 from tablets.storage.tablet import check_sizes
 
@@ -263,7 +258,7 @@ def retention_hours(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -
         raise TabletsError(f"VACUUM {spec.target}: table property {RETENTION_PROPERTY}={raw!r} is not a number of hours",
                            help=f"ALTER the table's {RETENTION_PROPERTY} to a number.") from None
     hours = minimum if spec.retain_hours is None else spec.retain_hours
-    check = (spark.conf.get(RETENTION_CHECK_CONF, "true") or "true").strip().lower() in ON
+    check = conf_flag(spark, RETENTION_CHECK_CONF)
     if check and hours < minimum:
         raise VacuumRetentionError(
             f"VACUUM {spec.target} RETAIN {_number(hours)} HOURS: below the table's retention of {_number(minimum)} hours "

@@ -23,14 +23,13 @@
 
 {#-- table (and dbt-spark's incremental, seeds) with file_format='tablets' create tablet tables,
      with the model's table options (target_tablet_rows, cluster_by, tblproperties), validated;
-     everything else is dbt-spark's create_table_as. The engine options are set after the SQL is
-     rendered: rendering may run a query of its own (a contract's column check). --#}
+     everything else is dbt-spark's create_table_as. The engine options travel in the statement
+     (adapter.statement_options: a comment the cursor takes out). --#}
 {% macro tablets__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if not temporary and language == 'sql' and config.get('file_format') == 'tablets' -%}
     {%- set cfg = adapter.table_config(model.config, model.name) -%}
     {%- set sql = tablets_create_table_as_sql(relation, compiled_code, cfg.table_properties()) -%}
-    {%- do adapter.set_statement_options(cfg) -%}
-    {{ sql }}
+    {{ adapter.statement_options(cfg) }}{{ sql }}
   {%- else -%}
     {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
   {%- endif -%}

@@ -18,11 +18,9 @@
       {{ log("tablets: " ~ existing_relation ~ " is a " ~ existing_relation.type ~ ", not a tablet table: replacing it") }}
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
-    {#-- rendered before the options are set: a contract's column check runs a query of its own --#}
     {%- set create_sql = tablets_create_table_as_sql(target_relation, select_sql, cfg.table_properties()) -%}
-    {% do adapter.set_statement_options(cfg) %}
     {%- call statement('main') -%}
-      {{ create_sql }}
+      {{ adapter.statement_options(cfg) }}{{ create_sql }}
     {%- endcall -%}
   {%- else -%}
     {% do tablets_merge_into(cfg, target_relation, existing_relation, select_sql) %}

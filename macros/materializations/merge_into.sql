@@ -16,9 +16,8 @@
   {%- set target_columns = adapter.get_columns_in_relation(target_relation) -%}
   {%- set merge_sql = adapter.render_merge(cfg, target_relation, tmp_relation, target_columns, source_columns) -%}
 
-  {% do adapter.set_statement_options(cfg) %}
   {%- call statement('main') -%}
-    {{ merge_sql }}
+    {{ adapter.statement_options(cfg) }}{{ merge_sql }}
   {%- endcall -%}
 
   {%- call statement('drop_tmp_relation') -%}

@@ -76,11 +76,9 @@ dbt_tablets_view = {{ tojson(tablets_python_view()) }}
   {%- if existing_relation is not none and not adapter.is_tablet_table(existing_relation) -%}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
-  {#-- rendered before the options are set: a contract's column check runs a query of its own --#}
   {%- set sql = tablets_create_table_as_sql(target_relation, 'select * from ' ~ view, cfg.table_properties()) -%}
-  {% do adapter.set_statement_options(cfg) %}
   {%- call statement('main') -%}
-    {{ sql }}
+    {{ adapter.statement_options(cfg) }}{{ sql }}
   {%- endcall -%}
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, config.get('grants'), should_revoke) %}

@@ -86,9 +86,8 @@
 
   {{ check_time_data_types(build_or_select_sql) }}
 
-  {% do adapter.set_statement_options(cfg) %}
   {% call statement('main') %}
-      {{ final_sql }}
+      {{ adapter.statement_options(cfg) }}{{ final_sql }}
   {% endcall %}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode=False) %}

@@ -20,7 +20,7 @@ from support.timings import record
 
 
 def test_connect_session_is_remote(spark):
-    from tablets.spark.session import is_connect
+    from tablets.spark.backend import is_connect
 
     assert is_connect(spark)
     assert spark.range(3).count() == 3
@@ -72,14 +72,14 @@ def test_statements_over_connect(spark):
 
 def test_size_estimates_over_connect(spark):
     """The broadcast decision has Spark's size estimate on Connect too (EXPLAIN COST)."""
-    from tablets.engine import route
+    from tablets.spark import sizes
 
     df = spark.range(1000).selectExpr("id", "cast(id AS string) AS s")
-    size = route.size_bytes(df)
+    size = sizes.size_bytes(df)
     assert size is not None and 0 < size < 1 << 20
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "2MB")
     try:
-        assert route.broadcast_threshold(spark) == 2 << 20
+        assert sizes.broadcast_threshold(spark) == 2 << 20
     finally:
         spark.conf.unset("spark.sql.autoBroadcastJoinThreshold")
 

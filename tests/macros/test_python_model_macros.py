@@ -34,7 +34,7 @@ class PythonTest(MacroTestBase):
         self.adapter.render_merge.side_effect = lambda cfg, t, s, tc, sc: render_merge(
             cfg, str(t), str(s), [c.name for c in tc], [c.name for c in sc]
         )
-        self.adapter.set_statement_options.return_value = ""
+        self.adapter.statement_options.return_value = ""
         self.adapter.get_columns_in_relation.side_effect = lambda rel: [Column("id"), Column("v")]
         self.adapter.is_tablet_table.return_value = True
         self.script = None
@@ -86,7 +86,7 @@ class TestTable(PythonTest):
             "create or replace table analytics.m using tablets tblproperties "
             f"('target_tablet_rows' = '100', 'cluster_by' = 'id') as select * from {VIEW}"
         )
-        options = self.adapter.set_statement_options.call_args.args[0]
+        options = self.adapter.statement_options.call_args.args[0]
         assert options.target_tablet_rows == 100 and options.cluster_by == ("id",)
         assert self.statements[2][1] == f"drop view if exists {VIEW}"
         self.adapter.drop_relation.assert_not_called()

@@ -14,7 +14,8 @@ import tablets
 from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark import catalog
-from tablets.spark.frames import READ_NATIVE_CONF, SCAN_CONF
+from tablets.spark.frames import SCAN_CONF
+from tablets.spark.read_frames import READ_NATIVE_CONF
 from tablets.storage.columns import PHYSICAL_PREFIX
 from tablets.storage.fileio import LOCAL
 from tablets.storage.tablet import write_tablet

@@ -24,10 +24,10 @@ from support.damage import (
     restore,
     same_size_pair,
 )
+from tablets import reads
 from tablets.engine.executor import MergeOptions, execute
 from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import FormatError
-from tablets.spark import reads
 from tablets.spark.frames import SCAN_CONF, snapshot_frame
 from tablets.sql import parse_statement
 from tablets.storage import TabletTable, log

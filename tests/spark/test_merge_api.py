@@ -327,7 +327,7 @@ def assert_driver_gives_sparks_result(db, spark, name, ddl, inserts, stmt, **cou
 
 def test_a_plain_upsert_runs_no_spark_job_after_the_source(db, spark):
     """ON the key, UPDATE SET * / INSERT *: the driver pairs, classifies and writes the statement
-    itself (``executor._arrow_rows``); the result is the Spark plan's."""
+    itself (``driver_plan.classify_on_driver``); the result is the Spark plan's."""
     src = "SELECT id, id * 3D AS v, CAST(NULL AS STRING) AS s, DATE'2020-01-01' AS d FROM range(990, 1010)"
     assert_driver_gives_sparks_result(
         db, spark, "api.plain", "id BIGINT, v DOUBLE, s STRING, d DATE",
@@ -482,7 +482,7 @@ def test_the_driver_reads_more_in_local_mode(spark):
     ("decimal(10,2)", "decimal(12,2)", False),
 ])
 def test_copies_the_driver_makes_without_spark_s_cast(have, want, exact):
-    from tablets.engine.executor import _exact_cast
+    from tablets.engine.driver_plan import exact_cast as _exact_cast
 
     assert _exact_cast(have, want) is exact
 

@@ -173,7 +173,7 @@ PLAIN = {  # unconditional clauses of plain column copies: the driver classifies
 @pytest.mark.parametrize("where", ["local", "s3"])
 @pytest.mark.parametrize("case", range(CASES // 3))
 def test_plain_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
-    """Statements the driver runs alone (``executor._arrow_rows``): ON the key, unconditional
+    """Statements the driver runs alone (``driver_plan.classify_on_driver``): ON the key, unconditional
     clauses that copy columns; duplicate and NULL keys on both sides, deleted target rows."""
     rng = random.Random(20_000 + case)
     target = _rows(rng, rng.randint(0, 9), 6)
@@ -320,7 +320,7 @@ WHERE = [  # conjuncts the log's statistics can rule a tablet out by, and some t
 @pytest.mark.parametrize("case", range(CASES // 4))
 def test_deletes_and_updates_with_where_match_duckdb(spark, tmp_path, case):
     """DELETE / UPDATE ... WHERE on a target of two tablets of disjoint key ranges: the tablets
-    no row of which the WHERE can hold are skipped by their statistics (``executor._unacted``);
+    no row of which the WHERE can hold are skipped by their statistics (``prune.drop_unacted_tablets``);
     the result is DuckDB's."""
     rng = random.Random(70_000 + case)
     target = sorted(_rows(rng, rng.randint(0, 12), 8), key=lambda r: (r[0] is None, r[0] or 0))

@@ -442,7 +442,7 @@ def test_statements_on_a_table_named_by_path(db, base):
     db.sql(f"DELETE FROM {t} WHERE id = 5")
     joined = db.sql(f"SELECT a.id, b.v FROM {t} a JOIN tablets.`{p}` AS b ON a.id = b.id WHERE a.id < 3")
     assert rows(joined) == [(1, "a!"), (2, "BB")]
-    from tablets.spark import reads
+    from tablets import reads
 
     report = reads.last_report()
     if base.startswith("s3://"):  # Spark has no s3 file system here: the path's view over the Python source

@@ -1,5 +1,5 @@
 """Queries of tablet tables through the front door (and so dbt) on Spark's own Parquet scan
-(``tablets.spark.reads``): the same rows as the same data in a plain Parquet table for every kind
+(``tablets.reads``): the same rows as the same data in a plain Parquet table for every kind
 of filter, tablets skipped by their statistics (counted in ``reads.last_report()``), deletion
 vectors, columns added later, time travel, tables by path, self-joins, and damaged tablets."""
 
@@ -13,9 +13,9 @@ import pyarrow.parquet as pq
 import pytest
 import tablets
 from support.damage import add_tablet_with_id, add_tablet_without_row_ids, damage, restore
+from tablets import reads
 from tablets.exceptions import FormatError
-from tablets.spark import reads
-from tablets.spark.frames import READ_NATIVE_CONF
+from tablets.spark.read_frames import READ_NATIVE_CONF
 from tablets.storage import RowLevelSink
 from tablets.storage.tablet import ROW_ID, row_id_tag
 
@@ -332,7 +332,7 @@ def test_the_deletion_vectors_words_are_one_packed_literal(db, spark):
     every task's plan, not a boxed Long a word): its values read back exactly, at any length,
     and the front door's plan holds it."""
     import numpy as np
-    from tablets.spark.frames import long_array
+    from tablets.spark.read_frames import long_array
 
     for values in (np.array([0, 1, -1, 2**63 - 1, -(2**63), 12345678901234], np.int64),
                    np.arange(1, 131, dtype=np.int64) * -(2**40), np.array([5], np.int64)):
@@ -491,7 +491,7 @@ def test_a_merge_whose_source_reads_its_target_natively_knows_it(db, spark):
     conflict rules depend on it): a native read names the table's provider."""
     from types import SimpleNamespace
 
-    from tablets.engine.executor import _reads_target
+    from tablets.engine.conflicts import reads_target as _reads_target
 
     db.sql("DROP TABLE IF EXISTS rd.other")
     db.sql("CREATE TABLE rd.other (id BIGINT) USING tablets")

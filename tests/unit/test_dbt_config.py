@@ -843,3 +843,17 @@ def test_strategy_validation_errors(config, key, fragment):
     found = [p for p in err.problems if p.key == key]
     assert found, f"no problem for {key}: {err}"
     assert fragment in found[0].render()
+
+
+def test_statement_options_travel_in_the_statement():
+    """A statement's engine options are a comment written into it (``adapter.statement_options``)
+    that the cursor takes out and hands to ``Database.sql``: the same values, tuples as tuples."""
+    from dbt.adapters.tablets.session import options_comment, take_options
+
+    options = {"skip_unchanged": False, "target_tablet_rows": 10, "cluster_by": ("a*/b", "c"),
+               "parameters": (("dbt_model", "m"), ("dbt_materialization", "table"))}
+    comment = options_comment(options)
+    sql, taken = take_options("/* {\"app\": \"dbt\"} */\n" + comment + "MERGE INTO t USING s ON t.id = s.id")
+    assert taken == options
+    assert sql == "/* {\"app\": \"dbt\"} */\nMERGE INTO t USING s ON t.id = s.id"
+    assert options_comment({}) == "" and take_options("SELECT 1") == ("SELECT 1", None)

@@ -3,15 +3,10 @@
 import pytest
 import sqlglot
 from sqlglot import exp
-from tablets.engine.spec import AsOf, HistorySpec, OptimizeSpec, RestoreSpec, VacuumSpec
 from tablets.exceptions import StatementParseError, TableNotFound
-from tablets.sql.parse import (
-    as_of,
-    maintenance_target,
-    may_time_travel,
-    parse_maintenance,
-    statement_target,
-)
+from tablets.spec import AsOf, HistorySpec, OptimizeSpec, RestoreSpec, VacuumSpec
+from tablets.sql.maintenance import as_of, maintenance_target, may_time_travel, parse_maintenance
+from tablets.sql.parse import statement_target
 from tablets.storage.actions import AddTablet, Metadata, RemoveTablet, SetDV
 from tablets.storage.maintenance import AutoCompactPolicy, restore_actions, version_at
 from tablets.storage.snapshot import Snapshot, TabletState

@@ -3,8 +3,8 @@
 import pytest
 from tablets.engine.explain import explain
 from tablets.engine.plan import plan_merge
-from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.exceptions import MergeSpecError
+from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 
 pytestmark = pytest.mark.unit
 

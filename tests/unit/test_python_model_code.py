@@ -29,7 +29,7 @@ def test_a_spark_error_is_its_message_without_plan_or_jvm_trace():
 
 def test_a_udf_error_names_the_python_exception_and_the_model_line():
     from pyspark.errors import PythonException
-    from tablets.engine.executor import _failed
+    from tablets.engine.errors import job_failed as _failed
 
     e = PythonException(
         message="An exception was thrown from the Python worker:\nTraceback (most recent call last):\n"

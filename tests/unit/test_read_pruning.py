@@ -8,7 +8,8 @@ import random
 
 import pyarrow as pa
 import pytest
-from tablets.sql.reads import Cond, condition, references, typed
+from tablets.spec.conditions import Cond, condition, typed
+from tablets.sql.reads import references
 from tablets.storage.actions import AddTablet
 from tablets.storage.pruning import Pred, kind_of, prune
 from tablets.storage.tablet import column_stats

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 from tablets.engine.plan import plan_merge
 from tablets.engine.rerun import digest, idempotent, unique_keys
-from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 
 pytestmark = pytest.mark.unit
 

@@ -91,14 +91,14 @@ def test_a_worker_needs_only_the_zip_and_the_worker_extra(tmp_path):
      (" 2 kb ", 2048), ("lots", None), ("", None), (None, None), ("1.5MB", None)],
 )
 def test_byte_settings_parse_like_spark(text, expected):
-    from tablets.engine.route import parse_bytes
+    from tablets.spark.sizes import parse_bytes
 
     assert parse_bytes(text) == expected
 
 
 def test_a_missing_spark_connect_operation_does_not_blame_the_data():
     from pyspark.errors import PySparkException, PySparkNotImplementedError
-    from tablets.engine.executor import _failed
+    from tablets.engine.errors import job_failed as _failed
 
     e = PySparkNotImplementedError(errorClass="NOT_IMPLEMENTED", messageParameters={"feature": "rdd"})
     err = _failed("MERGE INTO t", e)

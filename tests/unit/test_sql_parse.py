@@ -1,7 +1,8 @@
 """Statement text -> spec with sqlglot: every supported form and the errors that name the part."""
 
 import pytest
-from tablets.engine.spec import (
+from tablets.exceptions import MergeSpecError, StatementParseError
+from tablets.spec import (
     ActionKind,
     AddColumnsSpec,
     AppendSpec,
@@ -13,7 +14,6 @@ from tablets.engine.spec import (
     RenameColumnSpec,
     Source,
 )
-from tablets.exceptions import MergeSpecError, StatementParseError
 from tablets.sql import create_provider, parse_statement, statement_target
 
 pytestmark = pytest.mark.unit

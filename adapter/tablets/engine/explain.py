@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tablets.engine.names import CLAUSE, S_MARK, T_MARK
 from tablets.engine.plan import JOIN_NAMES, Plan
-from tablets.engine.spec import ActionKind
+from tablets.spec import ActionKind
 
 
 def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None = None) -> str:

@@ -14,7 +14,7 @@ IMAGE_PREFIX = "__tablets_n_"
 # kinds of rows in the streams
 K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
 K_REFUSE = "X"  # a pair that would make an insert duplicate a key: the statement fails
-# the one-shuffle plan (executor._one_shuffle): every source row comes as a candidate insert,
+# the one-shuffle plan (pairs_sql.one_shuffle_pairs): every source row comes as a candidate insert,
 # and every source row that paired with a target row sends a marker; a task inserts the
 # candidates without a marker
 K_CANDIDATE, K_PAIRED = "C", "P"

@@ -3,7 +3,7 @@
 dbt runs a model again with unchanged input (a retry, a schedule with no new data, ``dbt build``
 twice): the same statement merges the same rows into the table it just produced. For a
 statement that is idempotent by its shape, that run changes nothing, whatever the target holds.
-The content check (``executor._changes_nothing``) finds that out too, but only by reading every
+The content check (``driver_plan.changes_nothing``) finds that out too, but only by reading every
 target row that pairs; on a big target that is a scan of it.
 
 So a MERGE's commit records a digest of the statement and its source rows (``SOURCE_DIGEST`` in
@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from tablets.engine.plan import Plan, source_column
-from tablets.engine.spec import ActionKind, Category
+from tablets.spec import ActionKind, Category
 
 SOURCE_DIGEST = "source_digest"  # the commit parameter
 # key types whose equality in Spark's join is the bytes' equality that Arrow's group-by tests

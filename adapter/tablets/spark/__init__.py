@@ -7,6 +7,15 @@
   ``sync_schema``, ``register_sources``: tablet tables as Spark catalog tables.
 - ``snapshot_frame``: the engine's scan of a snapshot through Spark's native Parquet reader,
   deletion vectors applied, with row ids.
+
+Rooms, top down (no circles): ``session`` (build, ``adopt``) -> ``catalog`` (create, drop, rename;
+``registry``, ``names``, ``resolve``) -> ``native`` (the analyzer rule's read planner) ->
+``read_frames`` (queries' reads) -> ``frames`` (the engine's scan) -> ``datasource``, ``columns``;
+leaves: ``backend`` (classic or Spark Connect, asked here only), ``jvm`` (Java, the class
+archive), ``sizes`` (Spark's size estimates), ``ship``, ``metastore``.
+
+May import: ``tablets.spec``, ``tablets.storage`` and the leaves; never ``tablets.sql``,
+``tablets.engine``, the front door or dbt (``tests/unit/test_layers.py``).
 """
 
 from tablets.spark.catalog import (
@@ -21,11 +30,13 @@ from tablets.spark.catalog import (
 )
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
 from tablets.spark.frames import snapshot_frame
-from tablets.spark.session import build_session, get_or_create_session, java_version, session_conf
+from tablets.spark.jvm import java_version
+from tablets.spark.session import adopt, build_session, get_or_create_session, session_conf
 
 __all__ = [
     "SOURCE_NAME",
     "TabletsDataSource",
+    "adopt",
     "build_session",
     "create_table",
     "drop_table",

@@ -43,495 +43,89 @@ table's own provider.
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import re
-import threading
-import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
-from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource, spark_ddl
-from tablets.spark.datasource import register as register_base
-from tablets.spark.errors import install as install_errors
+from tablets.spark.datasource import spark_ddl
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import delta_adopt
-from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
-from tablets.storage.log import LAST_CHECKPOINT, log_dir, version_name
+from tablets.storage.fileio import join, normalize
 from tablets.storage.table import TabletTable
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
-
-REGISTRY_DIR = "_tablets_registry"
-PROVIDER_PREFIX = f"{SOURCE_NAME}_"
-PATH_PROPERTY = "tablets.path"
-WAREHOUSE_CONF = "spark.tablets.warehouse"
-
-_lock = threading.RLock()
-
-
-# --- providers ------------------------------------------------------------------------------
-
-
-def provider_name(root: str) -> str:
-    """The per-table provider of the tablet table at ``root``."""
-    digest = hashlib.sha1(normalize(root).encode("utf-8")).hexdigest()[:12]
-    return f"{PROVIDER_PREFIX}{digest}"
-
-
-_provider_roots: dict[str, str] = {}  # every provider this process made a source class of
-
-
-def root_of_provider(spark: SparkSession, provider: str) -> str | None:
-    """The root of the tablet table whose provider is ``provider``, else None: a provider names
-    one root for good (a digest of it), so the sources this process made answer without I/O;
-    the registry only for one it has not made."""
-    root = _provider_roots.get(provider)
-    if root is not None:
-        return root
-    entry = _load(spark).by_provider.get(provider)
-    return entry.path if entry is not None else None
-
-
-def table_source(root: str, storage_options: Mapping[str, str] | None = None) -> type[TabletsDataSource]:
-    """The data source class of one tablet table (pickled by value into Spark's workers, with
-    the store settings its reads need)."""
-    root = normalize(root)
-    provider = provider_name(root)
-    _provider_roots[provider] = root
-    return type(
-        f"TabletsTable_{provider[len(PROVIDER_PREFIX):]}",
-        (TabletsDataSource,),
-        {
-            "provider": provider,
-            "table_root": root,
-            "storage_options": dict(storage_options or {}),
-            "__module__": __name__,
-        },
-    )
-
-
-def is_tablets_provider(provider: str | None) -> bool:
-    p = (provider or "").lower()
-    return p == SOURCE_NAME or (p.startswith(PROVIDER_PREFIX) and len(p) == len(PROVIDER_PREFIX) + 12)
-
-
-# --- the registry -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Entry:
-    name: str  # qualified, lower case: db.t
-    path: str
-    provider: str
-    external: bool | None = None  # made with LOCATION: DROP keeps the files (None: entries of before)
-
-
-@dataclass
-class _Registry:
-    directory: str
-    listing: tuple[tuple[str, int, float], ...]
-    by_name: dict[str, _Entry]
-    by_provider: dict[str, _Entry]
-    names: re.Pattern[str] | None = None  # see may_name_a_tablet_table
-
-
-@dataclass(frozen=True)
-class Storage:
-    """Where a session's tablet tables live, and the store settings to reach them."""
-
-    warehouse: str
-    options: Mapping[str, str] = field(default_factory=dict)
-
-    @property
-    def io(self) -> FileIO:
-        return io_for(self.warehouse, self.options)
-
-    def table(self, root: str) -> TabletTable:
-        return TabletTable(root, self.options)
-
-
-_registries: dict[str, _Registry] = {}
-_storage: weakref.WeakKeyDictionary[Any, Storage] = weakref.WeakKeyDictionary()
-_registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
-
-
-def configure(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> Storage:
-    """Set where ``spark``'s tablet tables live (default: ``spark.tablets.warehouse``, else
-    ``spark.sql.warehouse.dir``) and the storage options (credentials, endpoint) to reach them."""
-    install_errors(spark)
-    with _lock:
-        current = _storage.get(spark)
-        wh = normalize(warehouse) if warehouse else (current.warehouse if current else _conf_warehouse(spark))
-        options = dict(storage_options) if storage_options is not None else dict(current.options if current else {})
-        st = Storage(wh, options)
-        _storage[spark] = st
-        return st
-
-
-def _conf_warehouse(spark: SparkSession) -> str:
-    return normalize(spark.conf.get(WAREHOUSE_CONF, None) or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
-
-
-def storage(spark: SparkSession) -> Storage:
-    with _lock:
-        st = _storage.get(spark)
-    return st if st is not None else configure(spark)
-
-
-def warehouse_dir(spark: SparkSession) -> str:
-    """The session's tablets warehouse: a local path or an object store URI."""
-    return storage(spark).warehouse
-
-
-def registry_dir(spark: SparkSession) -> str:
-    return join(warehouse_dir(spark), REGISTRY_DIR)
-
-
-def _load(spark: SparkSession) -> _Registry:
-    st = storage(spark)
-    directory = join(st.warehouse, REGISTRY_DIR)
-    files = [f for f in st.io.list(directory) if f.name.endswith(".json") and not f.name.startswith(".")]
-    listing = tuple((f.name, f.size, f.mtime_ms) for f in files)
-    with _lock:
-        cached = _registries.get(directory)
-        if cached is not None and cached.listing == listing:
-            return cached
-    by_name: dict[str, _Entry] = {}
-    by_provider: dict[str, _Entry] = {}
-    for f in files:
-        try:
-            obj = json.loads(st.io.read(f.path))
-            entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5], obj.get("external"))
-        except (OSError, ValueError, KeyError, AttributeError):
-            continue  # a file being replaced, or not ours
-        by_name[entry.name] = entry
-        by_provider[entry.provider] = entry
-    reg = _Registry(directory, listing, by_name, by_provider)
-    with _lock:
-        _registries[directory] = reg
-    return reg
-
-
-def _invalidate(directory: str) -> None:
-    with _lock:
-        _registries.pop(directory, None)
-
-
-def _write_entry(spark: SparkSession, entry: _Entry) -> None:
-    directory = registry_dir(spark)
-    body = {"name": entry.name, "path": entry.path, "provider": entry.provider}
-    if entry.external is not None:
-        body["external"] = entry.external
-    data = json.dumps(body).encode()
-    storage(spark).io.write(join(directory, f"{entry.provider}.json"), data, sync=True)
-    _invalidate(directory)
-
-
-def _remove_entry(spark: SparkSession, provider: str) -> None:
-    directory = registry_dir(spark)
-    storage(spark).io.delete(join(directory, f"{provider}.json"))
-    _invalidate(directory)
-
-
-def _has_log(spark: SparkSession, root: str) -> bool:
-    """Cheap: one existence check of version 0 (or, where the versions before a checkpoint
-    are gone, of the checkpoint hint)."""
-    io = io_for(root, storage(spark).options)
-    return io.exists(join(log_dir(root), version_name(0))) or io.exists(join(log_dir(root), LAST_CHECKPOINT))
-
-
-def _registry_of(spark: SparkSession) -> set[str]:
-    """The providers registered where Spark keeps them: per SparkContext (every session of a
-    context sees them: registering one again fails), per session over Spark Connect."""
-    return _registered.setdefault(getattr(spark, "_sc", None) or spark, set())
-
-
-def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
-    with _lock:
-        done = _registry_of(spark)
-        for e in entries:
-            if e.provider not in done:
-                # the environment's store settings too: Spark's Python workers may lack them
-                options = {**environment_options(e.path), **storage(spark).options}
-                spark.dataSource.register(table_source(e.path, options))
-                done.add(e.provider)
-
-
-def register_sources(spark: SparkSession) -> None:
-    """Register ``tablets`` and the provider of every registered tablet table in ``spark``."""
-    with _lock:
-        done = _registry_of(spark)
-        if SOURCE_NAME not in done:
-            register_base(spark)
-            done.add(SOURCE_NAME)
-    _register(spark, list(_load(spark).by_provider.values()))
-    from tablets.spark import native
-
-    native.register(spark)
-
-
-# --- names ------------------------------------------------------------------------------------
-
-
-def split_name(name: str) -> list[str]:
-    """``a.`b.c`.d`` -> ["a", "b.c", "d"] (backquotes, doubled backquotes inside them)."""
-    parts: list[str] = []
-    cur: list[str] = []
-    i, quoted = 0, False
-    text = name.strip()
-    while i < len(text):
-        ch = text[i]
-        if quoted:
-            if ch == "`":
-                if i + 1 < len(text) and text[i + 1] == "`":
-                    cur.append("`")
-                    i += 1
-                else:
-                    quoted = False
-            else:
-                cur.append(ch)
-        elif ch == "`":
-            quoted = True
-        elif ch == ".":
-            parts.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    parts.append("".join(cur).strip())
-    if quoted or any(p == "" for p in parts):
-        raise TabletsError(f"invalid table name {name!r}", help="Use `table`, `database.table` or `spark_catalog.database.table`.")
-    return parts
-
-
-def qualify(spark: SparkSession, name: str) -> tuple[str, str]:
-    """(database, table), lower case; the current database when ``name`` has none."""
-    parts = split_name(name)
-    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
-        parts = parts[1:]
-    if len(parts) == 1:
-        return spark.catalog.currentDatabase().lower(), parts[0].lower()
-    if len(parts) == 2:
-        return parts[0].lower(), parts[1].lower()
-    raise TabletsError(f"table name {name!r} is not in the session catalog", help="Tablet tables live in spark_catalog: use `database.table`.")
-
-
-def _sql_name(db: str, table: str) -> str:
-    return f"{quote_ident(db)}.{quote_ident(table)}"
-
-
-def _exists(spark: SparkSession, db: str, table: str) -> bool:
-    try:
-        return bool(spark.catalog.tableExists(_sql_name(db, table)))
-    except Exception as e:  # noqa: BLE001 - py4j and Spark errors alike
-        clear = missing_provider(spark, e)
-        if clear is None:
-            raise
-        raise clear from e
-
-
-_MISSING_PROVIDER = re.compile(r"Failed to find the data source: (" + PROVIDER_PREFIX + r"[0-9a-f]{12})\b")
-
-
-def missing_provider(spark: SparkSession, error: BaseException) -> TabletsError | None:
-    """A clear error for Spark's DATA_SOURCE_NOT_FOUND on a tablet table: its catalog entry names
-    a per-table provider that this warehouse's registry no longer has (the warehouse directory
-    was deleted or moved, the metastore beside it kept). None for any other error."""
-    m = _MISSING_PROVIDER.search(str(error))
-    if m is None:
-        return None
-    entry = _load(spark).by_provider.get(m.group(1))
-    if entry is not None:  # created by another process just now (a shared metastore)
-        _register(spark, [entry])
-        return TabletsError(
-            f"the tablet table {entry.name} was created by another process while this statement was planned",
-            help="Run the statement again: its provider is registered now.",
-        )
-    return TableNotFound(
-        f"a catalog table is a tablet table (provider {m.group(1)}), but the warehouse registry "
-        f"{registry_dir(spark)} has no such table: the table belongs to another warehouse whose "
-        "metastore this session uses (a shared metastore server, or a metastore copied from the "
-        "old layout, where warehouses under one parent directory shared one), or the registry was "
-        "deleted",
-        help="Point the session at the warehouse that holds the table; to start afresh, delete "
-        "the warehouse (its embedded metastore is inside it, in _metastore/).",
-    )
-
-
-def _quiet_hive_alter(spark: SparkSession) -> None:
-    """``ALTER TABLE`` of a data source table makes Hive log "ERROR HiveAlterHandler: Failed
-    to alter table" before Spark falls back to storing the schema its own way (it works)."""
-    try:
-        jvm = spark.sparkContext._jvm
-        if jvm is None:
-            return
-        level = jvm.org.apache.logging.log4j.Level.OFF
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hadoop.hive.metastore.HiveAlterHandler", level)
-    except Exception:  # noqa: BLE001 - cosmetic only (and no JVM under Spark Connect)
-        pass
-
-
-# --- tables by path ------------------------------------------------------------------------------
-
-_PATH_NAME = re.compile(r"^\s*tablets\s*\.\s*(?:`(?P<quoted>(?:[^`]|``)*)`|(?P<bare>\S.*?))\s*$", re.IGNORECASE)
-_PATHLIKE = re.compile(r"^(?:/|[A-Za-z][A-Za-z0-9+.-]*:)")
-_PATH_REF = re.compile(r"(?<![\w$`])tablets\s*\.\s*`", re.IGNORECASE)
-PATH_VIEW_PREFIX = "tablets_path_"
-
-
-def path_of(name: str) -> str | None:
-    """The location named by ``tablets.`<path>` `` (or ``tablets.<path>`` as the SQL parser
-    gives it back), normalized; None for any other name. Only absolute paths and URIs count, so
-    a database called ``tablets`` keeps its tables."""
-    m = _PATH_NAME.match(name)
-    if m is None:
-        return None
-    raw = m.group("quoted").replace("``", "`") if m.group("quoted") is not None else m.group("bare")
-    return normalize(raw) if raw and _PATHLIKE.match(raw) else None
-
-
-def describe_path(spark: SparkSession, path: str) -> str:
-    """What is at ``path``, for an error saying why it is not a tablet table."""
-    io = io_for(path, storage(spark).options)
-    if io.local and os.path.isfile(path):
-        return f"{path} is a file, not a table directory"
-    if io.list(join(path, "_delta_log")):
-        return f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
-    if io.list(join(path, "metadata")):
-        return f"{path} looks like an Iceberg table (it has metadata/)"
-    if io.list(log_dir(path)):
-        return f"{path} has a tablets log (_log/) without its first version"
-    files = io.list(path)
-    if any(f.name.endswith(".parquet") for f in files):
-        return f"{path} is a directory of Parquet files, not a tablet table (no _log/)"
-    if files or (io.local and os.path.isdir(path) and os.listdir(path)):
-        return f"{path} is a directory, but not a tablet table (no _log/{version_name(0)})"
-    return f"nothing is at {path}"
-
-
-def require(spark: SparkSession, name: str) -> str:
-    """The root of the tablet table ``name`` (a catalog name or ``tablets.`<path>` ``), else a
-    ``TableNotFound`` that says what is there instead and what to do."""
-    root = lookup(spark, name)
-    if root is not None:
-        return root
-    path = path_of(name)
-    if path is None:
-        raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
-    raise TableNotFound(
-        f"tablets.`{path}` is not a tablet table: {describe_path(spark, path)}",
-        help=f"Name the directory of a tablet table (the one holding _log/), or create one there: "
-        f"CREATE TABLE tablets.`{path}` (id BIGINT, ...) USING tablets. To read other formats, use "
-        "their own reader (spark.read.parquet(...), delta.`...`).",
-    )
-
-
-def path_views(spark: SparkSession, text: str) -> str:
-    """``text`` with every ``tablets.`<path>` `` table of a query replaced by a temporary view of
-    that tablet table (made now, so it reads the newest version); ``text`` itself when it names
-    none. Spark refuses Python sources in its own ``provider.`path` `` syntax."""
-    if not _PATH_REF.search(text):
-        return text
-
-    def at_path(node: Any) -> TableView | None:
-        if node.args.get("catalog") is not None or node.args.get("db") is None:
-            return None
-        path = path_of(f"tablets.`{node.name}`") if node.args["db"].name.lower() == SOURCE_NAME else None
-        if path is None:
-            return None
-        root = require(spark, f"tablets.`{path}`")
-        return TableView(root, PATH_VIEW_PREFIX + provider_name(root)[len(PROVIDER_PREFIX):])
-
-    return table_views(spark, text, at_path)
-
-
-@dataclass(frozen=True)
-class TableView:
-    """A tablet table (at ``version``, else the newest) as the temporary view ``view``."""
-
-    root: str
-    view: str
-    version: int | None = None
-    alias: str | None = None  # the name the query's columns use, when the reference had no alias
-
-
-def table_views(spark: SparkSession, text: str, pick: Any) -> str:
-    """``text`` with every table reference that ``pick(sqlglot Table node)`` maps to a
-    ``TableView`` replaced by that view (registered and created now); ``text`` itself when none
-    is. The one rewrite behind tables named by path and time travel."""
-    import sqlglot
-    from sqlglot import exp
-
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return text  # Spark's own parser reports it
-    if tree is None:
-        return text
-    changed = False
-    for node in list(tree.find_all(exp.Table)):
-        got = pick(node)
-        if got is None:
-            continue
-        provider = provider_name(got.root)
-        _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
-        reader = spark.read.format(provider)
-        if got.version is not None:
-            reader = reader.option("version", str(got.version))
-        reader.load().createOrReplaceTempView(got.view)
-        replacement = exp.to_table(got.view)
-        if node.alias:
-            replacement.set("alias", node.args.get("alias"))
-        elif got.alias:
-            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(got.alias)))
-        node.replace(replacement)
-        changed = True
-    return tree.sql(dialect="spark") if changed else text
-
+from tablets.spark.names import *  # noqa: F403  (re-exported: catalog.qualify, catalog.split_name, ...)
+from tablets.spark.names import (
+    _exists,
+    _quiet_hive_alter,
+    _sql_name,
+    qualify,
+)
+from tablets.spark.names import (
+    missing_provider as missing_provider,
+)
+from tablets.spark.names import (
+    split_name as split_name,
+)
+
+# the catalog's whole API: its providers' registry, names and lookups by name or path live in
+# registry.py, names.py and resolve.py, and are asked for here as catalog.<name>
+from tablets.spark.registry import (
+    PATH_PROPERTY,
+    _Entry,
+    _has_log,
+    _load,
+    _register,
+    _remove_entry,
+    _write_entry,
+    provider_name,
+    storage,
+    warehouse_dir,
+)
+from tablets.spark.registry import (
+    PROVIDER_PREFIX as PROVIDER_PREFIX,
+)
+from tablets.spark.registry import (
+    REGISTRY_DIR as REGISTRY_DIR,
+)
+from tablets.spark.registry import (
+    configure as configure,
+)
+from tablets.spark.registry import (
+    register_sources as register_sources,
+)
+from tablets.spark.registry import (
+    root_of_provider as root_of_provider,
+)
+from tablets.spark.registry import (
+    table_source as table_source,
+)
+from tablets.spark.resolve import (
+    TableView as TableView,
+)
+from tablets.spark.resolve import (
+    describe_path,
+    lookup,
+    path_of,
+)
+from tablets.spark.resolve import (
+    may_name_a_tablet_table as may_name_a_tablet_table,
+)
+from tablets.spark.resolve import (
+    path_views as path_views,
+)
+from tablets.spark.resolve import (
+    require as require,
+)
+from tablets.spark.resolve import (
+    table_views as table_views,
+)
 
 # --- public API ---------------------------------------------------------------------------------
-
-
-def lookup(spark: SparkSession, name: str) -> str | None:
-    """The root of the tablet table named ``name`` in the catalog, else None. Cheap: a stat of
-    the registry directory and a dict lookup (plus the current database for unqualified names)."""
-    path = path_of(name)
-    if path is not None:
-        return path if _has_log(spark, path) else None
-    try:
-        parts = split_name(name)
-    except TabletsError:
-        return None
-    if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
-        return None
-    db, table = qualify(spark, name)
-    entry = _load(spark).by_name.get(f"{db}.{table}")
-    if entry is None or not _has_log(spark, entry.path):
-        return None
-    _register(spark, [entry])  # created by another process since this session started
-    return entry.path
-
-
-def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
-    """False when ``text`` cannot write a tablet table because it mentions neither the
-    ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
-    spares parsing seed batches and view DDL; a True only means "parse it")."""
-    reg = _load(spark)
-    # tables created by another process since this session started (a shared metastore): their
-    # providers must be known before Spark resolves a plain SELECT of them
-    _register(spark, list(reg.by_provider.values()))
-    if reg.names is None:  # built once per registry state: a word match of any bare table name
-        bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
-        reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)
-    return reg.names.search(text) is not None
 
 
 def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:

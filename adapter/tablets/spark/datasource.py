@@ -25,7 +25,7 @@ filter on one side only (``... t a JOIN t b ON a.id = b.id + 1 WHERE a.id < 3``)
 read with the other side's filters, and Spark, trusting the pushed filter, drops its own: wrong
 rows (seen with a ten-line toy source too). Pushed filters made selective reads 1.3-4x faster
 here, but wrong rows are not a price. Queries through the SQL front door (and so dbt) read with
-Spark's own Parquet scan instead (``tablets.spark.reads``): column pruning, filter pushdown and
+Spark's own Parquet scan instead (``tablets.reads``): column pruning, filter pushdown and
 row-group skipping by Spark, tablets skipped by the log's statistics.
 
 Writes follow the row-level write API (Trino's begin -> sinks -> fragments -> finish):

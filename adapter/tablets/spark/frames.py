@@ -10,7 +10,7 @@ instead where it can: docs/FORMAT.md, "Row ids".)
 ``tablet_scan`` is the same scan with the deletion vectors left for later: the engine joins the
 target with a small broadcast source first and applies them to the pairs only.
 
-How deletion vectors are applied (``frames._benchmark()`` measures it: 2 shared
+How deletion vectors are applied (``bench/dv_strategies.py`` measures it: 2 shared
 cores, local[2], 1M rows x 3 columns in 10 tablets of 100k, 10% of the rows deleted at random;
 median of 5 interleaved runs of building the frame and aggregating every column + row number;
 two sessions, the machine shared with other Spark jobs):
@@ -60,7 +60,6 @@ import logging
 import os
 import threading
 import weakref
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,23 +68,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-from tablets.spark.columns import named, named_columns, physical_struct
+from tablets.spark.backend import is_connect
+from tablets.spark.columns import named, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
-from tablets.spark.session import conf_flag
 from tablets.storage.dv import DVInfo, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
-    ROW_ID,
-    ROW_ID_SHIFT,
     TABLET_SUFFIX,
     check_sizes,
-    has_row_ids,
-    row_id_tag,
 )
 
 if TYPE_CHECKING:
@@ -100,7 +95,6 @@ _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
 _DEL_WORD = "__tablets_del_word"
 
-STRATEGY = os.environ.get("TABLETS_DV_STRATEGY", "words")  # words | anti | isin (for measuring)
 SCAN_CONF = "spark.tablets.scan"  # auto | native | arrow
 HADOOP_SCHEME_CONF = "spark.tablets.hadoop.scheme."  # + the URI's scheme
 _HADOOP_DEFAULTS = {"s3": "s3a", "gcs": "gs", "az": "abfss", "azure": "abfss"}
@@ -138,7 +132,7 @@ def _hadoop_knows(spark: SparkSession, tablet: str) -> bool:
         ok = True
     except Exception:  # noqa: BLE001 - no such file system, or Spark Connect (no JVM here)
         ok = False
-        if getattr(spark, "_sc", None) is None:  # Spark Connect: ask the server
+        if is_connect(spark):  # Spark Connect: ask the server
             try:
                 spark.read.parquet(location).schema  # noqa: B018
                 ok = True
@@ -222,29 +216,9 @@ def _words_frame(spark: SparkSession, table: TabletTable, states: Sequence[Table
     return spark.createDataFrame(data)
 
 
-def _deleted_rows_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:
-    files, rows = [], []
-    for st in states:
-        pos = _dv_positions(table, st)
-        files.append(pa.array([_file_name(st)] * len(pos), pa.string()))
-        rows.append(pa.array(pos, pa.int64()))
-    return spark.createDataFrame(pa.table({_DEL_FILE: pa.concat_arrays(files), _DEL_WORD: pa.concat_arrays(rows)}))
-
-
-def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: Sequence[TabletState], strategy: str) -> DataFrame:
+def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: Sequence[TabletState]) -> DataFrame:
     if not with_dv:
         return df
-    if strategy == "anti":
-        dels = F.broadcast(_deleted_rows_frame(spark, table, with_dv))
-        cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.col(_ROW) == F.col(_DEL_WORD))
-        return df.join(dels, cond, "left_anti")
-    if strategy == "isin":
-        cases = F.lit(True)
-        for st in with_dv:
-            pos = _dv_positions(table, st)
-            inlist = ",".join(map(str, pos.tolist()))
-            cases = F.when(F.col(_FILE) == _file_name(st), F.expr(f"NOT {_ROW} IN ({inlist})")).otherwise(cases)
-        return df.filter(cases)
     # words: one row per 64-bit word holding a deletion; a row is live unless its bit is set
     words = F.broadcast(_words_frame(spark, table, with_dv))
     cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.shiftright(F.col(_ROW), 6) == F.col(_DEL_WORD))
@@ -268,7 +242,7 @@ def local_relation(spark: SparkSession, data: pa.Table, schema: StructType | Non
     keeps only the record batches before the first empty one: those are left out first."""
     if any(b.num_rows == 0 for b in data.to_batches()):
         data = pa.Table.from_batches([b for b in data.to_batches() if b.num_rows], schema=data.schema)
-    return spark.createDataFrame(data, schema=schema)
+    return spark.createDataFrame(data, schema=schema)  # type: ignore[arg-type]  # (None: the data's own)
 
 
 _NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}")  # an empty scan's file and row columns
@@ -321,7 +295,7 @@ class TabletScan:
         keeps only the scan's columns (and row ids), else every column of ``df``. ``deletes=False``
         skips the deletion vectors (rows known to come from no tablet)."""
         if deletes:
-            df = _apply_dvs(self.spark, df, self.table, self.with_dv, STRATEGY)
+            df = _apply_dvs(self.spark, df, self.table, self.with_dv)
         tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(TABLET_SUFFIX)})")  # id + suffix
         if project:
             ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
@@ -460,260 +434,3 @@ def snapshot_frame(
     (default all) plus, with ``row_ids``, ``_tablet_id`` and ``_row_number``."""
     scan = tablet_scan(spark, table, snapshot, columns, tablet_ids=tablet_ids, row_ids=row_ids)
     return scan.live(scan.frame, row_ids=row_ids)
-
-
-# --- reads of a whole table (queries), not the engine's ---------------------------------------
-
-READ_NATIVE_CONF = "spark.tablets.read.native"  # false: queries read through the Python source
-
-
-def reads_natively(spark: SparkSession) -> bool:
-    """Whether queries (the front door's, and plain Spark SQL's through ``tablets.spark.native``)
-    read tablet tables with ``read_frame`` (``READ_NATIVE_CONF``)."""
-    return conf_flag(spark, READ_NATIVE_CONF)
-
-
-# deletion vectors as one array literal of 64-bit words are planned into every stage that reads
-# them: above this many words (8 MB, 32M rows with deletions) they are joined as in the engine
-READ_LITERAL_WORDS = 1 << 20
-
-
-def _dense_words(table: TabletTable, st: TabletState) -> np.ndarray:
-    """The tablet's deletion vector as 64-bit words up to its last deleted row (bit r of word w:
-    row 64w + r is deleted)."""
-    pos = _dv_positions(table, st)
-    words = np.zeros(int(pos.max() >> 6) + 1 if len(pos) else 0, dtype=np.uint64)
-    np.bitwise_or.at(words, pos >> 6, np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)))
-    return words.view(np.int64)
-
-
-def read_view(
-    spark: SparkSession,
-    name: str,
-    table: TabletTable,
-    snapshot: Snapshot,
-    tablet_ids: Sequence[str] | None = None,
-    where: Sequence[str] = (),
-) -> bool:
-    """Temporary view ``name`` of ``read_frame``'s rows; False (no view) where the native scan
-    cannot read the table (the Python source then)."""
-    frame = read_frame(spark, table, snapshot, tablet_ids, where)
-    if frame is None:
-        return False
-    frame.createOrReplaceTempView(name)
-    return True
-
-
-def read_frame(
-    spark: SparkSession,
-    table: TabletTable,
-    snapshot: Snapshot,
-    tablet_ids: Sequence[str] | None = None,
-    where: Sequence[str] = (),
-) -> DataFrame | None:
-    """The live rows of ``snapshot`` (of ``tablet_ids``, default all), every column, for a
-    query: Spark's Parquet scan, so Spark reads only the columns the query uses and skips row
-    groups by its filters. None where the native scan cannot read the table (the Python source
-    then). ``where``: conditions (Spark SQL on the table's
-    non-float columns) the query keeps only rows that meet; they are tested before the deletion
-    vectors, which Spark would otherwise test first on every row (it puts a view's own filter
-    before the query's). Each DataFrame call is an analysis in the JVM (~5-15 ms here): strings,
-    not Columns, and as few calls as the view needs.
-
-    Unlike ``snapshot_frame`` (the engine's, which needs row ids), a scan of tablets without
-    deletion vectors has no metadata columns at all, and deletion vectors of up to
-    ``READ_LITERAL_WORDS`` words are applied without a join: one array literal of the words of
-    every such tablet (one block of bytes, ``long_array``), each row testing its bit
-    ``words[offset(tablet) + row / 64]``, where ``offset(tablet)`` is a CASE over the tablets
-    with deletions (NULL, so live, for the others and for rows past a tablet's last deleted row).
-    The row and its tablet come from the tablets' ``ROW_ID`` column; tablets written before it
-    (or two of one tag) take Spark's ``_metadata.row_index`` and tell the files apart by their
-    sizes, which costs ~15 ns more per row read (any ``_metadata`` column does: 3M rows, a
-    selective query, 184-192 ms against 242 ms). All tablets are one scan: Spark packs them into as few tasks as
-    for a plain table (a union of two scans made 3x the tasks and cost more than the CASE on
-    every row). Each tablet's size is checked against the log first (``check_sizes``); the frame itself is
-    kept for the next query of the same tablets (``_READ_FRAMES``)."""
-    ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
-    states = [st for st in (snapshot.tablets[t] for t in ids) if st.live_rows > 0]
-    if not states:
-        return empty_frame(spark, snapshot.metadata.schema, list(snapshot.metadata.column_names))
-    if not native_scan(spark, table, table.tablet_path(states[0])):
-        return None
-    check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
-    # the table id too: a shallow clone dropped and made again at one root has the same
-    # version and tablets (its source's), other vectors
-    key = (spark, table.root, snapshot.metadata.table_id, snapshot.version, tuple(st.tablet_id for st in states))
-    with _known_lock:
-        parts = _READ_FRAMES.pop(key, None)
-        if parts is not None:
-            _READ_FRAMES[key] = parts  # most recently used last
-    if parts is None:
-        parts = _read_frame(spark, table, snapshot, states)
-        with _known_lock:
-            _READ_FRAMES[key] = parts
-            while len(_READ_FRAMES) > READ_FRAMES_KEPT:
-                _READ_FRAMES.pop(next(iter(_READ_FRAMES)))
-    return parts.frame if parts.scan is None or not where else _live(parts.scan, parts.struct, where)
-
-
-def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:
-    """``df`` with its float and double columns as ``nanvl(c, c)`` (the same values): a filter
-    on them is then not pushed into the Parquet reader, whose row-group skipping by min/max
-    misses NaN (Parquet statistics leave NaN out; SQL orders NaN above every number), so
-    ``WHERE x > 49`` would lose the NaN rows of a row group whose max is below 49."""
-    if not any(f.dataType.typeName() in ("float", "double") for f in struct.fields):
-        return df
-    return df.selectExpr(*_no_float_columns(struct))  # (strings: one JVM call, where Columns take three a column)
-
-
-def _no_float_columns(struct: StructType) -> list[str]:
-    floats = {f.name for f in struct.fields if f.dataType.typeName() in ("float", "double")}
-    return [f"nanvl({quote_ident(n)}, {quote_ident(n)}) AS {quote_ident(n)}" if n in floats else quote_ident(n) for n in struct.names]
-
-
-_LIVE = "__tablets_live"
-
-
-@dataclass(frozen=True)
-class _ReadParts:
-    frame: DataFrame  # the live rows
-    struct: StructType
-    scan: DataFrame | None = None  # the tablets' rows with the deletion vectors' test as _LIVE
-
-
-def _live(scan: DataFrame, struct: StructType, where: Sequence[str] = ()) -> DataFrame:
-    """The live rows of ``scan`` (the tablets' rows with column _LIVE) that meet ``where``,
-    tested before _LIVE, with the floats as ``nanvl``. Strings: one JVM analysis a call."""
-    return scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)])).selectExpr(*_no_float_columns(struct))
-
-
-READ_FRAMES_KEPT = 16
-_READ_FRAMES: dict[tuple, _ReadParts] = {}
-
-
-def long_array(spark: SparkSession, values: np.ndarray) -> Column:
-    """An ``array<bigint>`` literal of ``values``, held by Spark as one block of bytes
-    (``UnsafeArrayData``) made here in its layout: 8 bytes of element count, a null bitmap word
-    per 64 elements, then the values. Every task of a query deserializes its plan's literals, and
-    the array Spark makes itself (a folded ``cast(split(text) AS array<bigint>)``, or
-    ``Literal.create``) holds one boxed Long an element: 23k words cost a query ~60 ms, 200k
-    ~600 ms, against ~35 and ~70 ms this way (bench/read_profile.py's table). Classic sessions
-    only (the JVM's catalyst classes through py4j); elsewhere, or where a Spark version lacks
-    them, the folded text."""
-    n = len(values)
-    try:
-        jvm = spark._jvm  # noqa: SLF001
-        exprs = jvm.org.apache.spark.sql.catalyst.expressions
-        data = np.concatenate([np.array([n], np.int64), np.zeros((n + 63) // 64, np.int64), values.astype(np.int64)])
-        block = exprs.UnsafeArrayData()
-        block.pointTo(bytearray(data.tobytes()), jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, data.nbytes)
-        literal = exprs.Literal(block, jvm.org.apache.spark.sql.types.DataType.fromDDL("array<bigint>"))
-        return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
-    except Exception:  # noqa: BLE001 - py4j: no such class or method in this Spark
-        logger.debug("tablets: no UnsafeArrayData literal in this Spark; the deletion vectors' words as folded text", exc_info=True)
-    return F.split(F.lit(",".join(map(str, values.tolist()))), ",").cast("array<bigint>")
-
-
-def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> _ReadParts:
-    struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
-    assert isinstance(struct, StructType)
-    located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
-    with_dv = [st for st in states if st.dv is not None]
-    mapping = snapshot.metadata.mapping  # the scan reads physical names (tablets.spark.columns)
-
-    def parquet(schema: StructType) -> DataFrame:
-        return spark.read.schema(physical_struct(schema, mapping)).options(**VERIFY_OPTIONS).parquet(*located)
-
-    if not with_dv:
-        scan = parquet(struct)
-        return _ReadParts(_no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct), struct)
-    words = [_dense_words(table, st) for st in with_dv]
-    if sum(len(w) for w in words) > READ_LITERAL_WORDS:
-        scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
-        return _ReadParts(_no_float_pushdown(scanned.live(scanned.frame, row_ids=False), struct), struct)
-    this: Callable[[TabletState], Column]
-    if _stored_row_ids(states):
-        # the tablets' own row id column: no `_metadata` column, which costs every row read
-        scan = parquet(StructType([*struct.fields, StructField(ROW_ID, LongType())]))
-        row = F.col(ROW_ID).bitwiseAND(F.lit((1 << ROW_ID_SHIFT) - 1))
-        tag = F.shiftright(F.col(ROW_ID), ROW_ID_SHIFT)
-
-        def this(st: TabletState) -> Column:
-            return tag == F.lit(row_id_tag(st.tablet_id))
-    else:
-        scan = parquet(struct)
-        name, size, row = F.col("_metadata.file_name"), F.col("_metadata.file_size"), F.col("_metadata.row_index")
-        sizes = Counter(st.add.bytes for st in states)
-
-        def this(st: TabletState) -> Column:
-            # by the file's size (a long; check_sizes held every file to the log's), not by its
-            # name (~50 bytes compared a row per tablet with deletions); the name too where two
-            # tablets of the scan are of one size
-            same = size == F.lit(st.add.bytes)
-            return same if sizes[st.add.bytes] == 1 else same & (name == _file_name(st))
-
-    # a tablet's words end at its last deleted row: a later row's word index must not run on
-    # into the next tablet's words (NULL: live)
-    at = F.shiftright(row, 6)
-    offset = None
-    start = 0
-    for st, w in zip(with_dv, words, strict=True):
-        hit = this(st) & (at < F.lit(len(w)))
-        offset = F.when(hit, F.lit(start)) if offset is None else offset.when(hit, F.lit(start))
-        start += len(w)
-    assert offset is not None
-    word = F.try_element_at(long_array(spark, np.concatenate(words)), (offset + at + 1).cast("int"))
-    live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
-    scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))
-    return _ReadParts(_live(scan, struct), struct, scan)
-
-
-def _stored_row_ids(states: Sequence[TabletState]) -> bool:
-    """Every tablet of the scan holds the ``ROW_ID`` column, and their tags tell them apart
-    (31-bit tags: two alike among 10k tablets about once in 40 scans; those read by ``_metadata``)."""
-    return all(has_row_ids(st.add) for st in states) and len({row_id_tag(st.tablet_id) for st in states}) == len(states)
-
-
-def _benchmark(rows: int = 1_000_000, tablets: int = 10, deleted: float = 0.1, rounds: int = 5) -> None:  # pragma: no cover
-    import tempfile
-    import time
-
-    from tablets.spark.session import build_session
-    from tablets.storage.transaction import RowLevelSink
-
-    base = tempfile.mkdtemp(prefix="tablets-bench-")
-    spark = build_session(os.path.join(base, "warehouse"), master="local[2]", hive=False)
-    t = TabletTable.create(os.path.join(base, "t"), pa.schema([("id", pa.int64()), ("v", pa.string()), ("x", pa.float64())]))
-    per = rows // tablets
-    for i in range(tablets):
-        ids = np.arange(i * per, (i + 1) * per)
-        t.append(pa.table({"id": ids, "v": pa.array(ids.astype(str)), "x": ids * 0.5}))
-    rng = np.random.default_rng(1)
-    h = t.begin_delete()
-    sink = RowLevelSink(h)
-    for tid, st in t.snapshot().tablets.items():
-        pos = rng.choice(st.add.rows, int(st.add.rows * deleted), replace=False)
-        sink.delete([tid] * len(pos), pos)
-    t.finish(h, sink.finish())
-    snap = t.snapshot()
-    global STRATEGY
-    times: dict[str, list[float]] = {}
-    for _ in range(rounds):
-        for strategy in ("words", "anti", "isin", "none"):
-            STRATEGY = strategy
-            start = time.perf_counter()
-            if strategy == "none":
-                df = spark.read.parquet(*[t.tablet_path(st) for st in snap.tablets.values()])
-                df = df.select("id", "v", "x", F.col("_metadata.row_index").alias(ROW_NUMBER))
-            else:
-                df = snapshot_frame(spark, t, snap)
-            n = df.agg(F.count("*"), F.sum("id"), F.max("v"), F.sum("x"), F.sum(ROW_NUMBER)).collect()[0][0]
-            assert n == (rows if strategy == "none" else snap.live_rows), (strategy, n)
-            times.setdefault(strategy, []).append(time.perf_counter() - start)
-    for strategy, ts in times.items():
-        print(f"{strategy:6s} median={sorted(ts)[len(ts) // 2]:.2f}s all={[round(x, 2) for x in ts]}")
-    spark.stop()
-    import shutil
-
-    shutil.rmtree(base, ignore_errors=True)
-

@@ -29,10 +29,13 @@ import glob
 import hashlib
 import logging
 import os
+import shutil
+import subprocess
 import time
 from collections.abc import Mapping
 
-from tablets.storage.properties import OFF
+from tablets.exceptions import TabletsError
+from tablets.settings import flag
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,36 @@ _WRITTEN = "Written dynamic archive"
 _OPTS = "spark.driver.extraJavaOptions"
 
 
+JAVA_HELP = (
+    "Install Java 17 (e.g. `apt-get install openjdk-17-jre-headless`) and make `java` "
+    "available on PATH or set JAVA_HOME"
+)
+
+
+def _java_binary() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = os.path.join(home, "bin", "java")
+        if os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("java")
+
+
+def java_version() -> str:
+    """The first line of ``java -version`` (e.g. ``openjdk version "17.0.15" 2025-04-15``)."""
+    java = _java_binary()
+    if java is None:
+        raise TabletsError("Java 17 is required to run Spark, but `java` was not found", help=JAVA_HELP)
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {e}", help=JAVA_HELP) from e
+    text = (out.stderr or out.stdout).strip()
+    if out.returncode != 0 or not text:
+        raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {text}", help=JAVA_HELP)
+    return text.splitlines()[0]
+
+
 def cache_dir() -> str:
     explicit = os.environ.get("TABLETS_JVM_CACHE")
     if explicit:
@@ -53,7 +86,7 @@ def cache_dir() -> str:
 
 
 def enabled(conf: Mapping[str, str]) -> bool:
-    return os.environ.get(ENV, "1").strip().lower() not in OFF and str(conf.get(CONF, "true")).strip().lower() not in OFF
+    return flag(os.environ.get(ENV), ENV) and flag(conf.get(CONF), CONF)
 
 
 def key(java: str, conf: Mapping[str, str]) -> str:

@@ -44,7 +44,6 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tablets.exceptions import TabletsError
@@ -75,6 +74,12 @@ def metastore_dir(warehouse: str) -> str:
         return os.path.join(wh, METASTORE_DIR)
     digest = hashlib.sha1(wh.encode("utf-8")).hexdigest()[:12]
     return os.path.abspath(os.path.join(".tablets", digest))
+
+
+def spark_warehouse(warehouse: str) -> str:
+    """``spark.sql.warehouse.dir`` for a tablets warehouse: itself when local, else a local
+    directory beside the metastore (Spark's Hadoop file system may not know the URI's scheme)."""
+    return normalize(warehouse) if is_local(warehouse) else os.path.join(metastore_dir(warehouse), "spark-warehouse")
 
 
 def derby_url(meta: str) -> str:
@@ -371,12 +376,6 @@ def adopt_legacy(warehouse: str) -> str | None:
     return done
 
 
-def is_embedded(conf: Mapping[str, str]) -> bool:
-    """Whether a session with ``conf`` keeps an embedded metastore that tablets places (no
-    metastore server, no metastore database of the user's own choosing)."""
-    return not conf.get(URIS_CONF) and not conf.get(JDO_URL_CONF)
-
-
 # --- the server -------------------------------------------------------------------------------
 
 
@@ -407,7 +406,7 @@ def serve(warehouse: str, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) 
     from pyspark import SparkConf
     from pyspark.java_gateway import launch_gateway
 
-    from tablets.spark.session import java_version, spark_warehouse
+    from tablets.spark.jvm import java_version
 
     java_version()  # a clear error when Java is missing
     wh = normalize(warehouse)

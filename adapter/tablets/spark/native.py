@@ -2,12 +2,12 @@
 
 A tablet table read by ``spark.sql(...)`` or ``spark.table(...)`` outside the front door goes
 through the ``tablets`` Python data source, to which PySpark 4.3 gives no column pruning and
-only unsafe filter pushdown (``tablets.spark.reads``): 1.2-6.5x the time of the same rows as a
+only unsafe filter pushdown (``tablets.reads``): 1.2-6.5x the time of the same rows as a
 plain Parquet table. Only a JVM class can change how Spark plans such a read, so this package
 carries one, ``java/tablets/spark/NativeReads.java``: an analyzer rule (installed with
 ``spark.sql.extensions=tablets.spark.TabletsExtensions``) that replaces each read of a tablet
 table's Python source by the plan the driver's Python process returns for it through py4j: the
-front door's frame (``frames.read_frame``: the newest snapshot's live tablets on Spark's
+front door's frame (``read_frames.read_frame``: the newest snapshot's live tablets on Spark's
 Parquet scan, deletion vectors applied; tablets the query's WHERE rules out by the log's
 statistics are skipped). The analyzer then deduplicates self-joins as it does for views.
 
@@ -41,11 +41,15 @@ import tempfile
 import threading
 import weakref
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
+
+from tablets.spark.backend import is_connect
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from tablets.storage.table import TabletTable
 
 EXTENSION = "tablets.spark.TabletsExtensions"
 EXTENSIONS_CONF = "spark.sql.extensions"
@@ -55,7 +59,7 @@ MARKER = "__tablets_native_"  # NativeReads.MARKER: the replaced read's Subquery
 
 logger = logging.getLogger("tablets")
 _lock = threading.Lock()
-_sessions: weakref.WeakValueDictionary[str, SparkSession] = weakref.WeakValueDictionary()
+_sessions: dict[str, _Session] = {}  # by the JVM session key the rule passes
 _planner: _Planner | None = None
 _told = False
 
@@ -134,12 +138,23 @@ def with_extension(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def register(spark: SparkSession) -> bool:
-    """Serve ``spark``'s native reads from this process (where its JVM has the extension):
-    starts py4j's callback server once. False where the JVM lacks the extension."""
-    global _planner
-    from tablets.spark.session import is_connect
+class _Session:
+    """A session whose native reads this process plans, and how it finds a provider's table."""
 
+    def __init__(self, spark: SparkSession, table_of: Callable[[SparkSession, str], TabletTable | None]) -> None:
+        self._spark = weakref.ref(spark)
+        self.table_of = table_of
+
+    @property
+    def spark(self) -> SparkSession | None:
+        return self._spark()
+
+
+def register(spark: SparkSession, table_of: Callable[[SparkSession, str], TabletTable | None]) -> bool:
+    """Serve ``spark``'s native reads from this process (where its JVM has the extension):
+    starts py4j's callback server once. ``table_of(spark, provider)``: the tablet table a
+    provider reads (the catalog's), None if none. False where the JVM lacks the extension."""
+    global _planner
     if is_connect(spark):
         return False
     try:
@@ -150,7 +165,7 @@ def register(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - py4j: no such class (no extension in this JVM)
         return False
     with _lock:
-        _sessions[key] = spark
+        _sessions[key] = _Session(spark, table_of)
         if _planner is None or not rule.hasPlanner():
             from pyspark.java_gateway import ensure_callback_server_started
 
@@ -180,27 +195,36 @@ class _Planner:
 
     @staticmethod
     def _plan(session: str, provider: str, where: str) -> object:
-        from tablets.spark import catalog
-        from tablets.spark.frames import native_scan, read_frame, reads_natively
-        from tablets.spark.reads import tablets_to_read
-        from tablets.sql.reads import condition
+        known = _sessions.get(session)
+        spark = known.spark if known is not None else None
+        if known is None or spark is None:
+            return None
+        return plan_read(spark, known.table_of, provider, where)
 
-        spark = _sessions.get(session)
-        if spark is None or not reads_natively(spark):
-            return None
-        root = catalog.root_of_provider(spark, provider)
-        if root is None:
-            return None
-        table = catalog.storage(spark).table(root)
-        if not native_scan(spark, table, root):  # before any I/O: a store Spark cannot read (per scheme)
-            return None
-        snap = table.snapshot()
-        keep, pruned, early = tablets_to_read(snap, condition(where, "") if where else [])
-        frame = read_frame(spark, table, snap, keep, early)
-        if frame is None:
-            return None
-        logger.debug("tablets: %s read natively at version %d: %d of %d tablets", provider, snap.version, len(keep), len(keep) + pruned)
-        return frame._jdf  # noqa: SLF001
+
+def plan_read(
+    spark: SparkSession, table_of: Callable[[SparkSession, str], TabletTable | None], provider: str, where: str
+) -> object:
+    """The JVM frame of ``read_frame``'s rows that replaces a read of ``provider`` in ``spark``
+    (``where``: the conditions Spark pushed to the read, as SQL), or None: the Python source reads it."""
+    from tablets.spark.read_frames import native_scan, read_frame, reads_natively, tablets_to_read
+    from tablets.spec.conditions import condition
+
+    if not reads_natively(spark):
+        return None
+    table = table_of(spark, provider)
+    if table is None:
+        return None
+    root = table.root
+    if not native_scan(spark, table, root):  # before any I/O: a store Spark cannot read (per scheme)
+        return None
+    snap = table.snapshot()
+    keep, pruned, early = tablets_to_read(snap, condition(where, "") if where else [])
+    frame = read_frame(spark, table, snap, keep, early)
+    if frame is None:
+        return None
+    logger.debug("tablets: %s read natively at version %d: %d of %d tablets", provider, snap.version, len(keep), len(keep) + pruned)
+    return frame._jdf  # noqa: SLF001
 
 
 if __name__ == "__main__":  # the jar's path, for sessions built elsewhere

@@ -30,60 +30,23 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from tablets.exceptions import TabletsError
 from tablets.spark import metastore
-from tablets.spark.metastore import metastore_dir
-from tablets.storage.fileio import is_local, normalize
-from tablets.storage.properties import OFF
+from tablets.spark.errors import install as install_errors
+from tablets.spark.jvm import java_version
+from tablets.spark.metastore import metastore_dir, spark_warehouse
+from tablets.storage.fileio import normalize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_WAREHOUSE = os.path.join(".tablets", "warehouse")
-JAVA_HELP = (
-    "Install Java 17 (e.g. `apt-get install openjdk-17-jre-headless`) and make `java` "
-    "available on PATH or set JAVA_HOME"
-)
-
-
-def _java_binary() -> str | None:
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = os.path.join(home, "bin", "java")
-        if os.access(candidate, os.X_OK):
-            return candidate
-    return shutil.which("java")
-
-
-def java_version() -> str:
-    """The first line of ``java -version`` (e.g. ``openjdk version "17.0.15" 2025-04-15``)."""
-    java = _java_binary()
-    if java is None:
-        raise TabletsError("Java 17 is required to run Spark, but `java` was not found", help=JAVA_HELP)
-    try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.SubprocessError) as e:
-        raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {e}", help=JAVA_HELP) from e
-    text = (out.stderr or out.stdout).strip()
-    if out.returncode != 0 or not text:
-        raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {text}", help=JAVA_HELP)
-    return text.splitlines()[0]
-
-
 def default_warehouse() -> str:
     return normalize(os.environ.get("TABLETS_WAREHOUSE") or DEFAULT_WAREHOUSE)
-
-
-def spark_warehouse(warehouse: str) -> str:
-    """``spark.sql.warehouse.dir`` for a tablets warehouse: itself when local, else a local
-    directory beside the metastore (Spark's Hadoop file system may not know the URI's scheme)."""
-    return normalize(warehouse) if is_local(warehouse) else os.path.join(metastore_dir(warehouse), "spark-warehouse")
 
 
 def _local_cores(master: str) -> int | None:
@@ -98,7 +61,7 @@ def _local_cores(master: str) -> int | None:
 
 # Spark's ConvertToLocalRelation evaluates projections over a local relation row by row on the
 # driver while optimizing (~35 us a row); without it the engine takes a MERGE's source of up to
-# 1 MiB as one local relation (tablets.engine.executor._local_source). Queries over VALUES then
+# 1 MiB as one local relation (tablets.engine.intake.collect_local_source). Queries over VALUES then
 # run their projection as a (small) task instead
 LOCAL_RELATION_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
 EXCLUDED_RULES_CONF = "spark.sql.optimizer.excludedRules"
@@ -149,19 +112,6 @@ def session_conf(
     return conf
 
 
-
-
-def conf_flag(spark: SparkSession, key: str) -> bool:
-    """A ``spark.tablets.*`` on/off setting: on unless set to one of ``OFF`` (or unreadable: the default)."""
-    try:
-        return (spark.conf.get(key, None) or "true").strip().lower() not in OFF
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        return True
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (no SparkContext, no JVM in this process)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def _loopback(master: str | None) -> bool:
@@ -217,8 +167,6 @@ def build_session(
     from pyspark.sql import SparkSession
 
     from tablets.spark import jvm, native
-    from tablets.spark.catalog import configure, register_sources
-    from tablets.spark.ship import ship
 
     builder = SparkSession.builder.appName(app_name)
     if remote:
@@ -244,8 +192,21 @@ def build_session(
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
+    return adopt(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
+
+
+def adopt(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> SparkSession:
+    """Set ``spark`` up for tablet tables, whoever built it: the package shipped to its
+    executors (``tablets.spark.ship``), its warehouse and store settings where given
+    (``catalog.configure``; else those it has, or its conf's), and every tablets source and the
+    native-read planner registered (``catalog.register_sources``). Idempotent; returns ``spark``."""
+    from tablets.spark.catalog import configure, register_sources
+    from tablets.spark.ship import ship
+
     ship(spark)
-    configure(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
+    install_errors(spark)
+    if warehouse or storage_options is not None:
+        configure(spark, warehouse, storage_options)
     register_sources(spark)
     return spark
 
@@ -286,16 +247,9 @@ def get_or_create_session(
     """The active session (tablets sources registered) if there is one, else a new one."""
     from pyspark.sql import SparkSession
 
-    from tablets.spark.catalog import configure, register_sources
-    from tablets.spark.ship import ship
-
     active = SparkSession.getActiveSession()
     if active is not None:
-        ship(active)
-        if warehouse or storage_options is not None:
-            configure(active, warehouse, storage_options)
-        register_sources(active)
-        return active
+        return adopt(active, warehouse, storage_options)
     return build_session(
         warehouse, master=master, remote=remote, conf=conf, hive=hive, storage_options=storage_options,
         metastore_uri=metastore_uri,

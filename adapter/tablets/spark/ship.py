@@ -35,6 +35,8 @@ import weakref
 import zipfile
 from typing import TYPE_CHECKING, Any
 
+from tablets.spark.backend import context_key, is_connect
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -50,9 +52,8 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)  # fixed entry times: the same sources give the s
 
 def package_dir() -> str:
     """The directory of the installed ``tablets`` package."""
-    import tablets
 
-    return os.path.dirname(os.path.abspath(tablets.__file__))
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tablets/spark/ship.py -> tablets/
 
 
 def _sources(root: str) -> list[tuple[str, str]]:
@@ -110,17 +111,13 @@ def package_zip() -> str:
 def _key(spark: SparkSession) -> Any:
     """What a shipped zip belongs to: the SparkContext of a classic session (its sessions
     share the workers' files), the session itself on Spark Connect (artifacts are per session)."""
-    from tablets.spark.session import is_connect
-
-    return spark if is_connect(spark) else spark.sparkContext
+    return context_key(spark)
 
 
 def ship(spark: SparkSession) -> str | None:
     """Add the package zip to ``spark`` once (per SparkContext, or per Connect session).
     Returns the zip's path, or None if Spark refused it (logged: the executors then need
     ``tablets`` installed in their own Python)."""
-    from tablets.spark.session import is_connect
-
     key = _key(spark)
     with _lock:
         done = _shipped.get(key)

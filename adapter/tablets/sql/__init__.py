@@ -1,4 +1,11 @@
-"""SQL statement text -> specs (sqlglot)."""
+"""SQL statement text -> specs (sqlglot): ``parse`` (MERGE, INSERT, UPDATE, DELETE, and the router's
+question ``statement_target``), ``syntax`` (what the parsers share), ``create``, ``alter``,
+``maintenance`` (DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE, AS OF), ``metadata`` (comments,
+properties), ``reads`` (the tables a query reads).
+
+May import: ``tablets.engine`` and everything below it; never the front door or dbt
+(``tests/unit/test_layers.py``).
+"""
 
 from tablets.sql.parse import create_provider, parse_statement, statement_target, table_name
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tablets.engine.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
 from tablets.exceptions import StatementParseError
-from tablets.sql.parse import _column_type, _sql, table_name
+from tablets.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
+from tablets.sql.create import _column_type
+from tablets.sql.syntax import _sql, table_name
 
 FORMS = "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d)"
 

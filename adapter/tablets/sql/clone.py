@@ -14,8 +14,8 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
-from tablets.engine.spec import AsOf
 from tablets.exceptions import StatementParseError
+from tablets.spec import AsOf
 
 _NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.DOT, TokenType.TABLE, TokenType.SCHEMA)
 

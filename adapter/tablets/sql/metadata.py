@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import sqlglot
 
 from tablets.exceptions import StatementParseError
-from tablets.sql.parse import DIALECT
+from tablets.sqltext import DIALECT
 from tablets.storage.metadata import MetadataChange
 
 _LEAD = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"

@@ -1,6 +1,8 @@
 """The tablet store: immutable Parquet tablets, Roaring deletion vectors, an atomic commit log.
 
-pyarrow + pyroaring only: importing this package never loads pyspark or dbt.
+pyarrow + pyroaring + obstore only: importing this package never loads pyspark or dbt.
+``fileio`` is the one seam to local disk and object stores. May import only the leaves
+(``tablets.exceptions``, ``tablets.settings``, ``tablets.sqltext``) (``tests/unit/test_layers.py``).
 """
 
 from tablets.storage.snapshot import Snapshot, TabletState

@@ -87,7 +87,7 @@ def decode(data: bytes, path: str, version: int, hint: Hint | None) -> Snapshot:
     ``Rejected`` (with the reason) if it fails. A checkpoint without header comes back with
     ``verified=False`` and no ``metadata_version``."""
     named = hint is not None and hint.version == version and hint.size is not None
-    if named and (hint.size != len(data) or hint.crc != crc(data)):  # type: ignore[union-attr]
+    if hint is not None and named and (hint.size != len(data) or hint.crc != crc(data)):
         raise Rejected(f"it is not the file _last_checkpoint names ({len(data)} bytes, CRC {crc(data)}; "
                            f"the hint says {hint.size} bytes, CRC {hint.crc})")
     first, _, body = data.partition(b"\n")

@@ -27,6 +27,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
 from tablets.storage import delta_log, log, transaction, vacuum
@@ -35,6 +36,9 @@ from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normaliz
 from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.tablet import new_id
+
+if TYPE_CHECKING:
+    from tablets.storage.table import TabletTable  # which calls this module
 
 CLONES_DIR = "_clones"
 CLONE = "CLONE"
@@ -66,19 +70,16 @@ def _marker(root: str, clone_id: str) -> str:
 
 
 def shallow_clone(
-    source: object, target_root: str, version: int | None = None, *, properties: Mapping[str, str] | None = None,
+    source: TabletTable, target_root: str, version: int | None = None, *, properties: Mapping[str, str] | None = None,
     replace_table: bool = False, statement: str = "",
 ) -> int:
-    """Clone ``source`` (a ``TabletTable``) at ``version`` (default: the newest) to
+    """Clone ``source`` at ``version`` (default: the newest) to
     ``target_root``, no file copied: its version 0, or with ``replace_table`` and a table there,
     one new version of that table whose state is the clone's (its history stays, as Delta's
     CREATE OR REPLACE ... CLONE). ``TableAlreadyExists`` if a table is there and not replaced.
     The version committed."""
-    from tablets.storage.table import TabletTable
-
-    assert isinstance(source, TabletTable)
     what = statement or f"SHALLOW CLONE {source.root}"
-    target = TabletTable(target_root, io=source.io)
+    target = type(source)(target_root, io=source.io)
     if _store_of(target.root) != _store_of(source.root):
         raise TabletsError(
             f"{what}: the clone's location {target.root} is on another store than its source {source.root}",
@@ -197,13 +198,10 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
     return keep
 
 
-def drop(table: object) -> None:
-    """DROP of ``table`` (a ``TabletTable``): its own markers in the tables it clones go; with no
-    live clone of its own the root goes whole, else its log and the files no clone references
-    (every version of theirs), and its ``_clones/`` stay."""
-    from tablets.storage.table import TabletTable
-
-    assert isinstance(table, TabletTable)
+def drop(table: TabletTable) -> None:
+    """DROP of ``table``: its own markers in the tables it clones go; with no live clone of its
+    own the root goes whole, else its log and the files no clone references (every version of
+    theirs), and its ``_clones/`` stay."""
     io, root = table.io, table.root
     try:
         snap = table.snapshot()
@@ -211,7 +209,7 @@ def drop(table: object) -> None:
         owners = {owner_root(p) for p in _files(snap) if is_absolute(p)}
         for owner in owners:
             io.delete(_marker(owner, meta_id))
-            if not clones(io, owner) and not TabletTable(owner, io=io).exists():
+            if not clones(io, owner) and not type(table)(owner, io=io).exists():
                 io.delete_tree(owner)  # a dropped source kept these files for its last clone
     except TabletsError:
         pass  # no readable log: nothing of it to unregister

@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tablets.exceptions import FormatError, TableNotFound, TabletsError
+from tablets.settings import flag
 from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet, SetDV
-from tablets.storage.properties import ON
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
@@ -55,7 +55,7 @@ class AutoCompactPolicy:
     def of(cls, metadata: Metadata) -> AutoCompactPolicy:
         props = dict(metadata.properties)
         return cls(
-            enabled=props.get(AUTO_COMPACT, "false").strip().lower() in ON,
+            enabled=flag(props.get(AUTO_COMPACT), AUTO_COMPACT, default=False),
             target_tablet_rows=int(_number(props, "target_tablet_rows", DEFAULT_TARGET_TABLET_ROWS)),
             small_fraction=_number(props, "auto_compact_small_fraction", cls.small_fraction),
             max_deleted_fraction=_number(props, "auto_compact_max_deleted_fraction", cls.max_deleted_fraction),

@@ -14,11 +14,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 from tablets.exceptions import TabletsError
-
-# the one vocabulary of on/off values: table properties and spark.tablets.* settings alike
-ON = ("true", "1", "yes", "on")
-OFF = ("false", "0", "no", "off")
-BOOLEANS = ON + OFF
+from tablets.settings import BOOLEANS  # the one vocabulary of on/off values (tablets.settings)
 
 
 class InvalidProperty(TabletsError):

@@ -59,7 +59,7 @@ def kind_of(t: pa.DataType) -> str | None:
 
 def column_kinds(schema: pa.Schema) -> tuple[dict[str, str], dict[str, str]]:
     """The kinds (``kind_of``) of a table's columns that statistics can rule on, by name, and
-    every column's name by its lower-case name: what ``tablets.sql.reads.typed`` takes."""
+    every column's name by its lower-case name: what ``tablets.spec.conditions.typed`` takes."""
     kinds = {f.name: k for f in schema if (k := kind_of(f.type)) is not None}
     return kinds, {n.lower(): n for n in schema.names}
 

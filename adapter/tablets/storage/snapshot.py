@@ -114,7 +114,8 @@ class StateSummary:
             mv = d.get("metadata_version")
             if not all(type(c) is int for c in counts) or (mv is not None and type(mv) is not int):
                 raise TypeError("counts are not integers")
-            return StateSummary(*counts, str(d["digest"]), mv)
+            tablets, dvs, rows, live_rows = counts
+            return StateSummary(tablets, dvs, rows, live_rows, str(d["digest"]), mv)
         except (KeyError, TypeError) as e:
             raise FormatError(f"malformed state record {d!r} ({e})") from None
 

@@ -138,7 +138,7 @@ def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: st
     buf = pa.BufferOutputStream()
     with pq.ParquetWriter(
         buf, data.schema, compression="zstd", write_page_checksum=True, dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
-        **options,  # type: ignore[arg-type]
+        **options,
     ) as w:
         w.write_table(data, row_group_size=ROW_GROUP_ROWS)
         w.add_key_value_metadata({FOOTER_TABLET_ID: tablet_id.encode()})
@@ -386,7 +386,7 @@ def select_rows(
             rest = [c for c in present if c not in probe]
             read = unview(pf.read_row_group(g, columns=rest)).take(picked) if rest else None
             probed = group.take(picked)
-            rows = pa.table({c: (probed if c in probe else read).column(c) for c in present})
+            rows = pa.table({c: (probed if c in probe or read is None else read).column(c) for c in present})
             parts.append(conform(rows, wanted, len(local)))
             positions.append(pa.array(local + at, pa.int64()))
             flags.append(hit.take(picked))

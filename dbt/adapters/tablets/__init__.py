@@ -1,4 +1,11 @@
-"""dbt-tablets: the dbt adapter plugin (type ``tablets``), extending dbt-spark."""
+"""dbt-tablets: the dbt adapter plugin (type ``tablets``), extending dbt-spark.
+
+The macros call it (``adapter.<method>``); it parses and validates configs (``config``,
+``vocabulary``, ``strategies``, ``table_options``, ``clauses``, ``snapshot``), renders statements
+(``render``) and runs them through the engine's front door only: ``tablets.Database``,
+``tablets.sessions``, ``tablets.reads``, ``tablets.metadata``, ``tablets.exceptions`` (never
+``tablets.sql``/``engine``/``spark``/``spec``/``storage``: ``tests/unit/test_layers.py``).
+"""
 
 from dbt.adapters.base import AdapterPlugin
 

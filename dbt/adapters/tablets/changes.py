@@ -19,9 +19,8 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any
 
-from tablets.spark import catalog
+from tablets.changes import CONSUMED, last_consumed, record_consumed
 from tablets.sqltext import sql_string
-from tablets.storage.changes import CONSUMED, last_consumed, record_consumed
 
 if TYPE_CHECKING:
     from tablets.db import Database, StatementResult
@@ -33,12 +32,11 @@ _lock = threading.Lock()
 def changes_sql(db: Database, model: str, upstream: str, this: str, full_refresh: bool) -> str:
     """The FROM item that reads ``upstream``'s unconsumed changes for ``model`` (table ``this``),
     noted for the model's next statement (``take_consumed``)."""
-    spark = db.spark
     table = db.table_of(upstream)
     snap = table.snapshot()
     uid, newest = snap.metadata.table_id, snap.version
-    root = None if full_refresh else catalog.lookup(spark, this)
-    last = last_consumed(catalog.storage(spark).table(root)).get(uid) if root is not None else None
+    root = None if full_refresh else db.root_of(this)
+    last = last_consumed(db.table_at(root)).get(uid) if root is not None else None
     with _lock:
         _pending.setdefault(model, {})[uid] = newest
     if last is None or last >= newest:

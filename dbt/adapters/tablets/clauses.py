@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.tablets.problems import Problems, sql_value
-from tablets.engine.spec import ALLOWED_ACTIONS, ActionKind, Category
+from tablets import ALLOWED_ACTIONS, ActionKind, Category
 
 # clause config key (when_matched, ...) -> (SQL category, allowed actions), from the engine's rules
 CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {

@@ -19,15 +19,12 @@ dbt-databricks' keys: its merge keys shape the statement (``clauses.py``);
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from dbt.adapters.tablets.clauses import (
     CATEGORIES,
-    DATABRICKS_KEYS,
     ClauseConfig,
     OnConflict,
     parse_clauses,
@@ -35,6 +32,25 @@ from dbt.adapters.tablets.clauses import (
     parse_on_conflict,
 )
 from dbt.adapters.tablets.problems import MergeConfigError, Problems
+from dbt.adapters.tablets.strategies import (
+    checked_replace_where,
+    incremental_predicates,
+    key_and_strategy,
+    replace_where_strategy,
+)
+from dbt.adapters.tablets.table_options import on_schema_change, table_options
+from dbt.adapters.tablets.vocabulary import (
+    _DBT_KEYS,
+    _IDENT,
+    _OUR_PREFIXES,
+    DATABRICKS_IGNORED,
+    DEFAULT_ALIASES,
+    INCREMENTAL,
+    KNOWN_KEYS,
+    LIQUID_CLUSTERED_BY,
+    MERGE_TABLETS,
+    TABLE,
+)
 
 __all__ = [
     "INCREMENTAL",
@@ -48,92 +64,6 @@ __all__ = [
     "parse_merge_config",
     "parse_table_config",
 ]
-
-MERGE_TABLETS = "merge_tablets"
-INCREMENTAL = "incremental"
-TABLE = "table"
-ON_SCHEMA_CHANGE = ("ignore", "fail", "append_new_columns", "sync_all_columns")
-INCREMENTAL_STRATEGIES = ("merge", "append", "insert_overwrite", "replace_where", "delete+insert", "microbatch")
-# dbt-core's microbatch window of the batch being run (set on the model's config per batch)
-BATCH_START = "__dbt_internal_microbatch_event_time_start"
-BATCH_END = "__dbt_internal_microbatch_event_time_end"
-DEFAULT_ALIASES = {
-    MERGE_TABLETS: ("s", "t"),
-    INCREMENTAL: ("DBT_INTERNAL_SOURCE", "DBT_INTERNAL_DEST"),
-}
-
-# dbt-databricks' name of cluster_by (liquid clustering): honoured as cluster_by, with a warning
-LIQUID_CLUSTERED_BY = "liquid_clustered_by"
-# dbt-databricks keys a tablet table cannot honour: (why, what to do instead); each model that
-# sets any of them gets one warning naming them (ignored_keys_warning), and runs without them
-DATABRICKS_IGNORED = {
-    "zorder": (
-        "Z-ordering is Delta's OPTIMIZE ... ZORDER BY",
-        "set cluster_by: new tablets are sorted by it and merges skip tablets by its ranges",
-    ),
-    "auto_liquid_cluster": (
-        "Databricks picks the clustering columns itself",
-        "name them with cluster_by",
-    ),
-    "table_format": (
-        "it makes Databricks write Iceberg; a tablet table is its own format",
-        "remove it (file_format: tablets)",
-    ),
-    "databricks_tags": (
-        "they are Unity Catalog tags, which Spark's catalog does not have",
-        "record them as tblproperties",
-    ),
-    "query_tags": ("they tag queries of a Databricks SQL warehouse", "remove them"),
-    "include_full_name_in_path": (
-        "the table goes to <location_root>/<alias> (dbt-spark's location_root)",
-        "remove it, or put the schema in location_root",
-    ),
-    "merge_with_schema_evolution": (
-        "it is Delta's MERGE WITH SCHEMA EVOLUTION",
-        "set on_schema_change: append_new_columns",
-    ),
-    "unique_tmp_table_suffix": (
-        "the new rows are a temporary view of this dbt session, which no other run sees",
-        "remove it",
-    ),
-    "use_safer_relation_operations": (
-        "a tablet table is replaced in one commit of its own",
-        "remove it",
-    ),
-    "incremental_apply_config_changes": (
-        "tablet tables keep their settings (tblproperties) from creation",
-        "remove it; ALTER TABLE ... SET TBLPROPERTIES changes a table's properties",
-    ),
-}
-# every key read here; unknown keys close to these are reported as likely typos
-KNOWN_KEYS = (
-    "unique_key", "null_safe_keys", *CATEGORIES, "on_conflict", "merge_update_columns",
-    "merge_exclude_columns", "source_alias", "target_alias", "skip_unchanged",
-    "incremental_predicates", "predicates", "on_schema_change", "target_tablet_rows", "cluster_by",
-    "prune_tablets", "incremental_strategy", "file_format", "partition_by", "clustered_by",
-    "buckets", "tblproperties", "replace_where", *DATABRICKS_KEYS, LIQUID_CLUSTERED_BY,
-    *DATABRICKS_IGNORED,
-)  # fmt: skip
-# dbt's own config keys that look like ours but are not typos
-_DBT_KEYS = frozenset(
-    {
-        "materialized", "on_configuration_change", "unique_id", "full_refresh",
-        "event_time", "batch_size", "begin", "lookback", "concurrent_batches",
-        BATCH_START, BATCH_END,
-    }
-)  # fmt: skip
-_OUR_PREFIXES = (
-    "when_",
-    "merge_",
-    "on_conflict",
-    "tablet",
-    "target_tablet",
-    "null_safe",
-    "skip_unch",
-)
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PREDICATE_EXAMPLE = '["t.day >= date_sub(current_date(), 7)"]'
-
 
 @dataclass(frozen=True)
 class MergeConfig:
@@ -231,7 +161,7 @@ def parse_table_config(config: Mapping[str, Any] | None, model: str) -> TableCon
     ('day',)
     """
     p = Problems()
-    options = _table_options(p, dict(config or {}), TABLE)
+    options = table_options(p, dict(config or {}), TABLE)
     p.raise_if_any(model, TABLE)
     return TableConfig(model=model, **options)
 
@@ -251,7 +181,7 @@ def parse_merge_config(
     config = dict(config or {})
     p = Problems()
     _unknown_keys(p, config)
-    keys, strategy = _key_and_strategy(p, config, materialization)
+    keys, strategy = key_and_strategy(p, config, materialization)
     clauses = parse_clauses(p, config)
     shaped = parse_databricks_keys(p, config)
     if shaped is not None and clauses:
@@ -263,20 +193,20 @@ def parse_merge_config(
         p.add(first, config.get(first), message, "one of the two ways", fix)
     clauses = clauses or shaped or []
     on_conflict = parse_on_conflict(p, config)
-    predicates = _predicates(p, config)
+    predicates = incremental_predicates(p, config)
     _exclusive(p, config, materialization, strategy, clauses, on_conflict, predicates)
     if strategy == "replace_where":  # dbt-databricks' spelling of insert_overwrite + replace_where
-        strategy, replace_where = "insert_overwrite", _replace_where_strategy(p, config, predicates)
+        strategy, replace_where = "insert_overwrite", replace_where_strategy(p, config, predicates)
         predicates = None
     else:
-        replace_where = _replace_where(p, config, strategy, clauses)
+        replace_where = checked_replace_where(p, config, strategy, clauses)
     values = {  # in the README's order, which is the order problems are reported in
         **_update_columns(p, config),
         **_aliases(p, config, materialization),
         "null_safe_keys": p.boolean(config, "null_safe_keys", False),
         "skip_unchanged": p.boolean(config, "skip_unchanged", True),
-        "on_schema_change": _on_schema_change(p, config),
-        **_table_options(p, config, materialization),
+        "on_schema_change": on_schema_change(p, config),
+        **table_options(p, config, materialization),
         "prune_tablets": p.boolean(config, "prune_tablets", True),
     }
     if values["null_safe_keys"] and on_conflict:
@@ -322,157 +252,6 @@ def _unknown_keys(p: Problems, config: Mapping[str, Any]) -> None:
                 "the keys in the README's config table",
                 hint,
             )
-
-
-def _key_and_strategy(
-    p: Problems, config: Mapping[str, Any], materialization: str
-) -> tuple[tuple[str, ...], str]:
-    incremental = materialization == INCREMENTAL
-    raw_key = config.get("unique_key")
-    if raw_key in ("", []) and incremental:
-        raw_key = None  # dbt: an empty unique_key means none
-    example = "id or [id, day]"
-    keys = (
-        p.str_list(
-            {"unique_key": raw_key},
-            "unique_key",
-            what="column name",
-            example=example,
-            allow_empty=False,
-        )
-        or ()
-    )
-    if not incremental:
-        if not keys and "unique_key" not in p:
-            message = "merge_tablets needs the key that matches source rows to target rows (the ON condition)"
-            p.add(
-                "unique_key",
-                raw_key,
-                message,
-                "a column name or a list of column names",
-                "set unique_key: id (or [id, day])",
-            )
-        return keys, "merge"
-    raw = config.get("incremental_strategy")
-    strategy = raw.strip().lower() if isinstance(raw, str) else ("merge" if keys else "append")
-    if strategy not in INCREMENTAL_STRATEGIES:
-        fix = (
-            "use merge (with unique_key; every row is upserted in one commit), delete+insert,"
-            " append, insert_overwrite (with replace_where), replace_where (with incremental_predicates) or microbatch"
-        )
-        p.add(
-            "incremental_strategy",
-            raw,
-            "not a strategy for tablet tables",
-            ", ".join(INCREMENTAL_STRATEGIES),
-            fix,
-        )
-    return keys, strategy
-
-
-def _replace_where(
-    p: Problems, config: Mapping[str, Any], strategy: str, clauses: list[ClauseConfig]
-) -> str | None:
-    """``replace_where`` (insert_overwrite), or microbatch's window; strategies that do not
-    read the when_* clauses refuse them rather than ignore them."""
-    if strategy in ("delete+insert", "microbatch") and clauses:
-        first = next(k for k in CATEGORIES if config.get(k) is not None)
-        message = f"when_* clauses describe a MERGE; {strategy} does not read them"
-        fix = "set incremental_strategy: merge, or remove the when_* keys"
-        p.add(first, config.get(first), message, "incremental_strategy: merge", fix)
-    raw = config.get("replace_where")
-    if raw is not None:
-        if strategy != "insert_overwrite":
-            message = f"replace_where narrows insert_overwrite, not {strategy}"
-            fix = "set incremental_strategy: insert_overwrite, or remove replace_where"
-            p.add("replace_where", raw, message, "incremental_strategy: insert_overwrite", fix)
-        elif not isinstance(raw, str) or not raw.strip():
-            message = "not a SQL predicate"
-            allowed = "a boolean SQL expression on the table's columns"
-            p.add(
-                "replace_where",
-                raw,
-                message,
-                allowed,
-                "write replace_where: \"day >= '2024-01-01'\"",
-            )
-        else:
-            return raw.strip()
-    if strategy == "microbatch":
-        return _batch_window(p, config)
-    return None
-
-
-def _replace_where_strategy(p: Problems, config: Mapping[str, Any], predicates: tuple[str, ...] | None) -> str | None:
-    """dbt-databricks' ``incremental_strategy: replace_where``: the rows its
-    ``incremental_predicates`` hold for are replaced by the new rows (insert_overwrite with
-    their conjunction as ``replace_where``)."""
-    if config.get("replace_where") is not None:
-        p.add(
-            "replace_where", config.get("replace_where"),
-            "incremental_strategy replace_where takes its predicate from incremental_predicates",
-            "incremental_predicates with incremental_strategy: replace_where",
-            "move the predicate into incremental_predicates, or use incremental_strategy: insert_overwrite",
-        )
-    if not predicates:
-        p.add(
-            "incremental_predicates", config.get("incremental_predicates"),
-            "incremental_strategy replace_where replaces the rows these predicates hold for, and needs at least one",
-            "a list of SQL predicates on the table's columns",
-            "set incremental_predicates: [\"day >= '2024-01-01'\"]",
-        )
-        return None
-    return " AND ".join(f"({q})" for q in predicates)
-
-
-def _batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:
-    """``event_time >= '<start>' AND event_time < '<end>'``: the batch's window, the same bounds
-    (and the same text) dbt-core filters the model's inputs with. None before dbt sets them
-    (parsing, or the first batch that creates the table)."""
-    event_time = config.get("event_time")
-    if not isinstance(event_time, str) or not event_time.strip():
-        message = "microbatch replaces each batch's event_time window, and needs the column"
-        p.add("event_time", event_time, message, "a column name", "set event_time: event_ts")
-        return None
-    bounds = []
-    for key in (BATCH_START, BATCH_END):
-        value = config.get(key)
-        if value is None:
-            return None
-        if isinstance(value, str):
-            try:
-                value = datetime.fromisoformat(value)
-            except ValueError:
-                p.add(
-                    key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run"
-                )
-                return None
-        if not isinstance(value, datetime):
-            p.add(key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run")
-            return None
-        bounds.append(str(value))
-    col = event_time.strip()
-    return f"{col} >= '{bounds[0]}' AND {col} < '{bounds[1]}'"
-
-
-def _predicates(p: Problems, config: Mapping[str, Any]) -> tuple[str, ...] | None:
-    """``incremental_predicates`` (dbt-core), or ``predicates`` (dbt-spark's name)."""
-    found = p.str_list(
-        config, "incremental_predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE
-    )
-    if config.get("predicates") is None:
-        return found
-    if found is not None:
-        message = "predicates and incremental_predicates are the same setting, given twice"
-        p.add(
-            "predicates",
-            config.get("predicates"),
-            message,
-            "one of them",
-            "keep incremental_predicates only",
-        )
-        return found
-    return p.str_list(config, "predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE)
 
 
 def _exclusive(
@@ -563,81 +342,6 @@ def _aliases(p: Problems, config: Mapping[str, Any], materialization: str) -> di
             fix,
         )
     return out
-
-
-def _on_schema_change(p: Problems, config: Mapping[str, Any]) -> str:
-    value = config.get("on_schema_change") or "ignore"
-    if value in ON_SCHEMA_CHANGE:
-        return str(value)
-    fix = "set on_schema_change: append_new_columns (add new columns; older tablets read them as NULL)"
-    p.add(
-        "on_schema_change",
-        value,
-        "not an on_schema_change setting",
-        ", ".join(ON_SCHEMA_CHANGE),
-        fix,
-    )
-    return "ignore"
-
-
-def _table_options(p: Problems, config: Mapping[str, Any], materialization: str) -> dict[str, Any]:
-    """Tablet sizing and clustering, table properties, and what tablet tables refuse."""
-    rows = config.get("target_tablet_rows")
-    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
-        fix = "set target_tablet_rows: 1000000 (rows per new tablet)"
-        p.add(
-            "target_tablet_rows",
-            rows,
-            "not a positive whole number of rows",
-            "an integer >= 1, e.g. 1000000",
-            fix,
-        )
-        rows = None
-    file_format = config.get("file_format")
-    if materialization == MERGE_TABLETS and file_format not in (None, "tablets"):
-        fix = "remove file_format from this model (or set it to tablets)"
-        p.add(
-            "file_format",
-            file_format,
-            "merge_tablets always stores a tablet table",
-            "tablets (or leave it unset)",
-            fix,
-        )
-    for key in ("partition_by", "clustered_by"):
-        if config.get(key):
-            fix = "remove it; use cluster_by to sort new tablets by columns so later merges skip tablets"
-            p.add(
-                key, config.get(key), "tablet tables are not partitioned or bucketed", "unset", fix
-            )
-    props = config.get("tblproperties") or {}
-    if not isinstance(props, Mapping):
-        p.add(
-            "tblproperties",
-            props,
-            "not a map",
-            "a map of property -> value",
-            "write tblproperties: {owner: data-team}",
-        )
-        props = {}
-    cluster_by = p.str_list(config, "cluster_by", what="column name", example="[customer_id]")
-    if config.get(LIQUID_CLUSTERED_BY) is not None:
-        if config.get("cluster_by") is not None:
-            p.add(
-                LIQUID_CLUSTERED_BY,
-                config.get(LIQUID_CLUSTERED_BY),
-                "cluster_by is set too: on a tablet table they are the same setting",
-                "one of them",
-                "remove liquid_clustered_by (cluster_by is its name here)",
-            )
-        else:
-            cluster_by = p.str_list(
-                config, LIQUID_CLUSTERED_BY, what="column name", example="[customer_id]"
-            )
-    return {
-        "target_tablet_rows": rows,
-        "cluster_by": cluster_by or (),
-        "tblproperties": tuple((str(k), str(v)) for k, v in props.items()),
-    }
 
 
 def _is_set(value: Any) -> bool:

@@ -128,10 +128,10 @@ class TabletsCredentials(SparkCredentials):
             )
         if self.metastore_uri is not None:
             from tablets.exceptions import TabletsError
-            from tablets.spark.metastore import check_uri
+            from tablets.sessions import check_metastore_uri
 
             try:
-                check_uri(self.metastore_uri)
+                check_metastore_uri(self.metastore_uri)
             except TabletsError as e:
                 raise DbtRuntimeError(f"`metastore_uri`: {e}") from None
         super().__post_init__()

@@ -8,8 +8,8 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``snapshot_config(config, name)``: a dbt snapshot's tablet-table options (validated);
 - ``table_config(config, model_name)``: a ``table`` model's tablet-table options (validated);
   these three also warn, once per model, of dbt-databricks keys a tablet table ignores;
-- ``set_statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) of
-  the next statement;
+- ``statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) as a
+  comment written into the statement they are for (no state between calls);
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
   rename, add / drop / retype columns, drop the tablet tables of a schema;
 - ``persist_tablet_docs``: ``persist_docs`` as the table's comments (one commit); the docs
@@ -36,6 +36,7 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
+from dbt.adapters.tablets.changes import changes_sql, take_consumed
 from dbt.adapters.tablets.config import (
     INCREMENTAL,
     MERGE_TABLETS,
@@ -55,6 +56,7 @@ from dbt.adapters.tablets.python_models import (
 )
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
+from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ def engine_errors(what: str) -> Generator[None, None, None]:
 
 
 def _java_version() -> str:
-    from tablets.spark.session import java_version
+    from tablets.sessions import java_version
 
     try:
         return java_version()
@@ -108,12 +110,12 @@ class TabletsAdapter(SparkAdapter):
         """``dbt debug``: a query, then the versions and places of the running session."""
         self.execute("select 1 as id")
         spark = self._database().spark
-        from tablets.spark.catalog import warehouse_dir
+        from tablets.sessions import is_connect, warehouse_of
 
-        java = "remote" if getattr(spark, "_sc", None) is None else _java_version()
+        java = "remote" if is_connect(spark) else _java_version()
         logger.info(f"  spark: {spark.version}")
         logger.info(f"  java: {java}")
-        logger.info(f"  warehouse: {warehouse_dir(spark)}")
+        logger.info(f"  warehouse: {warehouse_of(spark)}")
 
     # --- the materializations -------------------------------------------------------------------
 
@@ -171,25 +173,21 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def set_statement_options(self, cfg: MergeConfig | TableConfig) -> str:
-        """Engine options for this thread's next statement (consumed by it); with the upstream
-        versions the model's ``tablets_changes`` read, recorded in its commit (``changes.py``)."""
-        from dbt.adapters.tablets.changes import take_consumed
-
+    def statement_options(self, cfg: MergeConfig | TableConfig) -> str:
+        """The engine options of the statement it is written into (``skip_unchanged``, tablet
+        size, ...), as a comment the statement carries to ``Database.sql(text, options=...)``;
+        with the upstream versions the model's ``tablets_changes`` read, recorded in its commit
+        (``changes.py``)."""
         options = cfg.statement_options()
         consumed = take_consumed(cfg.model)
         if consumed is not None:
             options["parameters"] = (*options.get("parameters", ()), consumed)
-        conn = self.connections.get_thread_connection()
-        conn.handle.handle.set_options(options)
-        return ""
+        return options_comment(options)
 
     @available
     def tablets_changes_sql(self, model: str, upstream: BaseRelation, this: BaseRelation, full_refresh: bool) -> str:
         """The FROM item of ``tablets_changes(upstream)``: its changes since what ``this`` last
         consumed (the whole table on a first run or full refresh)."""
-        from dbt.adapters.tablets.changes import changes_sql
-
         with engine_errors(f"tablets_changes({upstream}) of {model}"):
             return changes_sql(self._database(), model, self._name(upstream), self._name(this), full_refresh)
 
@@ -197,21 +195,17 @@ class TabletsAdapter(SparkAdapter):
     def is_tablet_table(self, relation: BaseRelation | None) -> bool:
         if relation is None or relation.identifier is None or relation.schema is None:
             return False
-        from tablets.spark import catalog
-
-        return catalog.lookup(self._database().spark, self._name(relation)) is not None
+        return self._database().is_tablet_table(self._name(relation))
 
     @available
     def tablet_stats(self, relation: BaseRelation) -> dict[str, Any] | None:
         """Rows, bytes, tablets, deletion vectors, deleted rows and version of a tablet table."""
-        from tablets.spark import catalog
-
-        spark = self._database().spark
-        root = catalog.lookup(spark, self._name(relation))
+        db = self._database()
+        root = db.root_of(self._name(relation))
         if root is None:
             return None
         with engine_errors(f"reading the statistics of {relation}"):
-            snap = catalog.storage(spark).table(root).snapshot()
+            snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
         return {
             "rows": snap.live_rows,
@@ -252,12 +246,8 @@ class TabletsAdapter(SparkAdapter):
 
     @available
     def rename_tablet_table(self, from_relation: BaseRelation, to_relation: BaseRelation) -> str:
-        from tablets.spark import catalog
-
         with engine_errors(f"renaming {from_relation} to {to_relation}"):
-            catalog.rename_table(
-                self._database().spark, self._name(from_relation), self._name(to_relation)
-            )
+            self._database().rename_table(self._name(from_relation), self._name(to_relation))
         return ""
 
     @available
@@ -269,8 +259,6 @@ class TabletsAdapter(SparkAdapter):
     ) -> str:
         """Schema evolution of a tablet table: new columns (older tablets read them as NULL) and
         dropped columns (no longer read), then the catalog entry follows."""
-        from tablets.spark import catalog
-
         db = self._database()
         name = self._name(relation)
         with engine_errors(f"changing the columns of {relation}"):
@@ -280,15 +268,13 @@ class TabletsAdapter(SparkAdapter):
             have = {c[0].lower() for c in kept}
             added = [(c.name, c.data_type, True) for c in add_columns or [] if c.name.lower() not in have]
             table.set_schema(kept + added, operation="CHANGE COLUMNS")  # one commit for both
-            catalog.sync_schema(db.spark, name)
+            db.sync_schema(name)
         return ""
 
     @available
     def alter_tablet_column_type(
         self, relation: BaseRelation, column_name: str, new_type: str
     ) -> str:
-        from tablets.spark import catalog
-
         db = self._database()
         name = self._name(relation)
         with engine_errors(f"changing the type of {relation}.{column_name} to {new_type}"):
@@ -298,18 +284,16 @@ class TabletsAdapter(SparkAdapter):
                 for n, t, nullable in table.snapshot().metadata.schema
             ]
             table.set_schema(schema, operation="ALTER COLUMN TYPE")
-            catalog.sync_schema(db.spark, name)
+            db.sync_schema(name)
         return ""
 
     @available
     def drop_tablet_tables_in_schema(self, schema_relation: BaseRelation) -> str:
         """Drop every tablet table of a schema (catalog entry, data, registry) before the schema."""
-        from tablets.spark import catalog
-
-        spark = self._database().spark
+        db = self._database()
         with engine_errors(f"dropping the tablet tables of {schema_relation.schema}"):
-            for name, _root in catalog.list_tables(spark, schema_relation.schema):
-                catalog.drop_table(spark, name, if_exists=True)
+            for name, _root in db.list_tables(schema_relation.schema):
+                db.drop_table(name, if_exists=True)
         return ""
 
     @available

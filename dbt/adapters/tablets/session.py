@@ -18,6 +18,8 @@ process (named: pid, command, since when; found before any JVM starts), an unrea
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -38,11 +40,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablets.db import Database, StatementResult
-    from tablets.spark.metastore import MetastoreInUse
+    from tablets.sessions import MetastoreInUse
 
 logger = AdapterLogger("Tablets")
 
 PROBE_TIMEOUT_S = 5.0
+# a statement's engine options travel in it, as a comment the cursor takes out (options_comment)
+_OPTIONS = re.compile(r"/\* tablets\.options (\{.*?\}) \*/\n?", re.DOTALL)
 DERBY_LOCK_MARKERS = ("Another instance of Derby may have already booted", "XSDB6")
 
 _lock = threading.RLock()
@@ -50,6 +54,29 @@ _session: SparkSession | None = None
 
 
 # --- the cursor -------------------------------------------------------------------------------
+
+
+def options_comment(options: Mapping[str, Any] | None) -> str:
+    """``options`` (``tablets.MergeOptions`` fields) as the comment that carries them in the
+    statement they are for (``statement_options`` in the macros); "" for none."""
+    if not options:
+        return ""
+    text = json.dumps(dict(options), default=list).replace("*/", "*\\/")  # JSON reads \/ as /
+    return f"/* tablets.options {text} */\n"
+
+
+def take_options(sql: str) -> tuple[str, dict[str, Any] | None]:
+    """The statement without its options comment, and the options it carried (lists as tuples,
+    as ``MergeOptions`` holds them); None without one."""
+    m = _OPTIONS.search(sql)
+    if m is None:
+        return sql, None
+
+    def tuples(v: Any) -> Any:
+        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
+
+    options = {k: tuples(v) for k, v in json.loads(m.group(1)).items()}
+    return sql[: m.start()] + sql[m.end() :], options
 
 
 class TabletsCursor(SparkSessionCursor):
@@ -67,7 +94,7 @@ class TabletsCursor(SparkSessionCursor):
             sql = sql % parameters
         self.statement_result = None
         self._rows = None
-        options = self._connection.take_options()
+        sql, options = take_options(sql)
         db = self._connection.database
         out = db.sql(sql, options=options)  # errors become dbt's in the manager's exception_handler
         if isinstance(out, StatementResult):
@@ -96,7 +123,7 @@ class TabletsCursor(SparkSessionCursor):
 @contextmanager
 def _read_errors() -> Iterator[None]:
     """A query that hit a damaged tablet: the tablets FormatError naming it, not Spark's stack trace."""
-    from tablets.spark.reads import read_error
+    from tablets.reads import read_error
 
     try:
         yield
@@ -114,23 +141,14 @@ def _timings(result: StatementResult) -> str:
 
 
 class TabletsConnection(SparkSessionConnection):
-    """The connection handle: the engine's Database, and the options for the next statement."""
+    """The connection handle: the engine's Database."""
 
     def __init__(self, database: Database) -> None:
         super().__init__()
         self.database = database
-        self._options: dict[str, Any] | None = None
 
     def cursor(self) -> TabletsCursor:
         return TabletsCursor(self)
-
-    def set_options(self, options: Mapping[str, Any] | None) -> None:
-        """Engine options (``tablets.MergeOptions`` fields) for the next statement only."""
-        self._options = dict(options) if options else None
-
-    def take_options(self) -> dict[str, Any] | None:
-        options, self._options = self._options, None
-        return options
 
 
 class TabletsConnectionWrapper(SessionConnectionWrapper):
@@ -163,10 +181,11 @@ class TabletsConnectionWrapper(SessionConnectionWrapper):
 def _alive(spark: SparkSession | None) -> bool:
     if spark is None:
         return False
-    sc = getattr(spark, "_sc", None)
-    if sc is None:  # Spark Connect
+    from tablets.sessions import is_connect
+
+    if is_connect(spark):
         return not getattr(spark, "is_stopped", False)
-    return getattr(sc, "_jsc", None) is not None
+    return getattr(spark.sparkContext, "_jsc", None) is not None
 
 
 def _endpoints(url: str, scheme: str, default_port: int) -> list[tuple[str, int]]:
@@ -234,12 +253,12 @@ def _derby_locked(warehouse: str) -> FailedToConnectError:
 
 
 def _several_processes(warehouse: str) -> str:
-    from tablets.spark.metastore import DEFAULT_PORT, serve_command
+    from tablets.sessions import METASTORE_PORT, metastore_serve_command
 
     return (
         "wait for that process to finish, or give this profile its own `warehouse`; to run "
         "several dbt commands on this warehouse at once, serve its metastore "
-        f"(`{serve_command(warehouse)}`) and set `metastore_uri: thrift://127.0.0.1:{DEFAULT_PORT}` "
+        f"(`{metastore_serve_command(warehouse)}`) and set `metastore_uri: thrift://127.0.0.1:{METASTORE_PORT}` "
         "in the profile."
     )
 
@@ -301,21 +320,13 @@ def get_session(
     global _session
     from pyspark.sql import SparkSession
 
-    from tablets.spark.catalog import configure, register_sources, warehouse_dir
-    from tablets.spark.metastore import MetastoreInUse
-    from tablets.spark.session import build_session
-    from tablets.storage.fileio import normalize
+    from tablets.sessions import MetastoreInUse, adopt, same_location, start_session, warehouse_of
 
     with _lock:
         running = _session if _alive(_session) else SparkSession.getActiveSession()
         if _alive(running):
             assert running is not None
-            from tablets.spark.ship import ship
-
-            ship(running)  # idempotent; a session started elsewhere gets the package too
-            if storage_options is not None:
-                configure(running, storage_options=storage_options)
-            register_sources(running)
+            adopt(running, storage_options=storage_options)  # idempotent; a session started elsewhere too
             _apply_runtime_conf(running, conf)
             _session = running
             return running
@@ -324,7 +335,7 @@ def get_session(
             if url and why:
                 raise _unreachable(kind, url, why)
         try:
-            spark = build_session(
+            spark = start_session(
                 warehouse,
                 master=master,
                 remote=remote,
@@ -343,8 +354,8 @@ def get_session(
             raise FailedToConnectError(f"Spark did not start: {_first_line(exc)}") from exc
         if not remote:
             _check_metastore(spark, warehouse)
-            actual = warehouse_dir(spark)
-            if normalize(actual) != normalize(warehouse):
+            actual = warehouse_of(spark)
+            if not same_location(actual, warehouse):
                 logger.warning(
                     f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}"
                 )

@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from dbt.adapters.tablets.config import TableConfig, _table_options
+from dbt.adapters.tablets.config import TableConfig
 from dbt.adapters.tablets.problems import Problems
+from dbt.adapters.tablets.table_options import table_options
 
 SNAPSHOT = "snapshot"
 
@@ -26,7 +27,7 @@ def parse_snapshot_config(config: Mapping[str, Any] | None, name: str) -> TableC
     """Validate a snapshot's config into a ``TableConfig``; one error names every problem."""
     config = dict(config or {})
     p = Problems()
-    options = _table_options(p, config, SNAPSHOT)
+    options = table_options(p, config, SNAPSHOT)
     if config.get("buckets"):
         fix = "remove it; use cluster_by to sort new tablets by columns"
         p.add("buckets", config["buckets"], "tablet tables are not bucketed", "unset", fix)

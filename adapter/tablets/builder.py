@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tablets.engine.metrics import MergeMetrics
-from tablets.engine.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

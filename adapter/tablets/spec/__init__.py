@@ -1,5 +1,7 @@
 """The statement spec: one frozen value shared by the SQL front door, the Python builder,
-the planner and EXPLAIN.
+the planner and EXPLAIN (``conditions``: a condition's conjuncts as statistics predicates).
+May import only ``tablets.storage`` and the leaves: both ``tablets.sql`` and ``tablets.engine``
+stand on it.
 
 A MERGE is a target, a source, an ON condition and ordered clauses. UPDATE and DELETE are
 specs with no source: every target row is NOT MATCHED BY SOURCE. INSERT ... ON CONFLICT is a

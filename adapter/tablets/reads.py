@@ -6,7 +6,7 @@ only: every column crosses from Python to the JVM, even for ``count(*)``), and w
 pushdown gives wrong rows in self-joins (see ``tablets.spark.datasource``). The front door
 (``tablets.db.Database.sql``, through which dbt runs every statement) does better:
 ``sql(spark, text)`` replaces each tablet table that a query reads by a temporary view over
-``frames.read_view`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
+``read_frames.read_view`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
 vectors applied), so Spark reads only the columns the query uses and skips row groups by its
 filters; tablets that the query's WHERE rules out by the log's statistics are not read at all
 (``tablets.sql.reads``, ``tablets.storage.pruning``; ``last_report`` and a debug log line say
@@ -20,10 +20,10 @@ temporary one). Left to the Python source: names that a temporary view of the se
 tables whose files Spark's Hadoop file system cannot read (``frames.native_scan``), Spark Connect
 sessions (the server analyzes a statement only when it runs: the views would be gone), statements
 ``tablets.sql.reads`` is not sure about, and every read when ``spark.tablets.read.native``
-(``frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door, views,
+(``read_frames.READ_NATIVE_CONF``) is ``false``. ``spark.sql()`` outside the front door, views,
 and the engine's own reads (a MERGE's source, ``INSERT ... SELECT``, ``CREATE TABLE ... USING
 tablets AS``) are not rewritten here: the analyzer rule of ``tablets.spark.native`` replaces their
-reads of the Python source by ``frames.read_frame`` (marked, so that the engine still tells from
+reads of the Python source by ``read_frames.read_frame`` (marked, so that the engine still tells from
 the source's plan whether it reads the target, which its conflict rules depend on).
 
 Verification: each tablet's size is checked against the log before planning (``check_sizes``:
@@ -39,19 +39,17 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tablets.spark import catalog
-from tablets.spark.errors import read_error  # noqa: F401 - its home before spark.errors
-from tablets.spark.frames import read_view, reads_natively
-from tablets.spark.session import is_connect
-from tablets.sql.reads import Cond, TableRef, references, typed
+from tablets.spark.backend import is_connect
+from tablets.spark.errors import read_error  # noqa: F401 - dbt's cursor and older callers ask here
+from tablets.spark.read_frames import read_view, reads_natively, tablets_to_read
+from tablets.sql.reads import TableRef, references
 from tablets.sqltext import quote_ident
-from tablets.storage import pruning
-from tablets.storage.types import schema_to_arrow
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -154,28 +152,6 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     return view
 
 
-def tablets_to_read(snap: Snapshot, conds: Sequence[Cond]) -> tuple[list[str], int, list[str]]:
-    """The live tablets to read, how many the query's conditions on the table ruled out, and the
-    conjuncts (``Cond.sql``) that may filter the rows before the deletion vectors are tested.
-    Those rows include deleted ones, so only conjuncts that cannot fail on any value: ``typed``
-    ones, whose literal compares with the column without casting the column's values (ANSI
-    Spark casting a string column to a number raises on 'abc'), and never on a float (no
-    ``kind_of``: the view reads floats as ``nanvl(c, c)`` so that Spark does not skip row groups
-    holding NaN by their min/max)."""
-    schema = schema_to_arrow(snap.metadata.schema)
-    kinds, names = pruning.column_kinds(schema)
-    typed_conds = [(c, typed([c], kinds, names)) for c in conds]
-    preds = [p for _, ps in typed_conds for p in ps]
-    early = [c.sql for c, ps in typed_conds if ps and c.sql]
-    keep, pruned = [], 0
-    for tid, st in snap.tablets.items():
-        if st.live_rows <= 0:
-            continue
-        if preds and pruning.prune(preds, snap.named_stats(tid), kinds):
-            pruned += 1
-            continue
-        keep.append(tid)
-    return keep, pruned, early
 
 
 def _shadowed(spark: SparkSession, name: str) -> bool:

@@ -1,0 +1,272 @@
+"""The source, read exactly once (even if non-deterministic), and what the statement learns of it
+(``Run.intake``).
+
+Below ``LOCAL_SOURCE_BYTES`` (or ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it:
+``local_limit``) by Spark's estimate it is collected as Arrow and becomes a local relation
+(count, row ids and key ranges taken on the driver: ``collect_local_source``); else it is
+persisted, counted, and the min/max of its join keys taken, in one pass
+(``persisted_source``, ``count_and_ranges``). The key ranges prune tablets by the log's
+statistics and row groups inside the rest by Parquet's (``prune``, ``pairs_sql.target_scan``).
+
+A collected source also gives the re-run digest (``source_digest``, ``ran_before``): a statement
+run again with the same rows on the version it made changes nothing (``engine.rerun``)."""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    LongType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from tablets.engine import rerun
+from tablets.engine.arrow_eval import arrow_type
+from tablets.engine.names import (
+    SID,
+)
+from tablets.engine.plan import (
+    source_column,
+)
+from tablets.engine.prune import INTEGRAL, range_keys
+from tablets.engine.route import (
+    DRIVER_MERGE_SOURCE_BYTES,
+    RERUN_CONF,
+    driver_scan_bytes,
+    local_limit,
+)
+from tablets.engine.run import Run, setting_on
+from tablets.spark.frames import (
+    local_relation,
+)
+from tablets.spark.sizes import broadcast_threshold, row_width, size_bytes
+from tablets.spec import ActionKind
+
+
+def broadcastable(run: Run, source: DataFrame) -> bool:
+    """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``: by
+    Spark's estimate, else (no estimate) by its row count times its row width."""
+    limit = broadcast_threshold(run.spark)
+    if limit is None or limit < 0:
+        return False
+    size = size_bytes(source)
+    if size is None:
+        size = run.metrics.source_rows * row_width(source)
+    return size <= limit
+
+
+def persisted_source(run: Run, source: DataFrame) -> DataFrame:
+    """The source persisted as Spark reads it, with a row id that lets an anti join find the
+    source rows without a pair (see classified_pairs)."""
+    source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+    run.temps.persisted.append(source)
+    return source
+
+
+def source_frame(run: Run, original: DataFrame) -> DataFrame:
+    """The source as a DataFrame where the driver collected it but Spark runs the statement:
+    its rows as a local relation, or (Spark cannot take them back) the source read again."""
+    frame = local_frame(run)
+    if frame is None:
+        frame = persisted_source(run, original)
+        count_and_ranges(run, frame)
+    run.intake.broadcast = broadcastable(run, frame)
+    return frame
+
+
+# NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
+# (whether a range compares with its column's statistics: comparable_ranges)
+_ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal", "timestamp")
+
+
+def collect_local_source(run: Run, source: DataFrame) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
+    """A source that Spark estimates below ``LOCAL_SOURCE_BYTES`` is collected to the driver
+    once (Arrow) and used as a local relation: one job instead of a cached copy filled and
+    aggregated (three jobs), its size exact, its row ids plain positions, its count and key
+    ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
+    a type Arrow cannot carry. The frame is None where the driver may merge the statement
+    alone: ``local_frame`` makes it if Spark needs it after all."""
+    limit = broadcast_threshold(run.spark)
+    size = size_bytes(source)
+    if limit is None or limit < 0 or size is None:
+        return None
+    alone = _driver_may_merge(run)
+    if size > min(limit, local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
+        return None
+    try:
+        data = source.toArrow()  # the statement's own errors (the source query's) go up from here
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        return None  # a type without an Arrow form: the cached path
+    schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
+    run.intake.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
+    frame = None if alone else local_frame(run)
+    keys = range_keys(run)
+    ranges: list[tuple[str, object, object]] | None = [] if keys else None
+    for col, expr in keys:
+        i = _source_column(run, data, expr)
+        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
+            frame = frame or local_frame(run)  # an expression: Spark takes the ranges
+            ranges = _source_ranges(run, frame) if frame is not None else None
+            break
+        lo_hi = pc.min_max(data.column(i))
+        ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))  # type: ignore[union-attr]
+    if run.intake.local is None:  # Spark cannot take these rows back as they are
+        return None
+    run.metrics.source_rows = data.num_rows
+    run.intake.keys = _key_values(run, data)
+    return frame, ranges
+
+
+def source_digest(run: Run) -> tuple[str, dict[str, str]] | None:
+    """``rerun.digest`` of a local source, and its join keys' source columns, where the statement
+    is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
+    if run.intake.local is None or not run.options.skip_unchanged or not setting_on(run, RERUN_CONF):
+        return None
+    data, schema = run.intake.local
+    fields = [f for f in schema.fields if f.name != SID]
+    keys = rerun.idempotent(run.plan, {f.name: f.dataType.simpleString() for f in fields})
+    if keys is None:
+        return None
+    digest = rerun.digest(run.plan, data.drop_columns([SID]), StructType(fields).json(), keys)
+    return None if digest is None else (digest, keys)
+
+
+def ran_before(run: Run, digest: str, keys: dict[str, str]) -> bool:
+    """The table's latest commit is this statement's with the same rows (``digest``), made on the
+    version before it, and the source's keys are unique and not NULL: running it again changes
+    nothing (``engine.rerun``). Sets the unchanged count: the rows that run matched or inserted."""
+    commit = run.table.commit_of(run.snapshot)
+    if (
+        commit is None
+        or commit.read_version != run.snapshot.version - 1
+        or dict(commit.parameters).get(rerun.SOURCE_DIGEST) != digest
+        or run.intake.local is None
+        or not rerun.unique_keys(run.intake.local[0], keys)
+    ):
+        return False
+    if run.plan.actions(ActionKind.UPDATE):
+        prior = commit.metrics_dict()
+        run.metrics.rows_unchanged = int(sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted")))
+    run.metrics.same_source = True
+    return True
+
+
+def local_frame(run: Run) -> DataFrame | None:
+    """The collected source (``run.intake.local``) as a Spark local relation, made once; None (and
+    ``run.intake.local`` cleared) where Spark cannot take its rows back as they are."""
+    if run.intake.frame is None and run.intake.local is not None:
+        data, schema = run.intake.local
+        try:
+            run.intake.frame = local_relation(run.spark, data, schema)
+        except Exception:  # noqa: BLE001 - the caller reads the source in Spark instead
+            run.intake.local = None
+    return run.intake.frame
+
+
+def _driver_may_merge(run: Run) -> bool:
+    """The statement's shape lets the driver merge it alone (``classify_on_driver``) and the whole
+    target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
+    if not run.plan.plain:
+        return False
+    return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= driver_scan_bytes(run.spark)
+
+
+def _source_column(run: Run, data: pa.Table, expr: str) -> int | None:
+    """The index in ``data`` of the source column ``expr`` names (``s.col``), or None."""
+    name = source_column(run.plan.spec, expr)
+    if name is None:
+        return None
+    return {n.lower(): i for i, n in enumerate(data.column_names)}.get(name.lower())
+
+
+def _key_values(run: Run, data: pa.Table) -> dict[str, pa.Array] | None:
+    """The local source's values of the ON condition's ``t.col = s.col`` conjuncts, by target
+    column, where Arrow's equality is Spark's (integers, strings, dates): the target rows that
+    can pair hold them (``target_scan``'s driver scan). None without such a conjunct."""
+    types = dict(run.plan.column_types)
+    out: dict[str, pa.Array] = {}
+    for col, expr in run.plan.join_keys:
+        i = _source_column(run, data, expr)
+        if i is None:
+            continue
+        arrow, spark = data.schema.field(i).type, types.get(col, "").lower()
+        values = pc.unique(data.column(i).combine_chunks().drop_null())
+        if (
+            (spark in INTEGRAL and pa.types.is_integer(arrow))
+            or (spark == "string" and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)))
+            or (spark == "date" and pa.types.is_date32(arrow))
+        ):
+            out[col] = values
+        elif (want := _key_type(arrow, spark)) is not None:
+            try:
+                out[col] = values.cast(want)  # safe: a value the target's type cannot hold exactly raises
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                continue
+        else:
+            continue
+        run.intake.key_sources[col] = data.column_names[i]
+    return out or None
+
+
+def _key_type(arrow: pa.DataType, spark: str) -> pa.DataType | None:
+    """The target column's Arrow type where a source key of Arrow type ``arrow`` compares with
+    it in Arrow as in Spark, once cast to it: timestamps of the same kind (instants compare in
+    any zone; a wall time against an instant is Spark's cast in the session zone) and decimals
+    (exact, whatever their scales)."""
+    if pa.types.is_timestamp(arrow) and spark == ("timestamp" if arrow.tz else "timestamp_ntz"):
+        return arrow_type(spark)
+    if pa.types.is_decimal(arrow) and spark.startswith("decimal"):
+        return arrow_type(spark)
+    return None
+
+
+def _source_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, object]]:
+    return _key_ranges(run, source, range_keys(run))[1]
+
+
+def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
+    """Count the source (filling the persisted copy) and take min/max of its join keys."""
+    keys = range_keys(run)
+    row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")])
+    run.metrics.source_rows = int(row["n"])
+    return ranges if keys else None
+
+
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+def _key_ranges(
+    run: Run, source: DataFrame, keys: Sequence[tuple[str, str]], first: Sequence[Column] = ()
+) -> tuple[Row, list[tuple[str, object, object]]]:
+    """One aggregate of the source: ``first``, then min/max of each key expression. PySpark
+    gives a TIMESTAMP as a wall time in the Python process's zone: these are taken as instants
+    (``unix_micros``), which the target's statistics compare with (``comparable_ranges``)."""
+    frame = source.alias(run.plan.spec.source_alias)
+
+    def aggregate(instants: set[int]) -> DataFrame:
+        aggs = list(first)
+        for i, (_, expr) in enumerate(keys):
+            lo, hi = F.min(F.expr(expr)), F.max(F.expr(expr))
+            if i in instants:
+                lo, hi = F.unix_micros(lo), F.unix_micros(hi)
+            aggs += [lo.alias(f"lo{i}"), hi.alias(f"hi{i}")]
+        return frame.agg(*aggs)
+
+    df = aggregate(set())
+    kinds = {f.name: f.dataType for f in df.schema.fields}
+    instants = {i for i in range(len(keys)) if isinstance(kinds[f"lo{i}"], TimestampType)}
+    row = (aggregate(instants) if instants else df).collect()[0]
+
+    def value(i: int, v: object) -> object:
+        return _EPOCH + datetime.timedelta(microseconds=v) if i in instants and isinstance(v, int) else v
+
+    return row, [(col, value(i, row[f"lo{i}"]), value(i, row[f"hi{i}"])) for i, (col, _) in enumerate(keys)]

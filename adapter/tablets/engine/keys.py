@@ -1,0 +1,187 @@
+"""Key columns in a statement: a keyed table's MERGE must pair on its keys, and the rows it
+inserts must carry them (``keyed``); ``INSERT ... ON CONFLICT`` names them (``check_conflict_target``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sqlglot import exp
+
+from tablets.engine.images import insert_image
+from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
+from tablets.spec import ActionKind, Category, Clause, MergeSpec
+
+# --- key columns -----------------------------------------------------------------------------
+
+
+def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, found) -> None:
+    """Each INSERT of a keyed table inserts, as each key column, the source expression ON
+    equates it with (or NULL, which repeats no key): only then is a row that could repeat a key
+    of the table MATCHED instead. A key computed in the INSERT (``VALUES (s.k - 10, ...)``) could
+    repeat one unseen, so it is refused."""
+    types = dict(target_schema)
+    for i, clause in enumerate(spec.clauses):
+        if clause.action is not ActionKind.INSERT:
+            continue
+        part = f"clause #{i + 1} ({clause.describe()})"
+        image, _ = insert_image(spec, scope, clause, tcols, lower_t, types, part)
+        for col, value in image:
+            if col not in keys or _same_sql(value, sql_cast("NULL", types[col])):
+                continue
+            matched = found.get(col.lower(), "")
+            if _same_sql(value, sql_cast(matched, types[col])) or _same_sql(value, matched):
+                continue
+            raise plan_error(
+                spec, part,
+                f"the INSERT computes key column {col!r} (the table's key is ({', '.join(keys)})) instead of "
+                f"inserting {matched}, the source value ON matches it with: a computed key could repeat one of the table's",
+                help=f"Compute the key in the source query (USING (SELECT ..., <expression> AS {col} ...)) and insert {matched}.",
+            )
+
+
+def _same_sql(a: str, b: str) -> bool:
+    return a.replace("`", "").lower() == b.replace("`", "").lower()
+
+
+def _key_matches(spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]) -> tuple[dict[str, str], list[exp.Expr]]:
+    """The ON condition's ``target.key = <source expression>`` conjuncts, by key column, and
+    the other conjuncts."""
+    t = spec.target_alias.lower()
+    wanted = {k.lower() for k in keys}
+    found: dict[str, str] = {}
+    rest: list[exp.Expr] = []
+    for c in conjuncts(on):
+        hit = None
+        if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
+            for a, b in ((c.left, c.right), (c.right, c.left)):
+                if (
+                    isinstance(a, exp.Column)
+                    and a.table.lower() == t
+                    and a.name.lower() in wanted
+                    and a.name.lower() not in found
+                    and not any(col.table.lower() == t for col in b.find_all(exp.Column))
+                ):
+                    hit = (lower_t[a.name.lower()], b.sql(dialect="spark"))
+                    break
+        if hit is None:
+            rest.append(c)
+        else:
+            found[hit[0].lower()] = hit[1]
+    return found, rest
+
+
+def check_conflict_target(spec: MergeSpec, keys: Sequence[str]) -> None:
+    """ON CONFLICT (cols) must name the table's key, as PostgreSQL wants a unique index on them."""
+    given = {c.lower() for c in spec.conflict_keys}
+    if keys and given == {k.lower() for k in keys}:
+        return
+    target = ", ".join(spec.conflict_keys)
+    if not keys:
+        raise plan_error(
+            spec, f"ON CONFLICT ({target})",
+            f"the table has no key columns, so no row can conflict on ({target})",
+            help=f"Declare the key when you create the table: TBLPROPERTIES ('key_columns' = '{target}') "
+            "(dbt: merge_tablets' unique_key), or use MERGE.",
+        )
+    raise plan_error(
+        spec, f"ON CONFLICT ({target})",
+        f"({target}) is not the table's key ({', '.join(keys)})",
+        help=f"Write ON CONFLICT ({', '.join(keys)}), or use MERGE to match on other columns.",
+    )
+
+
+def keyed(
+    spec: MergeSpec, target_schema: Sequence[tuple[str, str]], source_columns: Sequence[str] | None, keys: tuple[str, ...]
+) -> MergeSpec:
+    """Check ``spec`` against the table's key and make inserts checkable.
+
+    - An UPDATE may assign a key column only its current value (``SET id = t.id``, or the
+      source expression ON equates it with: ``SET *`` of an upsert);
+    - a MERGE that inserts must match on every key column (``ON t.k = s.k AND ...``): else an
+      inserted row could repeat a key the table has;
+    - other ON conjuncts (dbt's incremental_predicates) are moved into the MATCHED clauses'
+      conditions, so a source row whose key the table has is always MATCHED, and a pair that
+      the original ON would have left NOT MATCHED and inserted is refused (REFUSE: the
+      statement fails with ``KeyViolation``). That needs the NOT MATCHED BY SOURCE clauses to
+      see the same rows as before, so it is refused with such clauses."""
+    tcols = [n for n, _ in target_schema]
+    lower_t = {c.lower(): c for c in tcols}
+    scope = Scope(spec, tcols, source_columns)
+    key_list = ", ".join(keys)
+    found: dict[str, str] = {}
+    rest: list[exp.Expr] = []
+    if spec.on is not None:
+        found, rest = _key_matches(spec, scope.qualify(spec.on, Category.MATCHED, "ON condition"), lower_t, keys)
+    for i, clause in enumerate(spec.clauses):
+        if clause.action is not ActionKind.UPDATE:
+            continue
+        part = f"clause #{i + 1} ({clause.describe()})"
+        assigned = [(c.split(".")[-1].strip("`"), v) for c, v in clause.assignments]
+        if clause.star and source_columns is not None:
+            scols = {c.lower(): c for c in source_columns}
+            assigned += [(k, f"{spec.source_alias}.`{scols[k.lower()]}`") for k in keys if k.lower() in scols]
+        for col, value in assigned:
+            key = lower_t.get(col.lower())
+            if key is None or key not in keys:
+                continue
+            tree = scope.qualify(value, clause.category, part).sql(dialect="spark")
+            if _same_sql(tree, f"{spec.target_alias}.{key}") or (
+                clause.category is Category.MATCHED and _same_sql(found.get(key.lower(), ""), tree)
+            ):
+                continue
+            raise plan_error(
+                spec, part,
+                f"SET assigns key column {key!r} (the table's key is ({key_list})): a key never changes, so that "
+                "no statement can leave two rows with one key",
+                help="Delete the row and insert it with its new key, or leave the key out of SET "
+                "(SET * of a MERGE that matches on the key is fine).",
+            )
+    inserts = [c for c in spec.clauses if c.action is ActionKind.INSERT]
+    if not inserts or spec.source is None:
+        return spec
+    missing = [k for k in keys if k.lower() not in found]
+    if missing:
+        raise plan_error(
+            spec, "ON condition",
+            f"the statement inserts rows, but {spec.on!r} does not match on key column(s) {missing} "
+            f"(the table's key is ({key_list})): an inserted row could repeat a key the table has",
+            help="Match on every key column: ON " + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys) + ".",
+        )
+    _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, found)
+    if not rest:
+        return spec
+    by_source = Category.NOT_MATCHED_BY_SOURCE in spec.categories()
+    if by_source and any(c.table.lower() != spec.target_alias.lower() for r in rest for c in r.find_all(exp.Column)):
+        raise plan_error(
+            spec, "ON condition",
+            f"on a table with a key ({key_list}), a MERGE that inserts and has WHEN NOT MATCHED BY SOURCE "
+            f"clauses must match on the key and target columns only, not also on "
+            f"{' AND '.join(r.sql(dialect='spark') for r in rest)}",
+            help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
+        )
+    extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
+    on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
+    clauses: list[Clause] = []
+    for c in spec.clauses:
+        if c.category is Category.MATCHED:
+            c = replace(c, condition=f"({extra}) AND ({c.condition})" if c.condition else extra)
+        clauses.append(c)
+    # a pair the original ON leaves unmatched: refused if a NOT MATCHED clause would insert it
+    whens = []
+    for c in spec.clauses:
+        if c.category is not Category.NOT_MATCHED:
+            continue
+        when = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
+        whens.append(f"WHEN {when} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
+    outside = f"NOT COALESCE({extra}, FALSE)"
+    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)"))
+    # a target row whose key matches but whose own columns fail the other conjuncts was NOT
+    # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
+    for c in spec.clauses:
+        if c.category is Category.NOT_MATCHED_BY_SOURCE:
+            part = "NOT MATCHED BY SOURCE clause"
+            by_src = f"{outside} AND ({scope.qualify(c.condition, c.category, part).sql(dialect='spark')})" if c.condition else outside
+            sets = tuple((col, scope.qualify(v, c.category, part).sql(dialect="spark")) for col, v in c.assignments)
+            clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets))
+    return replace(spec, on=on, clauses=tuple(clauses))

@@ -1,0 +1,149 @@
+"""The write streams: the classified pairs' rows go to the merge tasks (``tasks``), which write
+deletion vectors and new tablets and return their fragments.
+
+Both streams in one shuffle (``delete_stream``): row ids of deletes and of old images of updates
+hashed by tablet id, so each tablet's new deletion vector is written by exactly one task
+(homecoming), with inserts and new images of updates written as new tablets by the same tasks.
+With ``cluster_by`` the insert stream is range-partitioned instead (``insert_stream``): two jobs
+over one persisted base join. Few rows run as one task on the driver (``run_task_here``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from tablets.engine.names import (
+    IMAGE_PREFIX,
+    K_DELETE,
+    K_INSERT,
+    K_REFUSE,
+    K_UNCHANGED,
+    K_UPDATE,
+    KIND,
+    ROW,
+    TID,
+)
+from tablets.engine.plan import (
+    Plan,
+)
+from tablets.engine.run import Run
+from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
+from tablets.exceptions import (
+    CardinalityViolation,
+    KeyViolation,
+)
+from tablets.spec import ActionKind
+from tablets.storage import (
+    discard,
+    fragment_from_json,
+)
+
+
+def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool) -> list:
+    """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
+    tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
+    of updates ride along to their old tablet's task, inserted rows go to one task when they fit
+    one tablet, else are spread by a hash. ``base`` in Arrow (``classify_on_driver``): one task, here."""
+    names = [n for n, _ in run.plan.column_types]
+    images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+    parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
+    keys = _key_images(run.plan, images)
+    task = merge_task(handle, names, images, inserts=inserts, keys=keys)
+    if not inserts and not isinstance(base, pa.Table):
+        base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
+    # few rows (the target's were selected on the driver): one task's work, done here, with no
+    # shuffle and no Python worker (the first in a fresh process costs seconds)
+    rows: list[Any] | None = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
+    if rows is None and inserts:
+        # inserted rows of one key meet in one task, which checks them for duplicates
+        one_task = run.metrics.source_rows < handle.target_tablet_rows
+        spread = F.lit("") if one_task else F.xxhash64(*(keys or images)).cast("string")
+        # no more tasks than tablets and the inserts' one: each is a Python task's fixed cost
+        stream = base.repartition(min(parts, n_tablets + 1) if one_task else parts, F.coalesce(F.col(TID), spread))
+        rows = stream.mapInArrow(task, MERGE_RESULT).collect()
+    elif rows is None:
+        rows = base.repartition(max(1, min(n_tablets, parts)), TID).mapInArrow(task, MERGE_RESULT).collect()
+    assert rows is not None
+    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    check_keys(run, handle, fragments, rows)
+    dups = sum(r["duplicates"] for r in rows)
+    if dups:
+        discard(handle, fragments)
+        raise CardinalityViolation(
+            f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than "
+            "once (more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
+        )
+    m = run.metrics
+    m.rows_deleted = sum(r["n_delete"] for r in rows)
+    m.rows_updated = sum(r["n_update"] for r in rows)
+    m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
+    m.rows_inserted = sum(r["n_insert"] for r in rows)
+    return fragments
+
+
+def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
+    """The result rows of ``task`` (a ``tasks`` sink) over all of ``frame``'s rows, run here as one
+    task; None where ``frame`` has a type without an Arrow form (Spark's tasks cannot run it either,
+    but say so in their own words)."""
+    try:
+        data = frame if isinstance(frame, pa.Table) else frame.toArrow()
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        return None
+    return [r for b in task(iter(data.to_batches())) for r in b.to_pylist()]
+
+
+def insert_stream(run: Run, base: DataFrame, handle) -> list:
+    names = [n for n, _ in run.plan.column_types]
+    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE)).select(
+        *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)], KIND
+    )
+    bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
+    keys = list(run.plan.key_columns) if run.plan.actions(ActionKind.INSERT) else []
+    stream = _spread(run.spark, stream, bound, handle.target_tablet_rows, run.options.cluster_by, keys)
+    rows = stream.mapInArrow(insert_task(handle, names, keys), INSERT_RESULT).collect()
+    fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
+    check_keys(run, handle, fragments, rows)
+    run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
+    return fragments
+
+
+def _spread(spark: SparkSession, stream: DataFrame, bound: int, rows_per: int, cluster_by: Sequence[str], keys: Sequence[str]) -> DataFrame:
+    """The insert stream's partitions: by range of ``cluster_by``; one task when it fits one
+    tablet; else, with ``keys``, hashed by key so one task sees every row of a key."""
+    if cluster_by and not keys:
+        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *cluster_by)
+    if bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
+        return stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
+    if keys:
+        parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
+        stream = stream.repartition(parts, *keys)
+        return stream.sortWithinPartitions(*cluster_by) if cluster_by else stream
+    return stream
+
+
+def _key_images(plan: Plan, images: Sequence[str]) -> list[str]:
+    """The image columns of the key columns, when the statement inserts into a keyed table."""
+    if not plan.key_columns or not plan.actions(ActionKind.INSERT):
+        return []
+    names = [n for n, _ in plan.column_types]
+    return [images[names.index(k)] for k in plan.key_columns]
+
+
+def check_keys(run: Run, handle, fragments: list, rows: list) -> None:
+    """Fail (writing nothing) if inserted rows would repeat a key."""
+    bad = sum(r["key_violations"] for r in rows)
+    if not bad:
+        return
+    discard(handle, fragments)
+    example = next((r["key_example"] for r in rows if r["key_example"]), None)
+    spec = run.plan.spec
+    raise KeyViolation(
+        f"{spec.operation} INTO {spec.target}: {bad} inserted row(s) would repeat a key of ({', '.join(run.plan.key_columns)})"
+        + (f", e.g. {example}" if example else "")
+        + "; nothing was written"
+    )

@@ -1,0 +1,92 @@
+"""Sessions, for hosts of the engine (the dbt plugin, a notebook): start one or adopt one built
+elsewhere, and what a host asks of it: Spark Connect or classic, its warehouse, the Java it runs on,
+its metastore. The front door's face of ``tablets.spark``: a host imports this, not ``spark/``.
+
+    >>> spark = start_session("/tmp/wh", master="local[2]")
+    >>> warehouse_of(spark)
+    '/tmp/wh'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from tablets.spark import backend, catalog, jvm, metastore
+from tablets.spark import session as _session
+from tablets.spark.metastore import DEFAULT_PORT as METASTORE_PORT
+from tablets.spark.metastore import MetastoreInUse
+from tablets.storage.fileio import normalize
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = [
+    "METASTORE_PORT",
+    "MetastoreInUse",
+    "adopt",
+    "check_metastore_uri",
+    "is_connect",
+    "java_version",
+    "metastore_serve_command",
+    "same_location",
+    "start_session",
+    "warehouse_of",
+]
+
+
+def start_session(
+    warehouse: str | None = None,
+    *,
+    master: str | None = None,
+    remote: str | None = None,
+    conf: Mapping[str, str] | None = None,
+    shuffle_partitions: int = 4,
+    storage_options: Mapping[str, str] | None = None,
+    metastore_uri: str | None = None,
+) -> SparkSession:
+    """A new (or joined) Spark session ready for tablet tables (``tablets.spark.session.build_session``)."""
+    return _session.build_session(
+        warehouse,
+        master=master,
+        remote=remote,
+        conf=conf,
+        shuffle_partitions=shuffle_partitions,
+        storage_options=storage_options,
+        metastore_uri=metastore_uri,
+    )
+
+
+def adopt(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> SparkSession:
+    """Set up a session built elsewhere for tablet tables (``tablets.spark.session.adopt``)."""
+    return _session.adopt(spark, warehouse, storage_options)
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``tablets.spark.backend``)."""
+    return backend.is_connect(spark)
+
+
+def warehouse_of(spark: SparkSession) -> str:
+    """Where ``spark``'s tablet tables live: a local path or an object store URI."""
+    return catalog.warehouse_dir(spark)
+
+
+def same_location(a: str, b: str) -> bool:
+    """Whether two paths or URIs name the same place (as the store normalizes them)."""
+    return normalize(a) == normalize(b)
+
+
+def java_version() -> str:
+    """The first line of ``java -version``; a ``TabletsError`` with the fix where Java is missing."""
+    return jvm.java_version()
+
+
+def check_metastore_uri(uri: str) -> tuple[str, int]:
+    """``thrift://host:port`` as (host, port); a ``TabletsError`` naming the problem otherwise."""
+    return metastore.check_uri(uri)
+
+
+def metastore_serve_command(warehouse: str) -> str:
+    """The command that serves ``warehouse``'s metastore, for several processes at once."""
+    return metastore.serve_command(warehouse)

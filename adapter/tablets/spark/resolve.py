@@ -1,0 +1,184 @@
+"""Which tablet table a name or a path means (``lookup``, ``may_name_a_tablet_table``); tables by path, as Delta's ``delta.`/path` ``: ``tablets.`/data/t` `` names the tablet table at
+that location, with no catalog entry (``path_of``, ``require``); ``path_views`` rewrites such names
+in a query to temporary views read through the table's own provider (Spark refuses a Python
+source in a direct query on files)."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from tablets.exceptions import TableNotFound, TabletsError
+from tablets.spark.datasource import SOURCE_NAME
+from tablets.spark.names import qualify, split_name
+from tablets.spark.registry import (
+    PROVIDER_PREFIX,
+    _Entry,
+    _has_log,
+    _load,
+    _register,
+    provider_name,
+    storage,
+)
+from tablets.storage.fileio import io_for, join, normalize
+from tablets.storage.log import log_dir, version_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+# --- tables by path ------------------------------------------------------------------------------
+
+_PATH_NAME = re.compile(r"^\s*tablets\s*\.\s*(?:`(?P<quoted>(?:[^`]|``)*)`|(?P<bare>\S.*?))\s*$", re.IGNORECASE)
+_PATHLIKE = re.compile(r"^(?:/|[A-Za-z][A-Za-z0-9+.-]*:)")
+_PATH_REF = re.compile(r"(?<![\w$`])tablets\s*\.\s*`", re.IGNORECASE)
+PATH_VIEW_PREFIX = "tablets_path_"
+
+
+def path_of(name: str) -> str | None:
+    """The location named by ``tablets.`<path>` `` (or ``tablets.<path>`` as the SQL parser
+    gives it back), normalized; None for any other name. Only absolute paths and URIs count, so
+    a database called ``tablets`` keeps its tables."""
+    m = _PATH_NAME.match(name)
+    if m is None:
+        return None
+    raw = m.group("quoted").replace("``", "`") if m.group("quoted") is not None else m.group("bare")
+    return normalize(raw) if raw and _PATHLIKE.match(raw) else None
+
+
+def describe_path(spark: SparkSession, path: str) -> str:
+    """What is at ``path``, for an error saying why it is not a tablet table."""
+    io = io_for(path, storage(spark).options)
+    if io.local and os.path.isfile(path):
+        return f"{path} is a file, not a table directory"
+    if io.list(join(path, "_delta_log")):
+        return f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
+    if io.list(join(path, "metadata")):
+        return f"{path} looks like an Iceberg table (it has metadata/)"
+    if io.list(log_dir(path)):
+        return f"{path} has a tablets log (_log/) without its first version"
+    files = io.list(path)
+    if any(f.name.endswith(".parquet") for f in files):
+        return f"{path} is a directory of Parquet files, not a tablet table (no _log/)"
+    if files or (io.local and os.path.isdir(path) and os.listdir(path)):
+        return f"{path} is a directory, but not a tablet table (no _log/{version_name(0)})"
+    return f"nothing is at {path}"
+
+
+def require(spark: SparkSession, name: str) -> str:
+    """The root of the tablet table ``name`` (a catalog name or ``tablets.`<path>` ``), else a
+    ``TableNotFound`` that says what is there instead and what to do."""
+    root = lookup(spark, name)
+    if root is not None:
+        return root
+    path = path_of(name)
+    if path is None:
+        raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
+    raise TableNotFound(
+        f"tablets.`{path}` is not a tablet table: {describe_path(spark, path)}",
+        help=f"Name the directory of a tablet table (the one holding _log/), or create one there: "
+        f"CREATE TABLE tablets.`{path}` (id BIGINT, ...) USING tablets. To read other formats, use "
+        "their own reader (spark.read.parquet(...), delta.`...`).",
+    )
+
+
+def path_views(spark: SparkSession, text: str) -> str:
+    """``text`` with every ``tablets.`<path>` `` table of a query replaced by a temporary view of
+    that tablet table (made now, so it reads the newest version); ``text`` itself when it names
+    none. Spark refuses Python sources in its own ``provider.`path` `` syntax."""
+    if not _PATH_REF.search(text):
+        return text
+
+    def at_path(node: Any) -> TableView | None:
+        if node.args.get("catalog") is not None or node.args.get("db") is None:
+            return None
+        path = path_of(f"tablets.`{node.name}`") if node.args["db"].name.lower() == SOURCE_NAME else None
+        if path is None:
+            return None
+        root = require(spark, f"tablets.`{path}`")
+        return TableView(root, PATH_VIEW_PREFIX + provider_name(root)[len(PROVIDER_PREFIX):])
+
+    return table_views(spark, text, at_path)
+
+
+@dataclass(frozen=True)
+class TableView:
+    """A tablet table (at ``version``, else the newest) as the temporary view ``view``."""
+
+    root: str
+    view: str
+    version: int | None = None
+    alias: str | None = None  # the name the query's columns use, when the reference had no alias
+
+
+def table_views(spark: SparkSession, text: str, pick: Any) -> str:
+    """``text`` with every table reference that ``pick(sqlglot Table node)`` maps to a
+    ``TableView`` replaced by that view (registered and created now); ``text`` itself when none
+    is. The one rewrite behind tables named by path and time travel."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return text  # Spark's own parser reports it
+    if tree is None:
+        return text
+    changed = False
+    for node in list(tree.find_all(exp.Table)):
+        got = pick(node)
+        if got is None:
+            continue
+        provider = provider_name(got.root)
+        _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
+        reader = spark.read.format(provider)
+        if got.version is not None:
+            reader = reader.option("version", str(got.version))
+        reader.load().createOrReplaceTempView(got.view)
+        replacement = exp.to_table(got.view)
+        if node.alias:
+            replacement.set("alias", node.args.get("alias"))
+        elif got.alias:
+            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(got.alias)))
+        node.replace(replacement)
+        changed = True
+    return tree.sql(dialect="spark") if changed else text
+
+
+# --- by name --------------------------------------------------------------------------------------
+
+
+def lookup(spark: SparkSession, name: str) -> str | None:
+    """The root of the tablet table named ``name`` in the catalog, else None. Cheap: a stat of
+    the registry directory and a dict lookup (plus the current database for unqualified names)."""
+    path = path_of(name)
+    if path is not None:
+        return path if _has_log(spark, path) else None
+    try:
+        parts = split_name(name)
+    except TabletsError:
+        return None
+    if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
+        return None
+    db, table = qualify(spark, name)
+    entry = _load(spark).by_name.get(f"{db}.{table}")
+    if entry is None or not _has_log(spark, entry.path):
+        return None
+    _register(spark, [entry])  # created by another process since this session started
+    return entry.path
+
+
+def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
+    """False when ``text`` cannot write a tablet table because it mentions neither the
+    ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
+    spares parsing seed batches and view DDL; a True only means "parse it")."""
+    reg = _load(spark)
+    # tables created by another process since this session started (a shared metastore): their
+    # providers must be known before Spark resolves a plain SELECT of them
+    _register(spark, list(reg.by_provider.values()))
+    if reg.names is None:  # built once per registry state: a word match of any bare table name
+        bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
+        reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)
+    return reg.names.search(text) is not None

@@ -1,0 +1,67 @@
+"""CREATE TABLE ... USING tablets -> ``CreateSpec``, and the column types a column list declares."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from tablets.exceptions import StatementParseError
+from tablets.spec import (
+    CreateSpec,
+)
+from tablets.sql.syntax import _sql, table_name
+from tablets.sqltext import quote_ident
+
+# --- CREATE ------------------------------------------------------------------------------------
+
+
+def _create(tree: exp.Create) -> CreateSpec:
+    this = tree.this
+    target = table_name(this)
+    columns_ddl = None
+    if isinstance(this, exp.Schema) and this.expressions:
+        defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
+        columns_ddl = ", ".join(f"{quote_ident(c.name)} {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
+    props: dict[str, str] = {}
+    location = None
+    for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
+        if isinstance(p, exp.FileFormatProperty):
+            continue
+        if isinstance(p, exp.LocationProperty):
+            location = p.this.name
+        elif isinstance(p, exp.OptionsProperty):
+            props.update({q.name: q.args["value"].name for q in p.expressions})
+        elif isinstance(p, exp.Property):
+            props[p.name] = p.args["value"].name
+    query = tree.args.get("expression")
+    return CreateSpec(
+        target=target,
+        columns_ddl=columns_ddl,
+        query=_sql(query) if query is not None else None,
+        replace=bool(tree.args.get("replace")),
+        if_not_exists=bool(tree.args.get("exists")),
+        location=location,
+        properties=tuple(sorted(props.items())),
+    )
+
+
+def _column_type(col: exp.ColumnDef, where: str) -> str:
+    """A column's type as tablets store it: ``CHAR(n)``/``VARCHAR(n)`` are strings (as Spark
+    reads them; the length is not enforced); constraints other than NOT NULL and COMMENT are
+    refused, not dropped."""
+    for c in col.args.get("constraints") or ():
+        kind = c.args.get("kind")
+        if isinstance(kind, exp.CollateColumnConstraint):
+            raise StatementParseError(
+                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                help="Tablet tables compare strings byte by byte (Spark's UTF8_BINARY): drop COLLATE, "
+                "and compare with lower(col) or col COLLATE UTF8_LCASE in queries.",
+            )
+        if not isinstance(kind, exp.NotNullColumnConstraint | exp.CommentColumnConstraint):
+            raise StatementParseError(
+                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                help="Drop the constraint; fill the column with UPDATE after adding it.",
+            )
+    kind = col.args["kind"]
+    if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
+        return "STRING"
+    return _sql(kind)
