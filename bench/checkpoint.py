@@ -43,16 +43,23 @@ PROOFS = hasattr(CommitInfo, "state")  # the code under test records states (and
 
 
 def add(i: int, rng: np.random.Generator) -> AddTablet:
-    stats = tuple((f"c{c}", ColumnStats(int(rng.integers(0, 10**9)), int(rng.integers(10**9, 2 * 10**9)), 0))
-                  for c in range(COLUMNS))
+    stats = tuple(
+        (f"c{c}", ColumnStats(int(rng.integers(0, 10**9)), int(rng.integers(10**9, 2 * 10**9)), 0))
+        for c in range(COLUMNS)
+    )
     tid = f"{rng.integers(0, 2**63):016x}{i:016x}"
     size = 30_000_000 + int(rng.integers(0, 10**6))
     return AddTablet(tid, f"tablets/{tid}.parquet", 1_000_000, size, stats, f"{i:032x}")
 
 
 def dv(tid: str, v: int, rng: np.random.Generator) -> SetDV:
-    return SetDV(tid, f"dv/{tid}-{v:032x}.bin", int(rng.integers(1, 100_000)), int(rng.integers(100, 200_000)),
-                 f"{int(rng.integers(0, 2**32)):08x}")
+    return SetDV(
+        tid,
+        f"dv/{tid}-{v:032x}.bin",
+        int(rng.integers(1, 100_000)),
+        int(rng.integers(100, 200_000)),
+        f"{int(rng.integers(0, 2**32)):08x}",
+    )
 
 
 def commit(root: str, snap, fragments):  # noqa: ANN001, ANN201
@@ -92,8 +99,9 @@ def run(tablets: int, repeat: int) -> dict[str, float | int | bool]:
         out["open_at_60"] = median(lambda: log.load_snapshot(LOCAL, root), repeat)
         s60 = log.load_snapshot(LOCAL, root)
         versions = iter(range(61, 61 + repeat))
-        out["commit"] = median(lambda: commit(root, s60, [TabletFragment(add(tablets + 100 + next(versions), rng))]),
-                               repeat)
+        out["commit"] = median(
+            lambda: commit(root, s60, [TabletFragment(add(tablets + 100 + next(versions), rng))]), repeat
+        )
         if PROOFS:
             from tablets.storage import checkpoint
             from tablets.storage.snapshot import Tally
@@ -109,7 +117,8 @@ def run(tablets: int, repeat: int) -> dict[str, float | int | bool]:
             f.write(good)
         names = iter(range(1000, 1000 + repeat))
         out["checkpoint_write"] = median(
-            lambda: log.write_checkpoint(LOCAL, root, type(s60)(next(names), s60.metadata, s60.tablets)), repeat)
+            lambda: log.write_checkpoint(LOCAL, root, type(s60)(next(names), s60.metadata, s60.tablets)), repeat
+        )
         return out
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -129,11 +138,15 @@ def baseline(rev: str, tablets: int, repeat: int) -> dict:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-ROWS = [("open_at_50", "open at 50: the checkpoint alone"), ("open_at_60", "open at 60: checkpoint + 10 versions"),
-        ("open_at_60_checkpoint_cut", "open at 60, checkpoint cut: replay of 61 versions"),
-        ("commit", "commit of one tablet"), ("checkpoint_write", "checkpoint write"),
-        ("crc_of_body", "(proof) CRC-32 of the checkpoint's body"),
-        ("digest_from_scratch", "(proof) digest of the state from scratch")]
+ROWS = [
+    ("open_at_50", "open at 50: the checkpoint alone"),
+    ("open_at_60", "open at 60: checkpoint + 10 versions"),
+    ("open_at_60_checkpoint_cut", "open at 60, checkpoint cut: replay of 61 versions"),
+    ("commit", "commit of one tablet"),
+    ("checkpoint_write", "checkpoint write"),
+    ("crc_of_body", "(proof) CRC-32 of the checkpoint's body"),
+    ("digest_from_scratch", "(proof) digest of the state from scratch"),
+]
 
 
 def report(new: dict, old: dict | None) -> str:
@@ -147,7 +160,8 @@ def report(new: dict, old: dict | None) -> str:
             cells += [f"{old[key] * 1000:,.1f} ms", f"{new[key] / old[key]:.2f}"] if key in old else ["", ""]
         lines.append("| " + " | ".join(cells) + " |")
     size = f"checkpoint: {new['checkpoint_bytes'] / 2**20:.1f} MiB" + (
-        f" (before: {old['checkpoint_bytes'] / 2**20:.1f} MiB)" if old else "")
+        f" (before: {old['checkpoint_bytes'] / 2**20:.1f} MiB)" if old else ""
+    )
     return "\n".join(lines) + "\n\n" + size
 
 

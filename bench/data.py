@@ -39,8 +39,15 @@ COLUMNS = SCHEMA.names
 SPARK_DDL = "id BIGINT, k INT, v DOUBLE, s STRING, d DATE"
 SCALE_SOURCE_ROWS = 10_000
 SCALE_WINDOW = 50_000
-SOURCES = {"scale": "upsert", "upsert": "upsert", "sync": "upsert", "delete-heavy": "delete", "insert-only": "insert",
-           "no-op": "upsert", "degenerate": "upsert"}
+SOURCES = {
+    "scale": "upsert",
+    "upsert": "upsert",
+    "sync": "upsert",
+    "delete-heavy": "delete",
+    "insert-only": "insert",
+    "no-op": "upsert",
+    "degenerate": "upsert",
+}
 
 
 def _rows(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
@@ -50,8 +57,16 @@ def _rows(rng: np.random.Generator, ids: np.ndarray) -> pa.Table:
     offsets = pa.py_buffer(np.arange(0, 20 * n + 1, 20, dtype=np.int32))
     s = pa.StringArray.from_buffers(n, offsets, pa.py_buffer(letters))
     d = pa.array(rng.integers(18262, 18262 + 1461, size=n, dtype=np.int32), pa.int32()).cast(pa.date32())  # 2020-2023
-    return pa.table([pa.array(ids, pa.int64()), pa.array(rng.integers(0, 1000, size=n, dtype=np.int32)),
-                     pa.array(rng.integers(0, 2**20, size=n) / 64.0), s, d], schema=SCHEMA)
+    return pa.table(
+        [
+            pa.array(ids, pa.int64()),
+            pa.array(rng.integers(0, 1000, size=n, dtype=np.int32)),
+            pa.array(rng.integers(0, 2**20, size=n) / 64.0),
+            s,
+            d,
+        ],
+        schema=SCHEMA,
+    )
 
 
 def write_parts(table: pa.Table, directory: str) -> None:
@@ -79,9 +94,11 @@ def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE, clustered: b
     m = max(2, rows // 100)
     updates = rng.choice(rows, m // 2, replace=False).astype(np.int64)
     upsert_ids = np.concatenate([updates, np.arange(rows, rows + m - m // 2, dtype=np.int64)])
-    sources = {"upsert": rng.permutation(upsert_ids),
-               "delete": rng.choice(rows, max(1, rows // 10), replace=False).astype(np.int64),
-               "insert": np.arange(rows, rows + m, dtype=np.int64)}
+    sources = {
+        "upsert": rng.permutation(upsert_ids),
+        "delete": rng.choice(rows, max(1, rows // 10), replace=False).astype(np.int64),
+        "insert": np.arange(rows, rows + m, dtype=np.int64),
+    }
     for name, ids in sources.items():
         pq.write_table(_rows(rng, ids), os.path.join(out, f"{name}.parquet"))
     open(os.path.join(out, "_SUCCESS"), "w").close()
@@ -132,9 +149,9 @@ def _mix(z: np.ndarray) -> np.ndarray:
 def _string_hash(col: pa.Array) -> np.ndarray:
     """A 64-bit hash of each string: its bytes weighted by their position, and its length."""
     col = col.cast(pa.large_string())
-    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[col.offset:col.offset + len(col) + 1]
+    offsets = np.frombuffer(col.buffers()[1], dtype=np.int64)[col.offset : col.offset + len(col) + 1]
     buf = col.buffers()[2]
-    raw = np.frombuffer(buf, dtype=np.uint8)[offsets[0]:offsets[-1]] if buf is not None else np.zeros(0, np.uint8)
+    raw = np.frombuffer(buf, dtype=np.uint8)[offsets[0] : offsets[-1]] if buf is not None else np.zeros(0, np.uint8)
     starts, lengths = offsets[:-1] - offsets[0], np.diff(offsets)
     position = np.arange(len(raw), dtype=np.int64) - np.repeat(starts, lengths)
     weighted = np.append(raw.astype(np.uint64) * _mix(position.astype(np.uint64)), np.uint64(0))
@@ -170,8 +187,10 @@ class Fingerprint:
         t = normalize(t)
         for start in range(0, t.num_rows, _SLICE):
             part = t.slice(start, _SLICE).combine_chunks()
-            cols = [part.column(c).chunk(0) if part.column(c).num_chunks else pa.array([], SCHEMA.field(c).type)
-                    for c in COLUMNS]
+            cols = [
+                part.column(c).chunk(0) if part.column(c).num_chunks else pa.array([], SCHEMA.field(c).type)
+                for c in COLUMNS
+            ]
             row = np.zeros(part.num_rows, dtype=np.uint64)
             for i, col in enumerate(cols):  # each column's hash mixed in at its own place
                 row = _mix(row * np.uint64(31) + _column_hash(col) + np.uint64(i))
@@ -184,8 +203,12 @@ class Fingerprint:
 
     def partial(self) -> dict[str, int | float]:
         """The state, for merge() in another process (uint64s as signed int64s: Spark's LongType)."""
-        return {"rows": self.rows, "sum_v": self.sum_v, "id_sum": _signed(self.id_sum),
-                "row_sum": _signed(self.row_sum)}
+        return {
+            "rows": self.rows,
+            "sum_v": self.sum_v,
+            "id_sum": _signed(self.id_sum),
+            "row_sum": _signed(self.row_sum),
+        }
 
     def merge(self, part: dict[str, int | float]) -> Fingerprint:
         self.rows += int(part["rows"])
@@ -195,8 +218,12 @@ class Fingerprint:
         return self
 
     def result(self) -> dict[str, object]:
-        return {"rows": self.rows, "sum_v": self.sum_v, "id_sum": f"{self.id_sum:016x}",
-                "digest": f"{self.row_sum:016x}"}
+        return {
+            "rows": self.rows,
+            "sum_v": self.sum_v,
+            "id_sum": f"{self.id_sum:016x}",
+            "digest": f"{self.row_sum:016x}",
+        }
 
 
 def fingerprint(tables: pa.Table | Iterable[pa.Table]) -> dict[str, object]:

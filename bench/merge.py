@@ -34,12 +34,33 @@ def python_for(system: str) -> str:
     return peers.python(systems.PEER_VENV[system]) if system in systems.PEER_VENV else sys.executable
 
 
-def run_worker(args: argparse.Namespace, system: str, phase: str, workloads: list[str], log: str,
-               data_dir: str | None = None, work: str | None = None) -> list[dict]:
+def run_worker(
+    args: argparse.Namespace,
+    system: str,
+    phase: str,
+    workloads: list[str],
+    log: str,
+    data_dir: str | None = None,
+    work: str | None = None,
+) -> list[dict]:
     """Run systems.py in a fresh process; its @@ lines are the records, everything else goes to `log`."""
-    cmd = [python_for(system), os.path.join(HERE, "systems.py"), phase, "--system", system,
-           "--data", data_dir or args.data, "--work", work or args.work, "--workloads", ",".join(workloads),
-           "--repeat", str(args.repeat), "--memory", args.memory]
+    cmd = [
+        python_for(system),
+        os.path.join(HERE, "systems.py"),
+        phase,
+        "--system",
+        system,
+        "--data",
+        data_dir or args.data,
+        "--work",
+        work or args.work,
+        "--workloads",
+        ",".join(workloads),
+        "--repeat",
+        str(args.repeat),
+        "--memory",
+        args.memory,
+    ]
     if system.startswith("iceberg"):
         cmd += ["--jars", ",".join(peers.iceberg_jars(args.cache))]
     records = []
@@ -57,8 +78,15 @@ def run_worker(args: argparse.Namespace, system: str, phase: str, workloads: lis
     return records
 
 
-def run_system(args: argparse.Namespace, name: str, workloads: list[str], data_dir: str, work: str,
-               versions: dict[str, dict[str, str]], notes: list[str]) -> dict[str, dict]:
+def run_system(
+    args: argparse.Namespace,
+    name: str,
+    workloads: list[str],
+    data_dir: str,
+    work: str,
+    versions: dict[str, dict[str, str]],
+    notes: list[str],
+) -> dict[str, dict]:
     """Load the target into one system and time the workloads there; workload -> record."""
     log = os.path.join(work, f"{name}.log")
     open(log, "w").close()
@@ -75,8 +103,10 @@ def run_system(args: argparse.Namespace, name: str, workloads: list[str], data_d
             status = rec.get("error") or rec.get("skipped") or f"{cell(rec['times'])} s  {rec.get('result')}"
             print(f"  {rec['workload']}: {status}", flush=True)
         elif "peak_rss_mb" in rec:
-            notes.append(f"{name}: peak RSS of the whole timing process {rec['peak_rss_mb']:.0f} MB"
-                         + (f" ({os.path.basename(data_dir)})" if data_dir != getattr(args, "data", None) else ""))
+            notes.append(
+                f"{name}: peak RSS of the whole timing process {rec['peak_rss_mb']:.0f} MB"
+                + (f" ({os.path.basename(data_dir)})" if data_dir != getattr(args, "data", None) else "")
+            )
         else:
             notes.append(f"ERROR {rec['error']}")
             print(f"  ERROR {rec['error']}", flush=True)
@@ -102,8 +132,14 @@ def check(recs: dict[str, dict | None], reference: dict) -> tuple[str, list[str]
     return text + (f" (unchecked: {','.join(unchecked)})" if unchecked else ""), lines
 
 
-def main_workloads(args: argparse.Namespace, workloads: list[str], names: list[str],
-                   versions: dict[str, dict[str, str]], notes: list[str], problems: list[str]) -> str:
+def main_workloads(
+    args: argparse.Namespace,
+    workloads: list[str],
+    names: list[str],
+    versions: dict[str, dict[str, str]],
+    notes: list[str],
+    problems: list[str],
+) -> str:
     t0 = time.perf_counter()
     args.data = data.generate(args.rows, args.seed, args.cache)
     reference = {w: data.fingerprint(data.expected_parts(args.data, w)) for w in workloads}
@@ -144,29 +180,56 @@ def main_workloads(args: argparse.Namespace, workloads: list[str], names: list[s
         header += [f"ours/{p}" for p in peers_]
     rows = []
     for w in workloads:
-        row = [w] + [("ERROR" if "error" in results[n].get(w, {}) else cell(results[n].get(w, {}).get("times")))
-                     for n in names]
+        row = [w] + [
+            ("ERROR" if "error" in results[n].get(w, {}) else cell(results[n].get(w, {}).get("times"))) for n in names
+        ]
         if "ours" in names:
             ours = median(results["ours"].get(w))
             meds = (median(results[n].get(w)) for n in peers_)
             row += [f"{ours / p:.2f}" if ours is not None and p else "-" for p in meds]
         rows.append(row + [checks[w]])
     timing = table([*header, "check"], rows)
-    written = table(["workload", *[f"{n} MiB" for n in names]],
-                    [[w] + [mib(results[n].get(w, {}).get("bytes")) for n in names] for w in workloads])
-    out = [f"Statement alone, seconds: median (min-max) of {args.repeat}; ratio < 1 means ours is faster.",
-           "", timing, "", "Bytes written by one run (growth of the table's directory):", "", written]
+    written = table(
+        ["workload", *[f"{n} MiB" for n in names]],
+        [[w] + [mib(results[n].get(w, {}).get("bytes")) for n in names] for w in workloads],
+    )
+    out = [
+        f"Statement alone, seconds: median (min-max) of {args.repeat}; ratio < 1 means ours is faster.",
+        "",
+        timing,
+        "",
+        "Bytes written by one run (growth of the table's directory):",
+        "",
+        written,
+    ]
     proc_names = [n for n in names if n != "spark_floor"]
     if args.process:
-        out += ["", "One MERGE in a fresh process (start-up included), seconds / peak RSS MB:", "",
-                table(["workload", *proc_names],
-                      [[w] + [(f"{r['process_s']:.1f} / {r['process_rss_mb']:.0f}" if "process_s" in r else "ERROR")
-                              for r in (results[n].get(w, {}) for n in proc_names)] for w in workloads])]
+        out += [
+            "",
+            "One MERGE in a fresh process (start-up included), seconds / peak RSS MB:",
+            "",
+            table(
+                ["workload", *proc_names],
+                [
+                    [w]
+                    + [
+                        (f"{r['process_s']:.1f} / {r['process_rss_mb']:.0f}" if "process_s" in r else "ERROR")
+                        for r in (results[n].get(w, {}) for n in proc_names)
+                    ]
+                    for w in workloads
+                ],
+            ),
+        ]
     return "\n".join(out)
 
 
-def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[str, dict[str, str]],
-                   notes: list[str], problems: list[str]) -> str:
+def scale_workload(
+    args: argparse.Namespace,
+    names: list[str],
+    versions: dict[str, dict[str, str]],
+    notes: list[str],
+    problems: list[str],
+) -> str:
     """A 10k-row upsert into a target in id order of each size: time per size, largest/smallest per system."""
     sizes = [int(x) for x in args.scale_rows.split(",")]
     results: dict[int, dict[str, dict]] = {}  # size -> system -> record
@@ -186,8 +249,12 @@ def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[st
         problems += [f"scale {size:,} {line}" for line in lines]
         problems += [f"ERROR scale {size:,} {n}: {r['error']}" for n, r in results[size].items() if "error" in r]
 
-    rows = [[f"{size:,}"] + [("ERROR" if "error" in results[size][n] else cell(results[size][n].get("times")))
-                             for n in names] + [checks[size]] for size in sizes]
+    rows = [
+        [f"{size:,}"]
+        + [("ERROR" if "error" in results[size][n] else cell(results[size][n].get("times"))) for n in names]
+        + [checks[size]]
+        for size in sizes
+    ]
     lo, hi = sizes[0], sizes[-1]
     if len(sizes) > 1:
         ratios = []
@@ -195,9 +262,12 @@ def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[st
             a, b = median(results[lo][n]), median(results[hi][n])
             ratios.append(f"{b / a:.2f}" if a and b else "-")
         rows.append([f"{hi:,} / {lo:,}", *ratios, ""])
-    out = [f"Scale: a {data.SCALE_SOURCE_ROWS:,}-row upsert (half updates among the newest {data.SCALE_WINDOW:,} ids, "
-           f"half new ids) into a target in id order; statement alone, seconds: median (min-max) of {args.repeat}.",
-           "", table(["target rows", *[f"{n} s" for n in names], "check"], rows)]
+    out = [
+        f"Scale: a {data.SCALE_SOURCE_ROWS:,}-row upsert (half updates among the newest {data.SCALE_WINDOW:,} ids, "
+        f"half new ids) into a target in id order; statement alone, seconds: median (min-max) of {args.repeat}.",
+        "",
+        table(["target rows", *[f"{n} s" for n in names], "check"], rows),
+    ]
     peers_ = [n for n in names if n != "ours"]
     if "ours" in names and peers_:
         ratios = []
@@ -205,29 +275,39 @@ def scale_workload(args: argparse.Namespace, names: list[str], versions: dict[st
             o = median(results[size]["ours"])
             meds = [median(results[size][n]) for n in peers_]
             ratios.append([f"{size:,}"] + [f"{o / p:.2f}" if o and p else "-" for p in meds])
-        out += ["", "Ratio ours/peer (< 1: ours is faster):", "",
-                table(["target rows", *[f"ours/{n}" for n in peers_]], ratios)]
+        out += [
+            "",
+            "Ratio ours/peer (< 1: ours is faster):",
+            "",
+            table(["target rows", *[f"ours/{n}" for n in peers_]], ratios),
+        ]
     if "ours" in names:
         tab = []
         for size in sizes:
             r = results[size]["ours"].get("result") or {}
             counts = ("tablets_scanned", "tablets_pruned", "tablets_read_on_driver")
             tab.append([f"{size:,}", *(str(r.get(k, "-")) for k in counts)])
-        out += ["", "ours: tablets the MERGE read, skipped by key range, and read on the driver (MergeMetrics "
-                "tablets_scanned, tablets_pruned, tablets_read_on_driver), last run:", "",
-                table(["target rows", "tablets scanned", "tablets pruned", "tablets read on the driver"], tab)]
+        out += [
+            "",
+            "ours: tablets the MERGE read, skipped by key range, and read on the driver (MergeMetrics "
+            "tablets_scanned, tablets_pruned, tablets_read_on_driver), last run:",
+            "",
+            table(["target rows", "tablets scanned", "tablets pruned", "tablets read on the driver"], tab),
+        ]
     return "\n".join(out)
 
 
 def baseline_checkout(rev: str, cache: str) -> str:
     """A checkout of ``rev`` of this repository (a detached worktree under ``cache``), made once."""
     root = os.path.dirname(HERE)
-    commit = subprocess.run(["git", "-C", root, "rev-parse", "--verify", f"{rev}^{{commit}}"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", root, "rev-parse", "--verify", f"{rev}^{{commit}}"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     path = os.path.join(cache, f"baseline-{commit[:12]}")
     if not os.path.isdir(path):
-        subprocess.run(["git", "-C", root, "worktree", "add", "--detach", path, commit], check=True,
-                       capture_output=True)
+        subprocess.run(
+            ["git", "-C", root, "worktree", "add", "--detach", path, commit], check=True, capture_output=True
+        )
     return path
 
 
@@ -244,8 +324,11 @@ def main() -> None:
     ap.add_argument("--cache", default=data.DEFAULT_CACHE, help="data cache (one directory per row count)")
     ap.add_argument("--work", default=None, help="tables and logs (default /tmp/tablets-bench/work/ROWS)")
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"), help="'' to append nowhere")
-    ap.add_argument("--baseline", default=None,
-                    help="a git revision: ours_base / ours_spark_base run its engine (a worktree in --cache)")
+    ap.add_argument(
+        "--baseline",
+        default=None,
+        help="a git revision: ours_base / ours_spark_base run its engine (a worktree in --cache)",
+    )
     args = ap.parse_args()
     workloads, names = args.workloads.split(","), args.systems.split(",")
     for w in workloads:
@@ -259,8 +342,10 @@ def main() -> None:
     except ValueError:
         sizes = []
     if not sizes or any(x < 100_000 for x in sizes) or sizes != sorted(sizes):
-        ap.error(f"--scale-rows {args.scale_rows!r}: give ascending row counts of at least 100000, "
-                 "e.g. 1000000,10000000,100000000")
+        ap.error(
+            f"--scale-rows {args.scale_rows!r}: give ascending row counts of at least 100000, "
+            "e.g. 1000000,10000000,100000000"
+        )
     if args.baseline:
         os.environ[systems.BASELINE_ENV] = baseline_checkout(args.baseline, args.cache)
     elif any(n.endswith("_base") for n in names):
@@ -289,8 +374,15 @@ def main() -> None:
     mismatches = [p for p in problems if "MISMATCH" in p]
     if mismatches:
         print("\n" + "!" * 30 + f" MISMATCH in {len(mismatches)} result(s) " + "!" * 30)
-    report.append(args.results, f"{' + '.join(titles)}, repeat {args.repeat}", started, load_at_start, versions,
-                  notes, body + "".join(f"\n\n- {p}" for p in problems))
+    report.append(
+        args.results,
+        f"{' + '.join(titles)}, repeat {args.repeat}",
+        started,
+        load_at_start,
+        versions,
+        notes,
+        body + "".join(f"\n\n- {p}" for p in problems),
+    )
     if problems:
         sys.exit(1)
 

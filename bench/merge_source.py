@@ -67,14 +67,27 @@ def main() -> None:
     med = {m: statistics.median(ts) for m, ts in times.items()}
     ratio = f"{med['native'] / med['python']:.2f}"
     print(f"native {med['native']:.2f} s  python source {med['python']:.2f} s  ratio {ratio}")
-    body = (f"A MERGE of 10,000 rows of an upstream {args.rows:,}-row tablet table (`WHERE id BETWEEN`) into a "
-            f"5,000-row target, the source read natively or through the Python source; seconds: median (min-max) "
-            f"of {args.repeat}, the modes alternating.\n\n"
-            + report.table(["source read", "s", "/ Python source"],
-                           [["native (the analyzer rule)", report.cell(times["native"]), ratio],
-                            ["Python source", report.cell(times["python"]), "1.00"]]))
-    report.append(args.results, f"merge source over a tablet table, {args.rows:,} rows, repeat {args.repeat}", started,
-                  load_at_start, {"ours": systems.Ours(work, work, args.memory).versions()}, [], body)
+    body = (
+        f"A MERGE of 10,000 rows of an upstream {args.rows:,}-row tablet table (`WHERE id BETWEEN`) into a "
+        f"5,000-row target, the source read natively or through the Python source; seconds: median (min-max) "
+        f"of {args.repeat}, the modes alternating.\n\n"
+        + report.table(
+            ["source read", "s", "/ Python source"],
+            [
+                ["native (the analyzer rule)", report.cell(times["native"]), ratio],
+                ["Python source", report.cell(times["python"]), "1.00"],
+            ],
+        )
+    )
+    report.append(
+        args.results,
+        f"merge source over a tablet table, {args.rows:,} rows, repeat {args.repeat}",
+        started,
+        load_at_start,
+        {"ours": systems.Ours(work, work, args.memory).versions()},
+        [],
+        body,
+    )
 
 
 if __name__ == "__main__":

@@ -33,8 +33,10 @@ VENVS = {
     "iceberg": ["pyspark==3.5.9", "pyarrow", "numpy", "pandas"],
 }
 ICEBERG_WHEEL, ICEBERG_JAR = "snowpark-connect-deps-iceberg", "iceberg-spark-runtime-3.5_2.12-*.jar"
-JACKSON_WHEEL, JACKSON_JARS = "snowpark-connect-deps-2", ("jackson-core-2.18", "jackson-databind-2.18",
-                                                         "jackson-annotations-2.18")
+JACKSON_WHEEL, JACKSON_JARS = (
+    "snowpark-connect-deps-2",
+    ("jackson-core-2.18", "jackson-databind-2.18", "jackson-annotations-2.18"),
+)
 SHADE_FROM, SHADE_TO = "com/fasterxml/jackson/", "org/apache/iceberg/shaded/com/fasterxml/jackson/"
 
 

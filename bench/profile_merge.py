@@ -38,9 +38,13 @@ class Profiled(systems.Ours):
             self.db = tablets.connect(
                 warehouse=os.path.join(self.work, "wh"),
                 master="local[2]",
-                conf={"spark.driver.memory": self.memory, "spark.eventLog.enabled": "true",
-                      "spark.eventLog.dir": self.events, "spark.eventLog.compress": "false",
-                      **getattr(self, "extra", {})},
+                conf={
+                    "spark.driver.memory": self.memory,
+                    "spark.eventLog.enabled": "true",
+                    "spark.eventLog.dir": self.events,
+                    "spark.eventLog.compress": "false",
+                    **getattr(self, "extra", {}),
+                },
             )
             self.spark = self.db.spark
 
@@ -70,15 +74,19 @@ def jobs_between(events: list[dict], start_ms: float, end_ms: float) -> list[dic
                     tasks["run_ms"] = int(value)
                 elif name == "internal.metrics.input.bytesRead":
                     tasks["input"] = int(value)
-                elif name in ("internal.metrics.shuffle.read.remoteBytesRead",
-                              "internal.metrics.shuffle.read.localBytesRead"):
+                elif name in (
+                    "internal.metrics.shuffle.read.remoteBytesRead",
+                    "internal.metrics.shuffle.read.localBytesRead",
+                ):
                     tasks["shuffle_read"] += int(value)
                 elif name == "internal.metrics.shuffle.write.bytesWritten":
                     tasks["shuffle_write"] = int(value)
             stages[info["Stage ID"]] = {
-                "id": info["Stage ID"], "name": info["Stage Name"].replace("/work/main/", ""),
+                "id": info["Stage ID"],
+                "name": info["Stage Name"].replace("/work/main/", ""),
                 "tasks": info["Number of Tasks"],
-                "ms": info.get("Completion Time", 0) - info.get("Submission Time", 0), **tasks,
+                "ms": info.get("Completion Time", 0) - info.get("Submission Time", 0),
+                **tasks,
             }
     jobs, ends = [], {}
     for e in events:
@@ -87,12 +95,14 @@ def jobs_between(events: list[dict], start_ms: float, end_ms: float) -> list[dic
     for e in events:
         if e.get("Event") == "SparkListenerJobStart" and start_ms <= e["Submission Time"] <= end_ms:
             ids = e.get("Stage IDs", [])
-            jobs.append({
-                "job": e["Job ID"],
-                "ms": ends.get(e["Job ID"], e["Submission Time"]) - e["Submission Time"],
-                "offset_ms": e["Submission Time"] - start_ms,
-                "stages": [stages[i] for i in ids if i in stages],
-            })
+            jobs.append(
+                {
+                    "job": e["Job ID"],
+                    "ms": ends.get(e["Job ID"], e["Submission Time"]) - e["Submission Time"],
+                    "offset_ms": e["Submission Time"] - start_ms,
+                    "stages": [stages[i] for i in ids if i in stages],
+                }
+            )
     return jobs
 
 
@@ -225,9 +235,11 @@ def main() -> None:
                 print(f"  job {j['job']} +{j['offset_ms']:.0f} ms: {j['ms']} ms")
                 for s in j["stages"]:
                     mib = {k: s[k] / 2**20 for k in ("input", "shuffle_read", "shuffle_write")}
-                    print(f"    stage {s['id']} {s['name']}: {s['ms']} ms, {s['tasks']} tasks, "
-                          f"task time {s['run_ms']} ms, in {mib['input']:.1f} MiB, "
-                          f"shuffle r/w {mib['shuffle_read']:.1f}/{mib['shuffle_write']:.1f} MiB")
+                    print(
+                        f"    stage {s['id']} {s['name']}: {s['ms']} ms, {s['tasks']} tasks, "
+                        f"task time {s['run_ms']} ms, in {mib['input']:.1f} MiB, "
+                        f"shuffle r/w {mib['shuffle_read']:.1f}/{mib['shuffle_write']:.1f} MiB"
+                    )
         print(f"\n{w}: median {statistics.median(walls):.2f} s of {len(walls)}")
 
 

@@ -60,10 +60,13 @@ def main() -> None:
     ours.load()
     spark, db = ours.spark, ours.db
     plain = os.path.join(work, "plain")
-    spark.sql(f"CREATE TABLE bench.plain USING parquet LOCATION '{plain}' AS SELECT * FROM parquet.`{target}`"
-              + ours.order)
-    print(f"{args.rows:,} rows loaded as a tablet table and a Parquet table in {time.perf_counter() - t0:.1f} s "
-          f"(tablet table {report.mib(systems.du(ours.live))} MiB, Parquet {report.mib(systems.du(plain))} MiB)")
+    spark.sql(
+        f"CREATE TABLE bench.plain USING parquet LOCATION '{plain}' AS SELECT * FROM parquet.`{target}`" + ours.order
+    )
+    print(
+        f"{args.rows:,} rows loaded as a tablet table and a Parquet table in {time.perf_counter() - t0:.1f} s "
+        f"(tablet table {report.mib(systems.du(ours.live))} MiB, Parquet {report.mib(systems.du(plain))} MiB)"
+    )
 
     # the filter values: the middle id, and the s of one row (ids are unique, s is random: one row or few)
     x = args.rows // 2
@@ -88,10 +91,15 @@ def main() -> None:
                 times[qname, way].append(round(time.perf_counter() - start, 4))
             print(f"{qname:10s} {way:20s} {cell(times[qname, way])} s", flush=True)
         rows_of[qname] = len(answers["parquet (spark.sql)"])
-        problems += [f"MISMATCH {qname}: {way} returned other rows than the Parquet table"
-                     for way, a in answers.items() if a != answers["parquet (spark.sql)"]]
-    sums = {way: spark.sql(QUERIES["aggregate"].format(t=t)).first()[1]
-            for way, t in (("parquet", "bench.plain"), ("tablets", "bench.target"))}
+        problems += [
+            f"MISMATCH {qname}: {way} returned other rows than the Parquet table"
+            for way, a in answers.items()
+            if a != answers["parquet (spark.sql)"]
+        ]
+    sums = {
+        way: spark.sql(QUERIES["aggregate"].format(t=t)).first()[1]
+        for way, t in (("parquet", "bench.plain"), ("tablets", "bench.target"))
+    }
     expect = float(pc.sum(pq.read_table(target, columns=["v"]).column("v")).as_py())
     problems += [f"MISMATCH aggregate: {way} sum(v) {s} != {expect}" for way, s in sums.items() if s != expect]
 
@@ -100,16 +108,27 @@ def main() -> None:
     for qname in QUERIES:
         med = {w: statistics.median(times[qname, w]) for w in ways}
         base = med["parquet (spark.sql)"]
-        out.append([qname, f"{rows_of[qname]:,}", *[cell(times[qname, w]) for w in ways],
-                    f"{med['tablets (spark.sql)'] / base:.2f}", f"{med['tablets (db.sql)'] / base:.2f}"])
+        out.append(
+            [
+                qname,
+                f"{rows_of[qname]:,}",
+                *[cell(times[qname, w]) for w in ways],
+                f"{med['tablets (spark.sql)'] / base:.2f}",
+                f"{med['tablets (db.sql)'] / base:.2f}",
+            ]
+        )
     layout = "in id order" if args.clustered else "ids shuffled across files"
-    body = (f"Read: {args.rows:,} rows ({layout}), seconds: median (min-max) of {args.repeat} after one untimed run; "
-            f"`id range`: id between {x} and {x + 1000}; `s equals`: one 20-letter value.\n\n"
-            + table(header, out) + "".join(f"\n\n- {p}" for p in problems))
+    body = (
+        f"Read: {args.rows:,} rows ({layout}), seconds: median (min-max) of {args.repeat} after one untimed run; "
+        f"`id range`: id between {x} and {x + 1000}; `s equals`: one 20-letter value.\n\n"
+        + table(header, out)
+        + "".join(f"\n\n- {p}" for p in problems)
+    )
     print("\n" + body)
     versions = {"ours": ours.versions()}
-    report.append(args.results, f"read, {args.rows:,} rows, repeat {args.repeat}", started, load_at_start,
-                  versions, [], body)
+    report.append(
+        args.results, f"read, {args.rows:,} rows, repeat {args.repeat}", started, load_at_start, versions, [], body
+    )
     if problems:
         sys.exit(1)
 

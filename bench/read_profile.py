@@ -43,8 +43,12 @@ from tablets.storage.transaction import RowLevelSink  # noqa: E402
 
 TABLETS = 6
 DELETED = 0.05
-LABELS = {"plain": "plain Parquet", "python": "Python source", "spark": "spark.sql (native-read rule)",
-          "native": "front door (db.sql, dbt)"}
+LABELS = {
+    "plain": "plain Parquet",
+    "python": "Python source",
+    "spark": "spark.sql (native-read rule)",
+    "native": "front door (db.sql, dbt)",
+}
 
 QUERIES = {
     "full aggregate": "SELECT count(*), sum(id), sum(k), sum(v), max(s), min(d) FROM {t}",
@@ -62,21 +66,31 @@ def make_data(work: str, rows: int) -> tuple[str, str]:
         return root, plain
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(plain)
-    schema = pa.schema([
-        ("id", pa.int64()), ("k", pa.int32()), ("v", pa.float64()), ("s", pa.string()), ("d", pa.date32()),
-    ])
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("k", pa.int32()),
+            ("v", pa.float64()),
+            ("s", pa.string()),
+            ("d", pa.date32()),
+        ]
+    )
     t = TabletTable.create(root, schema)
     per = rows // TABLETS
     perm = np.random.default_rng(7).permutation(rows)
     for i in range(TABLETS):
         ids = np.arange(i * per, rows if i == TABLETS - 1 else (i + 1) * per, dtype=np.int64)
-        t.append(pa.table({
-            "id": ids,
-            "k": (ids % 1000).astype(np.int32),
-            "v": ids / 64.0,
-            "s": pa.array(np.char.add("s", np.char.zfill(perm[ids].astype(str), 7))),
-            "d": pa.array((ids % 1000).astype("timedelta64[D]") + np.datetime64("2020-01-01"), pa.date32()),
-        }))
+        t.append(
+            pa.table(
+                {
+                    "id": ids,
+                    "k": (ids % 1000).astype(np.int32),
+                    "v": ids / 64.0,
+                    "s": pa.array(np.char.add("s", np.char.zfill(perm[ids].astype(str), 7))),
+                    "d": pa.array((ids % 1000).astype("timedelta64[D]") + np.datetime64("2020-01-01"), pa.date32()),
+                }
+            )
+        )
     rng = np.random.default_rng(1)
     h = t.begin_delete()
     sink = RowLevelSink(h)
@@ -167,19 +181,32 @@ def main() -> None:
         if not same:
             for p, r in results.items():
                 print("   ", p, r[:3])
-        rows.append([name,
-                     *[report.cell(times[p]) for p in paths],
-                     *[f"{medians[p] / base:.2f}" for p in paths if base and p != "plain"],
-                     "ok" if same else "RESULTS DIFFER"])
+        rows.append(
+            [
+                name,
+                *[report.cell(times[p]) for p in paths],
+                *[f"{medians[p] / base:.2f}" for p in paths if base and p != "plain"],
+                "ok" if same else "RESULTS DIFFER",
+            ]
+        )
     spark.stop()
     shutil.rmtree(wh, ignore_errors=True)
     ratios = [f"{LABELS[p]}/plain" for p in paths if p != "plain"]
     header = ["query", *[f"{LABELS[p]} s" for p in paths], *ratios, "check"]
-    body = (f"Reads with deletion vectors: {args.rows:,} rows in {TABLETS} tablets, {DELETED:.0%} of the rows of every "
-            f"other one deleted; the plain table holds the same live rows. Seconds: median (min-max) of {args.repeat} "
-            "after one untimed run, the paths interleaved.\n\n" + report.table(header, rows))
-    report.append(args.results, f"read with deletion vectors, {args.rows:,} rows, repeat {args.repeat}", started,
-                  load_at_start, {"ours": systems.Ours(work, work, args.memory).versions()}, [], body)
+    body = (
+        f"Reads with deletion vectors: {args.rows:,} rows in {TABLETS} tablets, {DELETED:.0%} of the rows of every "
+        f"other one deleted; the plain table holds the same live rows. Seconds: median (min-max) of {args.repeat} "
+        "after one untimed run, the paths interleaved.\n\n" + report.table(header, rows)
+    )
+    report.append(
+        args.results,
+        f"read with deletion vectors, {args.rows:,} rows, repeat {args.repeat}",
+        started,
+        load_at_start,
+        {"ours": systems.Ours(work, work, args.memory).versions()},
+        [],
+        body,
+    )
 
 
 if __name__ == "__main__":

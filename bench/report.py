@@ -39,21 +39,35 @@ def machine(load_at_start: tuple[float, float, float]) -> str:
         if mod in sys.modules:
             libs.append(f"{mod} {sys.modules[mod].__version__}")
     now = os.getloadavg()
-    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, load average at start {load_at_start[0]:.1f} "
-            f"(1 min) / {load_at_start[1]:.1f} (5 min), at the end {now[0]:.1f} / {now[1]:.1f}; "
-            f"Python {platform.python_version()}" + "".join(f", {x}" for x in libs))
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB, load average at start {load_at_start[0]:.1f} "
+        f"(1 min) / {load_at_start[1]:.1f} (5 min), at the end {now[0]:.1f} / {now[1]:.1f}; "
+        f"Python {platform.python_version()}" + "".join(f", {x}" for x in libs)
+    )
 
 
-def append(path: str, title: str, started: datetime.datetime, load_at_start: tuple[float, float, float],
-           versions: dict[str, dict[str, str]], lines: list[str], body: str) -> None:
+def append(
+    path: str,
+    title: str,
+    started: datetime.datetime,
+    load_at_start: tuple[float, float, float],
+    versions: dict[str, dict[str, str]],
+    lines: list[str],
+    body: str,
+) -> None:
     """One dated section: machine, versions of every system, the command, notes, then the tables."""
     if not path:
         return
     vers = "; ".join(f"{n}: " + ", ".join(f"{k} {v}" for k, v in v_.items()) for n, v_ in versions.items())
     script = os.path.relpath(os.path.abspath(sys.argv[0]), os.path.dirname(HERE))
     with open(path, "a") as f:
-        f.write(f"\n## {started:%Y-%m-%d %H:%M} UTC: {title}\n\n"
-                f"- machine: {machine(load_at_start)}\n- versions: {vers}\n"
-                f"- command: `{' '.join([script, *sys.argv[1:]])}`\n"
-                + "".join(f"- {line}\n" for line in lines) + "\n" + body.rstrip("\n") + "\n")
+        f.write(
+            f"\n## {started:%Y-%m-%d %H:%M} UTC: {title}\n\n"
+            f"- machine: {machine(load_at_start)}\n- versions: {vers}\n"
+            f"- command: `{' '.join([script, *sys.argv[1:]])}`\n"
+            + "".join(f"- {line}\n" for line in lines)
+            + "\n"
+            + body.rstrip("\n")
+            + "\n"
+        )
     print(f"\nappended to {path}")

@@ -46,14 +46,17 @@ from tablets.storage.fileio import LOCAL, join
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.transaction import begin
 
-UPSERT = ("MERGE INTO bench.target t USING source s ON t.id = s.id "
-          "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
+UPSERT = (
+    "MERGE INTO bench.target t USING source s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *"
+)
 DELETE = "MERGE INTO bench.target t USING source s ON t.id = s.id WHEN MATCHED THEN DELETE"
 STEPS = {"upsert": ("upsert", UPSERT), "delete": ("delete", DELETE), "again": ("upsert", UPSERT)}
 MiB = 2**20
 
 
 # --- small helpers -----------------------------------------------------------------------------
+
 
 def table(header: list[str], rows: list[list[object]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -147,8 +150,13 @@ def measure_load(load, repeat: int) -> dict[str, float]:
     snap = load()
     held, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    return {"seconds": statistics.median(times), "held": held - before, "peak": peak - before,
-            "tablets": len(snap.tablets), "dvs": snap.num_dvs}
+    return {
+        "seconds": statistics.median(times),
+        "held": held - before,
+        "peak": peak - before,
+        "tablets": len(snap.tablets),
+        "dvs": snap.num_dvs,
+    }
 
 
 # --- per-task measurement inside Spark's Python workers ------------------------------------------
@@ -183,10 +191,18 @@ def _measured_run(inner, batches, label: str, out: str):
     finally:
         pa.set_memory_pool(parent)
         if seen["rows"]:
-            rec = {"phase": label, "pid": os.getpid(), "seconds": round(time.perf_counter() - t0, 3),
-                   "rows": seen["rows"], "arrow_in": seen["bytes"], "pool_peak": pool.max_memory(),
-                   "rss_start_kb": rss0, "rss_peak_kb": peak_kb(), "dvs": seen["dv"],
-                   "tablets": seen["tablet"]}
+            rec = {
+                "phase": label,
+                "pid": os.getpid(),
+                "seconds": round(time.perf_counter() - t0, 3),
+                "rows": seen["rows"],
+                "arrow_in": seen["bytes"],
+                "pool_peak": pool.max_memory(),
+                "rss_start_kb": rss0,
+                "rss_peak_kb": peak_kb(),
+                "dvs": seen["dv"],
+                "tablets": seen["tablet"],
+            }
             with open(out, "a") as f:
                 f.write(json.dumps(rec) + "\n")
 
@@ -217,6 +233,7 @@ def install_task_probes(out: str) -> None:
         def make(*args, **kwargs):
             inner, label = factory(*args, **kwargs), PHASE["name"]
             return lambda batches: _measured_run(inner, batches, label, out)
+
         return make
 
     streams.merge_task = wrap(streams.merge_task)
@@ -225,6 +242,7 @@ def install_task_probes(out: str) -> None:
 
 
 # --- the measured table --------------------------------------------------------------------------
+
 
 def log_files(t: TabletTable) -> list[dict[str, object]]:
     out = []
@@ -239,9 +257,16 @@ def log_files(t: TabletTable) -> list[dict[str, object]]:
         lines = t.io.read(f.path).decode().splitlines()
         add_lines = [len(x) + 1 for x in lines if x.startswith('{"add_tablet"')]
         dv_lines = [len(x) + 1 for x in lines if x.startswith('{"set_dv"')]
-        out.append({"name": f.name, "bytes": f.size, "operation": info.operation if info else "checkpoint",
-                    "actions": kinds, "add_line": statistics.mean(add_lines) if add_lines else None,
-                    "dv_line": statistics.mean(dv_lines) if dv_lines else None})
+        out.append(
+            {
+                "name": f.name,
+                "bytes": f.size,
+                "operation": info.operation if info else "checkpoint",
+                "actions": kinds,
+                "add_line": statistics.mean(add_lines) if add_lines else None,
+                "dv_line": statistics.mean(dv_lines) if dv_lines else None,
+            }
+        )
     return out
 
 
@@ -268,8 +293,15 @@ def dv_summary(t: TabletTable, snap: Snapshot) -> dict[str, object]:
         sizes.append(st.dv.size)
         cards.append(st.dv.cardinality)
         density.append(st.dv.cardinality / st.add.rows)
-    return {"dvs": len(sizes), "sizes": sizes, "cards": cards, "density": density, "words": words,
-            "words_bytes": words_bytes, "read_seconds": time.perf_counter() - t0}
+    return {
+        "dvs": len(sizes),
+        "sizes": sizes,
+        "cards": cards,
+        "density": density,
+        "words": words,
+        "words_bytes": words_bytes,
+        "read_seconds": time.perf_counter() - t0,
+    }
 
 
 def run_table(args: argparse.Namespace) -> dict[str, object]:
@@ -291,8 +323,11 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
     print(f"data {data_dir} ({res['data_seconds']:.0f} s)", flush=True)
 
     # a fresh Python worker per task, so that each task's peak RSS is its own
-    conf = {"spark.driver.memory": args.memory, "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
-            "spark.python.worker.reuse": "true" if args.reuse_workers else "false"}
+    conf = {
+        "spark.driver.memory": args.memory,
+        "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
+        "spark.python.worker.reuse": "true" if args.reuse_workers else "false",
+    }
     db = tablets.connect(warehouse=os.path.join(work, "wh"), master="local[2]", conf=conf)
     jvm = java_child()
     db.sql("CREATE DATABASE IF NOT EXISTS bench")
@@ -310,8 +345,11 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
 
     def done(step: str, t0: float) -> float:
         wall = time.perf_counter() - t0
-        driver[step] = {"python_peak_mb": peak_kb() / 1024, "jvm_rss_peak_mb": peak_kb(jvm) / 1024,
-                        "jvm_heap_peak_mb": jvm_heap_peak(db.spark) / MiB}
+        driver[step] = {
+            "python_peak_mb": peak_kb() / 1024,
+            "jvm_rss_peak_mb": peak_kb(jvm) / 1024,
+            "jvm_heap_peak_mb": jvm_heap_peak(db.spark) / MiB,
+        }
         return wall
 
     t0 = start()
@@ -336,12 +374,22 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
         out = db.sql(statement)
         wall = done(step, t0)
         m = out.metrics  # type: ignore[union-attr]
-        merges[step] = {"wall": wall, "version": m.version, "source_rows": m.source_rows,
-                        "source_size": source_size, "broadcast": broadcast,
-                        "inserted": m.rows_inserted, "updated": m.rows_updated, "deleted": m.rows_deleted,
-                        "unchanged": m.rows_unchanged, "tablets_scanned": m.tablets_scanned,
-                        "tablets_added": m.tablets_added, "dvs_written": m.dvs_written,
-                        "bytes_written": m.bytes_written, "timings_ms": m.timings_ms}
+        merges[step] = {
+            "wall": wall,
+            "version": m.version,
+            "source_rows": m.source_rows,
+            "source_size": source_size,
+            "broadcast": broadcast,
+            "inserted": m.rows_inserted,
+            "updated": m.rows_updated,
+            "deleted": m.rows_deleted,
+            "unchanged": m.rows_unchanged,
+            "tablets_scanned": m.tablets_scanned,
+            "tablets_added": m.tablets_added,
+            "dvs_written": m.dvs_written,
+            "bytes_written": m.bytes_written,
+            "timings_ms": m.timings_ms,
+        }
         print(f"{step}: {wall:.1f} s {m.message()} {m.timings_ms}", flush=True)
     res["merges"] = merges
     for step, v in driver.items():
@@ -376,51 +424,177 @@ def report_table(res: dict) -> str:
     out = [f"### Measured table: {n:,} rows", ""]
     rows = []
     for name, s in (("after INSERT", b), ("after the MERGEs", f)):
-        rows.append([name, s["tablets"], spread(s["rows"]), spread([x / MiB for x in s["bytes"]], "{:,.1f}"),
-                     f"{s['total_bytes'] / s['total_rows']:.1f}", mib(s["total_bytes"])])
-    out += [table(["state", "tablets", "rows per tablet min / med / max", "MiB per tablet min / med / max",
-                   "bytes per row", "tablet MiB total"], rows), ""]
-    out += [f"Load (INSERT ... SELECT from Parquet): {res['load_seconds']:.1f} s; whole table directory at the end "
-            f"{mib(res['disk_bytes'])} MiB.", ""]
+        rows.append(
+            [
+                name,
+                s["tablets"],
+                spread(s["rows"]),
+                spread([x / MiB for x in s["bytes"]], "{:,.1f}"),
+                f"{s['total_bytes'] / s['total_rows']:.1f}",
+                mib(s["total_bytes"]),
+            ]
+        )
+    out += [
+        table(
+            [
+                "state",
+                "tablets",
+                "rows per tablet min / med / max",
+                "MiB per tablet min / med / max",
+                "bytes per row",
+                "tablet MiB total",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    out += [
+        f"Load (INSERT ... SELECT from Parquet): {res['load_seconds']:.1f} s; whole table directory at the end "
+        f"{mib(res['disk_bytes'])} MiB.",
+        "",
+    ]
     rows = []
     for e in res["log"]:
         acts = ", ".join(f"{k} {v}" for k, v in sorted(e["actions"].items()))
-        rows.append([e["name"], e["operation"], f"{e['bytes']:,}", acts,
-                     "-" if e["add_line"] is None else f"{e['add_line']:.0f}",
-                     "-" if e["dv_line"] is None else f"{e['dv_line']:.0f}"])
-    out += [table(["log file", "operation", "bytes", "actions", "bytes per add_tablet line",
-                   "bytes per set_dv line"], rows), ""]
-    out += [table(["statement", "driver Python peak RSS MiB", "driver JVM peak RSS MiB (executor too: local)",
-                   "JVM heap peak MiB", "snapshot loads (ms in all)"],
-                  [[k, f"{v['python_peak_mb']:,.0f}", f"{v['jvm_rss_peak_mb']:,.0f}", f"{v['jvm_heap_peak_mb']:,.0f}",
-                    f"{v['snapshot_loads']} ({v['snapshot_load_ms']:.0f})"] for k, v in res["driver"].items()]), ""]
+        rows.append(
+            [
+                e["name"],
+                e["operation"],
+                f"{e['bytes']:,}",
+                acts,
+                "-" if e["add_line"] is None else f"{e['add_line']:.0f}",
+                "-" if e["dv_line"] is None else f"{e['dv_line']:.0f}",
+            ]
+        )
+    out += [
+        table(
+            ["log file", "operation", "bytes", "actions", "bytes per add_tablet line", "bytes per set_dv line"], rows
+        ),
+        "",
+    ]
+    out += [
+        table(
+            [
+                "statement",
+                "driver Python peak RSS MiB",
+                "driver JVM peak RSS MiB (executor too: local)",
+                "JVM heap peak MiB",
+                "snapshot loads (ms in all)",
+            ],
+            [
+                [
+                    k,
+                    f"{v['python_peak_mb']:,.0f}",
+                    f"{v['jvm_rss_peak_mb']:,.0f}",
+                    f"{v['jvm_heap_peak_mb']:,.0f}",
+                    f"{v['snapshot_loads']} ({v['snapshot_load_ms']:.0f})",
+                ]
+                for k, v in res["driver"].items()
+            ],
+        ),
+        "",
+    ]
     rows = []
     for step, m in res["merges"].items():
-        rows.append([step, f"{m['wall']:.1f}", f"{m['source_rows']:,}",
-                     f"{mib(m['source_size'] or 0)} ({'broadcast' if m['broadcast'] else 'shuffle join'})",
-                     f"{m['inserted']:,}", f"{m['updated']:,}",
-                     f"{m['deleted']:,}", m["tablets_scanned"], m["tablets_added"], m["dvs_written"],
-                     mib(m["bytes_written"]),
-                     ", ".join(f"{k} {v / 1000:.1f}" for k, v in m["timings_ms"].items() if k != "total")])
-    out += [table(["MERGE", "wall s", "source rows", "source MiB (Spark's estimate), join", "inserted", "updated",
-                   "deleted", "tablets scanned",
-                   "tablets added", "DVs written", "MiB written", "phases s"], rows), ""]
+        rows.append(
+            [
+                step,
+                f"{m['wall']:.1f}",
+                f"{m['source_rows']:,}",
+                f"{mib(m['source_size'] or 0)} ({'broadcast' if m['broadcast'] else 'shuffle join'})",
+                f"{m['inserted']:,}",
+                f"{m['updated']:,}",
+                f"{m['deleted']:,}",
+                m["tablets_scanned"],
+                m["tablets_added"],
+                m["dvs_written"],
+                mib(m["bytes_written"]),
+                ", ".join(f"{k} {v / 1000:.1f}" for k, v in m["timings_ms"].items() if k != "total"),
+            ]
+        )
+    out += [
+        table(
+            [
+                "MERGE",
+                "wall s",
+                "source rows",
+                "source MiB (Spark's estimate), join",
+                "inserted",
+                "updated",
+                "deleted",
+                "tablets scanned",
+                "tablets added",
+                "DVs written",
+                "MiB written",
+                "phases s",
+            ],
+            rows,
+        ),
+        "",
+    ]
     rows = []
     for what in ("load_replay", "load_checkpoint"):
         s = res[what]
-        rows.append([what.replace("load_", "from "), s["tablets"], s["dvs"], f"{s['seconds'] * 1000:.1f}",
-                     f"{s['held'] / 1024:,.0f}", f"{s['held'] / s['tablets']:,.0f}", f"{s['peak'] / 1024:,.0f}"])
-    out += [table(["snapshot load", "tablets", "DVs", "ms (median)", "held KiB", "held bytes per tablet",
-                   "peak KiB while loading"], rows), ""]
-    out += [f"Checkpoint written in {res['checkpoint_write_seconds'] * 1000:.0f} ms; a MERGE's write handle "
-            f"(every tablet's rows and DV, shipped to each task) pickles to {res['handle_pickle']:,} bytes.", ""]
+        rows.append(
+            [
+                what.replace("load_", "from "),
+                s["tablets"],
+                s["dvs"],
+                f"{s['seconds'] * 1000:.1f}",
+                f"{s['held'] / 1024:,.0f}",
+                f"{s['held'] / s['tablets']:,.0f}",
+                f"{s['peak'] / 1024:,.0f}",
+            ]
+        )
+    out += [
+        table(
+            [
+                "snapshot load",
+                "tablets",
+                "DVs",
+                "ms (median)",
+                "held KiB",
+                "held bytes per tablet",
+                "peak KiB while loading",
+            ],
+            rows,
+        ),
+        "",
+    ]
+    out += [
+        f"Checkpoint written in {res['checkpoint_write_seconds'] * 1000:.0f} ms; a MERGE's write handle "
+        f"(every tablet's rows and DV, shipped to each task) pickles to {res['handle_pickle']:,} bytes.",
+        "",
+    ]
     d = res["dv"]
     if d["dvs"]:
-        out += [table(["DVs", "bytes min / med / max", "cardinality min / med / max", "density min / med / max",
-                       "bytes per deleted row", "words broadcast by a scan", "their Arrow MiB", "read all DVs s"],
-                      [[d["dvs"], spread(d["sizes"]), spread(d["cards"]), spread(d["density"], "{:.2%}"),
-                        f"{sum(d['sizes']) / max(1, sum(d['cards'])):.3f}", f"{d['words']:,}",
-                        mib(d["words_bytes"]), f"{d['read_seconds']:.2f}"]]), ""]
+        out += [
+            table(
+                [
+                    "DVs",
+                    "bytes min / med / max",
+                    "cardinality min / med / max",
+                    "density min / med / max",
+                    "bytes per deleted row",
+                    "words broadcast by a scan",
+                    "their Arrow MiB",
+                    "read all DVs s",
+                ],
+                [
+                    [
+                        d["dvs"],
+                        spread(d["sizes"]),
+                        spread(d["cards"]),
+                        spread(d["density"], "{:.2%}"),
+                        f"{sum(d['sizes']) / max(1, sum(d['cards'])):.3f}",
+                        f"{d['words']:,}",
+                        mib(d["words_bytes"]),
+                        f"{d['read_seconds']:.2f}",
+                    ]
+                ],
+            ),
+            "",
+        ]
     rows = []
     for step in ["load", *res["merges"]]:
         ts = [x for x in res["tasks"] if x["phase"] == step]
@@ -428,22 +602,44 @@ def report_table(res: dict) -> str:
             continue
         shuffled = sum(x["rows"] for x in ts)
         worst = max(ts, key=lambda x: x["rss_peak_kb"] - x["rss_start_kb"])
-        rows.append([step, len(ts), f"{shuffled:,}", spread([x["rows"] for x in ts]),
-                     spread([x["arrow_in"] / MiB for x in ts], "{:,.1f}"),
-                     spread([x["pool_peak"] / MiB for x in ts], "{:,.1f}"),
-                     spread([(x["rss_peak_kb"] - x["rss_start_kb"]) / 1024 for x in ts], "{:,.0f}"),
-                     f"{worst['rss_peak_kb'] / 1024:,.0f}",
-                     f"{max(x['pool_peak'] / x['rows'] for x in ts):,.0f}",
-                     f"{max(x['dvs'] for x in ts)} / {max(x['tablets'] for x in ts)}",
-                     spread([x["seconds"] for x in ts], "{:,.1f}")])
-    out += [table(["tasks of", "tasks", "rows in (all)", "rows in per task min / med / max",
-                   "Arrow MiB in per task", "Arrow pool peak MiB per task", "RSS growth MiB per task",
-                   "worker peak RSS MiB", "max pool peak bytes per row", "max DVs / tablets written by a task",
-                   "task s"], rows)]
+        rows.append(
+            [
+                step,
+                len(ts),
+                f"{shuffled:,}",
+                spread([x["rows"] for x in ts]),
+                spread([x["arrow_in"] / MiB for x in ts], "{:,.1f}"),
+                spread([x["pool_peak"] / MiB for x in ts], "{:,.1f}"),
+                spread([(x["rss_peak_kb"] - x["rss_start_kb"]) / 1024 for x in ts], "{:,.0f}"),
+                f"{worst['rss_peak_kb'] / 1024:,.0f}",
+                f"{max(x['pool_peak'] / x['rows'] for x in ts):,.0f}",
+                f"{max(x['dvs'] for x in ts)} / {max(x['tablets'] for x in ts)}",
+                spread([x["seconds"] for x in ts], "{:,.1f}"),
+            ]
+        )
+    out += [
+        table(
+            [
+                "tasks of",
+                "tasks",
+                "rows in (all)",
+                "rows in per task min / med / max",
+                "Arrow MiB in per task",
+                "Arrow pool peak MiB per task",
+                "RSS growth MiB per task",
+                "worker peak RSS MiB",
+                "max pool peak bytes per row",
+                "max DVs / tablets written by a task",
+                "task s",
+            ],
+            rows,
+        )
+    ]
     return "\n".join(out)
 
 
 # --- synthetic: deletion vectors -----------------------------------------------------------------
+
 
 def dv_cases(rows: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]]:
     def random(frac: float) -> np.ndarray:
@@ -455,11 +651,15 @@ def dv_cases(rows: int, rng: np.random.Generator) -> list[tuple[str, np.ndarray]
         return (starts[:, None] + np.arange(length)[None, :]).ravel()
 
     return [
-        ("random 0.1%", random(0.001)), ("random 0.5%", random(0.005)), ("random 1%", random(0.01)),
-        ("random 10%", random(0.10)), ("random 50%", random(0.50)),
+        ("random 0.1%", random(0.001)),
+        ("random 0.5%", random(0.005)),
+        ("random 1%", random(0.01)),
+        ("random 10%", random(0.10)),
+        ("random 50%", random(0.50)),
         ("every 10th row (10%)", np.arange(0, rows, 10)),
         ("one range of 10%", np.arange(rows // 3, rows // 3 + rows // 10)),
-        ("100 ranges, 10% in all", runs(100, 0.10)), ("1,000 ranges, 1% in all", runs(1000, 0.01)),
+        ("100 ranges, 10% in all", runs(100, 0.10)),
+        ("1,000 ranges, 1% in all", runs(1000, 0.01)),
         ("all rows", np.arange(rows)),
     ]
 
@@ -473,8 +673,16 @@ def run_dvs(rows: int) -> list[list[object]]:
         t1 = time.perf_counter()
         decode(body)
         t2 = time.perf_counter()
-        out.append([name, f"{len(pos):,}", f"{len(body):,}", f"{len(body) / len(pos):.3f}",
-                    f"{(t1 - t0) * 1000:.1f}", f"{(t2 - t1) * 1000:.1f}"])
+        out.append(
+            [
+                name,
+                f"{len(pos):,}",
+                f"{len(body):,}",
+                f"{len(body) / len(pos):.3f}",
+                f"{(t1 - t0) * 1000:.1f}",
+                f"{(t2 - t1) * 1000:.1f}",
+            ]
+        )
     return out
 
 
@@ -505,13 +713,19 @@ def synthetic_add(i: int, schema, rng: np.random.Generator, rows: int = 1_000_00
             lo, hi = f"2020-01-0{rng.integers(1, 10)}", f"2023-12-{rng.integers(20, 32)}"
         stats.append((name, ColumnStats(lo, hi, 0)))
     tid = f"{rng.integers(0, 2**63):016x}{i:016x}"
-    return AddTablet(tid, f"tablets/{tid}.parquet", rows, 30_000_000 + int(rng.integers(0, 10**6)), tuple(stats),
-                     f"{i:032x}")
+    return AddTablet(
+        tid, f"tablets/{tid}.parquet", rows, 30_000_000 + int(rng.integers(0, 10**6)), tuple(stats), f"{i:032x}"
+    )
 
 
 def synthetic_dv(tid: str, version: int, rng: np.random.Generator) -> SetDV:
-    return SetDV(tid, f"dv/{tid}-{version:032x}.bin", int(rng.integers(1, 100_000)), int(rng.integers(100, 200_000)),
-                 f"{int(rng.integers(0, 2**32)):08x}")
+    return SetDV(
+        tid,
+        f"dv/{tid}-{version:032x}.bin",
+        int(rng.integers(1, 100_000)),
+        int(rng.integers(100, 200_000)),
+        f"{int(rng.integers(0, 2**32)):08x}",
+    )
 
 
 def run_synthetic(tablets: int, columns: int, repeat: int) -> dict[str, object]:
@@ -538,8 +752,13 @@ def run_synthetic(tablets: int, columns: int, repeat: int) -> dict[str, object]:
             ids.append(new.tablet_id)
         v1_bytes = os.path.getsize(join(log.log_dir(root), log.version_name(1)))
         small = os.path.getsize(join(log.log_dir(root), log.version_name(2)))
-        res: dict[str, object] = {"tablets": tablets, "columns": columns, "v1_bytes": v1_bytes,
-                                  "write_v1": write_v1, "small_version_bytes": small}
+        res: dict[str, object] = {
+            "tablets": tablets,
+            "columns": columns,
+            "v1_bytes": v1_bytes,
+            "write_v1": write_v1,
+            "small_version_bytes": small,
+        }
         res["replay51"] = measure_load(lambda: log.load_snapshot(io, root), repeat)
         # a checkpoint at 1, then 49 versions to replay
         snap1 = log.load_snapshot(io, root, 1)
@@ -570,29 +789,61 @@ def report_synthetic(results: list[dict]) -> str:
     rows = []
     for r in results:
         n = r["tablets"]
-        rows.append([f"{n:,}", r["columns"], mib(r["v1_bytes"]), f"{r['v1_bytes'] / n:,.0f}",
-                     f"{r['small_version_bytes']:,}", mib(r["checkpoint_bytes"]),
-                     f"{r['checkpoint_write']:.2f}",
-                     f"{r['replay51']['seconds']:.2f}", f"{r['cp1_plus49']['seconds']:.2f}",
-                     f"{r['cp50']['seconds']:.2f}", mib(r["cp50"]["held"]),
-                     f"{r['cp50']['held'] / r['cp50']['tablets']:,.0f}", mib(r["cp50"]["peak"]),
-                     mib(r["handle_pickle"])])
-    return table(["tablets", "columns", "version of N adds MiB", "bytes per add_tablet", "small MERGE version bytes",
-                  "checkpoint (N adds + N DVs) MiB", "checkpoint write s", "load: 51 versions s",
-                  "load: checkpoint + 49 versions s", "load: checkpoint s", "snapshot held MiB",
-                  "held bytes per tablet", "peak while loading MiB", "write handle pickle MiB"], rows)
+        rows.append(
+            [
+                f"{n:,}",
+                r["columns"],
+                mib(r["v1_bytes"]),
+                f"{r['v1_bytes'] / n:,.0f}",
+                f"{r['small_version_bytes']:,}",
+                mib(r["checkpoint_bytes"]),
+                f"{r['checkpoint_write']:.2f}",
+                f"{r['replay51']['seconds']:.2f}",
+                f"{r['cp1_plus49']['seconds']:.2f}",
+                f"{r['cp50']['seconds']:.2f}",
+                mib(r["cp50"]["held"]),
+                f"{r['cp50']['held'] / r['cp50']['tablets']:,.0f}",
+                mib(r["cp50"]["peak"]),
+                mib(r["handle_pickle"]),
+            ]
+        )
+    return table(
+        [
+            "tablets",
+            "columns",
+            "version of N adds MiB",
+            "bytes per add_tablet",
+            "small MERGE version bytes",
+            "checkpoint (N adds + N DVs) MiB",
+            "checkpoint write s",
+            "load: 51 versions s",
+            "load: checkpoint + 49 versions s",
+            "load: checkpoint s",
+            "snapshot held MiB",
+            "held bytes per tablet",
+            "peak while loading MiB",
+            "write handle pickle MiB",
+        ],
+        rows,
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description="Scale measurements for docs/SCALE.md")
     ap.add_argument("--rows", type=int, default=10_000_000, help="target rows N; 0 for the synthetic parts only")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--merges", default="upsert,delete", help="upsert,delete[,again]: again = the upsert after the "
-                    "deletes (a scan with 10%% DVs)")
+    ap.add_argument(
+        "--merges",
+        default="upsert,delete",
+        help="upsert,delete[,again]: again = the upsert after the deletes (a scan with 10%% DVs)",
+    )
     ap.add_argument("--memory", default="4g", help="spark.driver.memory")
     ap.add_argument("--shuffle-partitions", type=int, default=4, help="spark.sql.shuffle.partitions (the engine's 4)")
-    ap.add_argument("--reuse-workers", action="store_true", help="keep Spark's Python worker reuse (default: off, "
-                    "so each task's peak RSS is its own)")
+    ap.add_argument(
+        "--reuse-workers",
+        action="store_true",
+        help="keep Spark's Python worker reuse (default: off, so each task's peak RSS is its own)",
+    )
     ap.add_argument("--repeat", type=int, default=3, help="timed snapshot loads; the median is reported")
     ap.add_argument("--synthetic", default="1000,10000,100000", help="tablet counts of the synthetic logs; '' for none")
     ap.add_argument("--columns", default="5,50", help="column counts of the synthetic logs (stats per column)")
@@ -606,11 +857,17 @@ def main() -> None:
     started = datetime.datetime.now(datetime.UTC)
     import subprocess
 
-    rev = subprocess.run(["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
-                         capture_output=True, text=True).stdout.strip()
-    print(f"dbt-tablets {rev}; {started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.1f}, "
-          f"Python {platform.python_version()}, pyarrow {pa.__version__}, numpy {np.__version__}", flush=True)
+    rev = subprocess.run(
+        ["git", "-C", os.path.dirname(os.path.abspath(__file__)), "describe", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    print(
+        f"dbt-tablets {rev}; {started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.1f}, "
+        f"Python {platform.python_version()}, pyarrow {pa.__version__}, numpy {np.__version__}",
+        flush=True,
+    )
     results: dict[str, object] = {"started": f"{started:%Y-%m-%d %H:%M}", "argv": sys.argv[1:]}
     sections = []
 
@@ -621,9 +878,13 @@ def main() -> None:
         if not args.keep:
             shutil.rmtree(os.path.join(os.path.abspath(args.work), "table"), ignore_errors=True)
 
-    sections.append(f"### Synthetic deletion vectors: one tablet of {args.dv_rows:,} rows\n\n" + table(
-        ["deleted rows", "count", "DV file bytes", "bytes per deleted row", "build + encode ms", "decode ms"],
-        run_dvs(args.dv_rows)))
+    sections.append(
+        f"### Synthetic deletion vectors: one tablet of {args.dv_rows:,} rows\n\n"
+        + table(
+            ["deleted rows", "count", "DV file bytes", "bytes per deleted row", "build + encode ms", "decode ms"],
+            run_dvs(args.dv_rows),
+        )
+    )
 
     synth = []
     for n in [int(x) for x in args.synthetic.split(",") if x]:

@@ -66,8 +66,17 @@ PROFILE = """bench_startup:
         spark.eventLog.compress: "false"
         spark.eventLog.rolling.enabled: "false"
 """
-PARTS = ["python + import dbt", "dbt: project, parse", "JVM + SparkContext", "session set-up", "metastore (Derby)",
-         "dbt's first query", "dbt's other queries", "the model", "exit"]
+PARTS = [
+    "python + import dbt",
+    "dbt: project, parse",
+    "JVM + SparkContext",
+    "session set-up",
+    "metastore (Derby)",
+    "dbt's first query",
+    "dbt's other queries",
+    "the model",
+    "exit",
+]
 
 
 def _ts(iso: str) -> float:
@@ -95,8 +104,7 @@ def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str) -> di
     app = next(e["Timestamp"] / 1000 for e in spark if e["Event"].endswith("ApplicationStart"))
     sql_start = [e for e in spark if e["Event"].endswith("SQLExecutionStart")]
     ends = {e["executionId"]: e["time"] / 1000 for e in spark if e["Event"].endswith("SQLExecutionEnd")}
-    check = next((e for e in sql_start if "dbt/adapters/tablets/session.py" in e.get("description", "")),
-                 sql_start[0])
+    check = next((e for e in sql_start if "dbt/adapters/tablets/session.py" in e.get("description", "")), sql_start[0])
     first_sql = sql_start[0]["time"] / 1000
     metastore = ends[check["executionId"]]
     statuses = [(t, d) for t, n, d in dbt if n == "SQLQueryStatus"]
@@ -114,8 +122,21 @@ def run_dbt(project: str, events: str, args: list[str]) -> tuple[float, dict[str
     shutil.rmtree(events, ignore_errors=True)
     os.makedirs(events)
     dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
-    cmd = [dbt, "run", "--select", "events", "--project-dir", project, "--profiles-dir", project,
-           "--log-format-file", "json", "--log-level-file", "debug", *args]
+    cmd = [
+        dbt,
+        "run",
+        "--select",
+        "events",
+        "--project-dir",
+        project,
+        "--profiles-dir",
+        project,
+        "--log-format-file",
+        "json",
+        "--log-level-file",
+        "debug",
+        *args,
+    ]
     env = {**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false"}
     spawned = time.time()
     proc = subprocess.run(cmd, cwd=project, env=env, capture_output=True, text=True)
@@ -155,10 +176,12 @@ def main() -> None:
 
     rows = [["wall", *[cell([w for w, _ in runs[p]]) for p in runs]]]
     rows += [[part, *[f"{statistics.median(float(b[part]) for _, b in runs[p]):.2f}" for p in runs]] for part in PARTS]
-    body = (f"dbt start-up: `dbt run --select events` (one merge_tablets model, 100 rows) in a fresh process, "
-            f"seconds: median (min-max) of {args.repeat}; the parts are medians of each part.\n\n"
-            + table(["", "first run (creates)", "second run (merges)"], rows)
-            + "".join(f"\n- the engine, last {p} run: {engines[p]}" for p in runs))
+    body = (
+        f"dbt start-up: `dbt run --select events` (one merge_tablets model, 100 rows) in a fresh process, "
+        f"seconds: median (min-max) of {args.repeat}; the parts are medians of each part.\n\n"
+        + table(["", "first run (creates)", "second run (merges)"], rows)
+        + "".join(f"\n- the engine, last {p} run: {engines[p]}" for p in runs)
+    )
     print("\n" + body)
     from importlib.metadata import version
 

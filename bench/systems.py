@@ -33,8 +33,11 @@ PARTIAL = pa.schema([("rows", pa.int64()), ("sum_v", pa.float64()), ("id_sum", p
 class NotApplicable(Exception):
     """The system has nothing to measure for this workload."""
 
-UPSERT = ("MERGE INTO {t} t USING {s} s ON t.id = s.id "
-          "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *")
+
+UPSERT = (
+    "MERGE INTO {t} t USING {s} s ON t.id = s.id "
+    "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *"
+)
 STATEMENTS = {
     "upsert": UPSERT,
     "sync": UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE",
@@ -46,9 +49,13 @@ STATEMENTS = {
 }
 WORKLOADS = list(STATEMENTS)
 MAIN_WORKLOADS = [w for w in STATEMENTS if w != "scale"]  # scale runs on its own data, per size
-SPARK_CONF = {"spark.master": "local[2]", "spark.sql.shuffle.partitions": "4",  # ours' default, for the peers too
-              "spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
-              "spark.sql.session.timeZone": "UTC"}
+SPARK_CONF = {
+    "spark.master": "local[2]",
+    "spark.sql.shuffle.partitions": "4",  # ours' default, for the peers too
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+}
 # Spark's Python workers (the final table's fingerprint) run this venv's Python, which has pyarrow
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
@@ -204,24 +211,35 @@ class Ours(SparkSystem):
 
         if getattr(self, "db", None) is None:
             # the metastore (Derby) lives beside the warehouse, in work/ours/
-            self.db = tablets.connect(warehouse=os.path.join(self.work, "wh"), master="local[2]",
-                                      conf={"spark.driver.memory": self.memory, **self.CONF})
+            self.db = tablets.connect(
+                warehouse=os.path.join(self.work, "wh"),
+                master="local[2]",
+                conf={"spark.driver.memory": self.memory, **self.CONF},
+            )
             self.spark = self.db.spark
 
     def load(self) -> None:
         self.db.sql("CREATE DATABASE IF NOT EXISTS bench")
         self.db.sql("DROP TABLE IF EXISTS bench.target")
-        self.db.sql(f"CREATE TABLE bench.target (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) "
-                    f"USING tablets LOCATION '{self.live}'")
-        self.db.sql(f"INSERT INTO bench.target SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`"
-                    + self.order)
+        self.db.sql(
+            f"CREATE TABLE bench.target (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) "
+            f"USING tablets LOCATION '{self.live}'"
+        )
+        self.db.sql(
+            f"INSERT INTO bench.target SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`" + self.order
+        )
 
     def merge(self, workload: str) -> object:
         self.view_source(workload)
         res = self.db.sql(STATEMENTS[workload].format(t="bench.target", s="source"))
         m = res.metrics  # type: ignore[union-attr]
-        return {"message": res.message, "tablets_scanned": m.tablets_scanned, "tablets_pruned": m.tablets_pruned,
-                "tablets_read_on_driver": m.tablets_read_on_driver, "timings_ms": m.timings_ms}
+        return {
+            "message": res.message,
+            "tablets_scanned": m.tablets_scanned,
+            "tablets_pruned": m.tablets_pruned,
+            "tablets_read_on_driver": m.tablets_read_on_driver,
+            "timings_ms": m.timings_ms,
+        }
 
     def versions(self) -> dict[str, str]:
         from importlib.metadata import version
@@ -262,13 +280,18 @@ class SparkRewrite(SparkSystem):
     name = "spark_rewrite"
     QUERIES = {
         "upsert": "SELECT coalesce(t.id, s.id) AS id, if(t.id IS NULL, s.k, t.k) AS k, "
-                  "if(s.id IS NULL, t.v, s.v) AS v, if(s.id IS NULL, t.s, s.s) AS s, if(t.id IS NULL, s.d, t.d) AS d "
-                  "FROM target t FULL OUTER JOIN source s ON t.id = s.id",
+        "if(s.id IS NULL, t.v, s.v) AS v, if(s.id IS NULL, t.s, s.s) AS s, if(t.id IS NULL, s.d, t.d) AS d "
+        "FROM target t FULL OUTER JOIN source s ON t.id = s.id",
         "delete-heavy": "SELECT t.* FROM target t LEFT ANTI JOIN source s ON t.id = s.id",
         "degenerate": "SELECT * FROM target",
     }
-    QUERIES.update({"insert-only": QUERIES["upsert"], "no-op": QUERIES["upsert"],
-                    "sync": QUERIES["upsert"] + " WHERE NOT (s.id IS NULL AND t.id % 100 = 0)"})
+    QUERIES.update(
+        {
+            "insert-only": QUERIES["upsert"],
+            "no-op": QUERIES["upsert"],
+            "sync": QUERIES["upsert"] + " WHERE NOT (s.id IS NULL AND t.id % 100 = 0)",
+        }
+    )
 
     def load(self) -> None:
         shutil.copytree(data.paths(self.data_dir, "upsert")[0], self.live)
@@ -300,12 +323,12 @@ class SparkFloor(SparkSystem):
     MATCHED = "(SELECT t.id{cols} FROM target t JOIN source s2 ON t.id = s2.id) m"
     QUERIES = {
         "upsert": "SELECT s.*, m.id IS NOT NULL AS matched FROM source s "
-                  f"LEFT JOIN {MATCHED.format(cols='')} ON s.id = m.id",
+        f"LEFT JOIN {MATCHED.format(cols='')} ON s.id = m.id",
         "sync": "SELECT s.*, t.id AS deleted FROM (SELECT id FROM target) t FULL OUTER JOIN source s "
-                "ON t.id = s.id WHERE s.id IS NOT NULL OR t.id % 100 = 0",
+        "ON t.id = s.id WHERE s.id IS NOT NULL OR t.id % 100 = 0",
         "delete-heavy": "SELECT t.id FROM (SELECT id FROM target) t LEFT SEMI JOIN source s ON t.id = s.id",
         "no-op": f"SELECT s.* FROM source s LEFT JOIN {MATCHED.format(cols=', t.v, t.s')} ON s.id = m.id "
-                 "WHERE m.id IS NULL OR m.v <> s.v OR m.s <> s.s",
+        "WHERE m.id IS NULL OR m.v <> s.v OR m.s <> s.s",
     }
     QUERIES["insert-only"] = QUERIES["upsert"]
 
@@ -349,8 +372,9 @@ class DuckDB(System):
 
     def load(self) -> None:
         target = data.paths(self.data_dir, "upsert")[0]
-        self.con.execute(f"CREATE OR REPLACE TABLE target AS SELECT * FROM read_parquet('{target}/*.parquet')"
-                         + self.order)
+        self.con.execute(
+            f"CREATE OR REPLACE TABLE target AS SELECT * FROM read_parquet('{target}/*.parquet')" + self.order
+        )
         self.con.execute("CHECKPOINT")
 
     def merge(self, workload: str) -> object:
@@ -377,8 +401,9 @@ class DeltaRs(System):
     def merge(self, workload: str) -> object:
         from deltalake import DeltaTable
 
-        m = DeltaTable(self.live).merge(source=pq.read_table(self.source(workload)), predicate="t.id = s.id",
-                                        source_alias="s", target_alias="t")
+        m = DeltaTable(self.live).merge(
+            source=pq.read_table(self.source(workload)), predicate="t.id = s.id", source_alias="s", target_alias="t"
+        )
         if workload == "delete-heavy":
             m = m.when_matched_delete()
         elif workload != "degenerate":  # no clause: delta-rs' form of WHEN MATCHED THEN DO NOTHING
@@ -386,8 +411,15 @@ class DeltaRs(System):
             if workload == "sync":
                 m = m.when_not_matched_by_source_delete(predicate="t.id % 100 = 0")
         stats = m.execute()
-        return {k: stats[k] for k in ("num_target_rows_inserted", "num_target_rows_updated",
-                                      "num_target_rows_deleted", "num_target_files_added")}
+        return {
+            k: stats[k]
+            for k in (
+                "num_target_rows_inserted",
+                "num_target_rows_updated",
+                "num_target_rows_deleted",
+                "num_target_files_added",
+            )
+        }
 
     def final(self) -> pa.Table:
         from deltalake import DeltaTable
@@ -406,8 +438,12 @@ class Iceberg(SparkSystem):
 
     name = "iceberg_v3_mor"
     live_name = "wh"
-    PROPERTIES = {"format-version": "3", "write.merge.mode": "merge-on-read", "write.update.mode": "merge-on-read",
-                  "write.delete.mode": "merge-on-read"}
+    PROPERTIES = {
+        "format-version": "3",
+        "write.merge.mode": "merge-on-read",
+        "write.update.mode": "merge-on-read",
+        "write.delete.mode": "merge-on-read",
+    }
     TABLE = "ice.bench.target"
     notes = ("degenerate: Spark 3.5 SQL has no DO NOTHING; runs `WHEN MATCHED AND false THEN DELETE`",)
 
@@ -417,11 +453,16 @@ class Iceberg(SparkSystem):
         if getattr(self, "spark", None) is None:
             if not self.jars:
                 raise RuntimeError(f"{self.name} needs --jars (merge.py passes peers.iceberg_jars())")
-            conf = {**SPARK_CONF, "spark.driver.memory": self.memory, "spark.jars": ",".join(self.jars),
-                    "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-                    "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
-                    "spark.sql.catalog.ice.type": "hadoop", "spark.sql.catalog.ice.warehouse": self.live,
-                    "spark.sql.catalog.ice.cache-enabled": "false"}
+            conf = {
+                **SPARK_CONF,
+                "spark.driver.memory": self.memory,
+                "spark.jars": ",".join(self.jars),
+                "spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
+                "spark.sql.catalog.ice.type": "hadoop",
+                "spark.sql.catalog.ice.warehouse": self.live,
+                "spark.sql.catalog.ice.cache-enabled": "false",
+            }
             b = SparkSession.builder.appName(f"bench-{self.name}")
             for k, v in conf.items():
                 b = b.config(k, v)
@@ -430,10 +471,13 @@ class Iceberg(SparkSystem):
 
     def load(self) -> None:
         props = ", ".join(f"'{k}' = '{v}'" for k, v in self.PROPERTIES.items())
-        self.spark.sql(f"CREATE TABLE {self.TABLE} (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) USING iceberg "
-                       f"TBLPROPERTIES ({props})")
-        self.spark.sql(f"INSERT INTO {self.TABLE} SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`"
-                       + self.order)
+        self.spark.sql(
+            f"CREATE TABLE {self.TABLE} (id BIGINT, k INT, v DOUBLE, s STRING, d DATE) USING iceberg "
+            f"TBLPROPERTIES ({props})"
+        )
+        self.spark.sql(
+            f"INSERT INTO {self.TABLE} SELECT * FROM parquet.`{data.paths(self.data_dir, 'upsert')[0]}`" + self.order
+        )
 
     def merge(self, workload: str) -> object:
         self.view_source(workload)
@@ -442,15 +486,25 @@ class Iceberg(SparkSystem):
             text = text.replace("WHEN MATCHED THEN DO NOTHING", "WHEN MATCHED AND false THEN DELETE")
         self.spark.sql(text.format(t=self.TABLE, s="source"))
         snap = self.spark.sql(f"SELECT summary FROM {self.TABLE}.snapshots ORDER BY committed_at DESC LIMIT 1").first()
-        keep = ("added-data-files", "added-delete-files", "added-dvs", "added-position-deletes", "added-records",
-                "deleted-records", "removed-data-files")
+        keep = (
+            "added-data-files",
+            "added-delete-files",
+            "added-dvs",
+            "added-position-deletes",
+            "added-records",
+            "deleted-records",
+            "removed-data-files",
+        )
         return {k: v for k, v in (snap["summary"] if snap else {}).items() if k in keep}
 
     def versions(self) -> dict[str, str]:
         jar = os.path.basename(self.jars[0]) if self.jars else "?"
         mode = self.PROPERTIES.get("write.merge.mode", "copy-on-write")
-        return {"iceberg": jar.rsplit("-", 1)[-1].removesuffix(".jar"),
-                "format": f"v{self.PROPERTIES['format-version']} {mode}", **super().versions()}
+        return {
+            "iceberg": jar.rsplit("-", 1)[-1].removesuffix(".jar"),
+            "format": f"v{self.PROPERTIES['format-version']} {mode}",
+            **super().versions(),
+        }
 
 
 class IcebergV2MoR(Iceberg):
@@ -460,8 +514,12 @@ class IcebergV2MoR(Iceberg):
 
 class IcebergCoW(Iceberg):
     name = "iceberg_cow"  # rewrites every data file a MERGE touches
-    PROPERTIES = {"format-version": "2", "write.merge.mode": "copy-on-write", "write.update.mode": "copy-on-write",
-                  "write.delete.mode": "copy-on-write"}
+    PROPERTIES = {
+        "format-version": "2",
+        "write.merge.mode": "copy-on-write",
+        "write.update.mode": "copy-on-write",
+        "write.delete.mode": "copy-on-write",
+    }
 
 
 class DuckDB15(DuckDB):
@@ -475,8 +533,10 @@ class DuckLake(DuckDB):
 
     name = "ducklake"
     live_name = "lake"
-    notes = ("sync: DuckLake refuses a MERGE with more than one UPDATE/DELETE action; runs the upsert MERGE "
-             "plus `DELETE ... WHERE id % 100 = 0 AND id NOT IN (source ids)` in one transaction",)
+    notes = (
+        "sync: DuckLake refuses a MERGE with more than one UPDATE/DELETE action; runs the upsert MERGE "
+        "plus `DELETE ... WHERE id % 100 = 0 AND id NOT IN (source ids)` in one transaction",
+    )
 
     def open(self) -> None:
         import duckdb
@@ -484,8 +544,12 @@ class DuckLake(DuckDB):
 
         if getattr(self, "con", None) is None:
             os.makedirs(self.live, exist_ok=True)
-            ext = os.path.join(os.path.dirname(duckdb_extension_ducklake.__file__), "extensions",
-                               f"v{duckdb.__version__}", "ducklake.duckdb_extension")
+            ext = os.path.join(
+                os.path.dirname(duckdb_extension_ducklake.__file__),
+                "extensions",
+                f"v{duckdb.__version__}",
+                "ducklake.duckdb_extension",
+            )
             self.con = duckdb.connect()
             self.con.execute(f"LOAD '{ext}'")  # from the wheel: nothing downloaded
             self.con.execute(f"ATTACH 'ducklake:{self.live}/catalog.ducklake' AS lake (DATA_PATH '{self.live}/data/')")
@@ -497,8 +561,9 @@ class DuckLake(DuckDB):
         source = f"read_parquet('{self.source(workload)}')"
         self.con.execute("BEGIN")
         merged = self.con.execute(UPSERT.format(t="target", s=source)).fetchall()
-        deleted = self.con.execute(f"DELETE FROM target WHERE id % 100 = 0 AND id NOT IN (SELECT id FROM {source})"
-                                   ).fetchall()
+        deleted = self.con.execute(
+            f"DELETE FROM target WHERE id % 100 = 0 AND id NOT IN (SELECT id FROM {source})"
+        ).fetchall()
         self.con.execute("COMMIT")
         return {"merged": merged, "deleted": deleted}
 
@@ -509,11 +574,32 @@ class DuckLake(DuckDB):
 
 
 SYSTEMS: dict[str, type[System]] = {
-    c.name: c for c in (Ours, OursSpark, OursBaseline, OursSparkBaseline,
-                        SparkFloor, SparkRewrite, Iceberg, IcebergV2MoR, IcebergCoW, DuckDB, DuckDB15, DuckLake,
-                        DeltaRs)}
-PEER_VENV = {"duckdb": "peers", "deltalake": "peers", "duckdb15": "ducklake", "ducklake": "ducklake",
-             "iceberg_v3_mor": "iceberg", "iceberg_v2_mor": "iceberg", "iceberg_cow": "iceberg"}  # peers.python()
+    c.name: c
+    for c in (
+        Ours,
+        OursSpark,
+        OursBaseline,
+        OursSparkBaseline,
+        SparkFloor,
+        SparkRewrite,
+        Iceberg,
+        IcebergV2MoR,
+        IcebergCoW,
+        DuckDB,
+        DuckDB15,
+        DuckLake,
+        DeltaRs,
+    )
+}
+PEER_VENV = {
+    "duckdb": "peers",
+    "deltalake": "peers",
+    "duckdb15": "ducklake",
+    "ducklake": "ducklake",
+    "iceberg_v3_mor": "iceberg",
+    "iceberg_v2_mor": "iceberg",
+    "iceberg_cow": "iceberg",
+}  # peers.python()
 
 
 def emit(record: dict[str, object]) -> None:

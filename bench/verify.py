@@ -91,11 +91,17 @@ def process_cpu(pid: int) -> Callable[[], float]:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+
     return cpu
 
 
-def compare(name: str, run: Callable[[], object], switch: Callable[[bool], None], repeat: int,
-            cpu: Callable[[], float] = time.process_time) -> None:
+def compare(
+    name: str,
+    run: Callable[[], object],
+    switch: Callable[[bool], None],
+    repeat: int,
+    cpu: Callable[[], float] = time.process_time,
+) -> None:
     wall: dict[bool, list[float]] = {True: [], False: []}
     used: dict[bool, list[float]] = {True: [], False: []}
     switch(True)
@@ -110,9 +116,11 @@ def compare(name: str, run: Callable[[], object], switch: Callable[[bool], None]
     switch(True)
     for what, t in (("wall", wall), ("cpu", used)):
         off, on = statistics.median(t[False]), statistics.median(t[True])
-        print(f"{name:6s} {what:4s} without {off:7.2f} s  with {on:7.2f} s  ratio {on / off:5.3f}   "
-              f"(runs without {[round(x, 2) for x in t[False]]}, with {[round(x, 2) for x in t[True]]})",
-              flush=True)
+        print(
+            f"{name:6s} {what:4s} without {off:7.2f} s  with {on:7.2f} s  ratio {on / off:5.3f}   "
+            f"(runs without {[round(x, 2) for x in t[False]]}, with {[round(x, 2) for x in t[True]]})",
+            flush=True,
+        )
 
 
 def write_cost(repeat: int) -> None:
@@ -121,9 +129,11 @@ def write_cost(repeat: int) -> None:
     def write(crc: bool) -> Callable[[], object]:
         def go() -> object:
             buf = pa.BufferOutputStream()
-            pq.write_table(table, buf, compression="zstd", row_group_size=tablet_mod.ROW_GROUP_ROWS,
-                           write_page_checksum=crc)
+            pq.write_table(
+                table, buf, compression="zstd", row_group_size=tablet_mod.ROW_GROUP_ROWS, write_page_checksum=crc
+            )
             return buf.getvalue()
+
         return go
 
     state = {"crc": True}
@@ -142,8 +152,11 @@ def main() -> None:
     t = build(os.path.join(args.work, f"t{args.rows}"), args.rows)
     snap = t.snapshot()
     size = sum(st.add.bytes for st in snap.tablets.values())
-    print(f"table: {snap.live_rows:,} rows x {len(snap.metadata.schema)} columns, {len(snap.tablets)} tablets, "
-          f"{size / 2**20:.0f} MiB ({time.perf_counter() - t0:.0f} s to make or find)", flush=True)
+    print(
+        f"table: {snap.live_rows:,} rows x {len(snap.metadata.schema)} columns, {len(snap.tablets)} tablets, "
+        f"{size / 2**20:.0f} MiB ({time.perf_counter() - t0:.0f} s to make or find)",
+        flush=True,
+    )
 
     compare("store", lambda: t.read(), set_store, args.repeat)
     write_cost(args.repeat)

@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 
 
 class MergeBuilder:
-    def __init__(self, db: Database, target: str, source: DataFrame, on: str, source_alias: str, target_alias: str) -> None:
+    def __init__(
+        self, db: Database, target: str, source: DataFrame, on: str, source_alias: str, target_alias: str
+    ) -> None:
         self._db = db
         self._source = source
         self._spec = MergeSpec(
@@ -68,15 +70,22 @@ class MergeBuilder:
             return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, star=True))
         if isinstance(values, Mapping):
             return self._add(
-                Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition,
-                       insert_columns=tuple(values), insert_values=tuple(str(v) for v in values.values()))
+                Clause(
+                    Category.NOT_MATCHED,
+                    ActionKind.INSERT,
+                    condition,
+                    insert_columns=tuple(values),
+                    insert_values=tuple(str(v) for v in values.values()),
+                )
             )
         return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, insert_values=tuple(values)))
 
     def when_not_matched_do_nothing(self, condition: str | None = None) -> MergeBuilder:
         return self._add(Clause(Category.NOT_MATCHED, ActionKind.DO_NOTHING, condition))
 
-    def when_not_matched_by_source_update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> MergeBuilder:
+    def when_not_matched_by_source_update(
+        self, condition: str | None = None, set: Mapping[str, str] | None = None
+    ) -> MergeBuilder:
         return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, condition, self._set(set or {})))
 
     def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:

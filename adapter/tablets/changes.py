@@ -42,7 +42,9 @@ def _millis(spark: SparkSession, value: str, what: str) -> int:
     try:
         micros = spark.sql(f"SELECT unix_micros(CAST(({_quote(value)}) AS TIMESTAMP)) AS us").collect()[0][0]
     except Exception as e:  # noqa: BLE001 - Spark's parse error
-        raise ChangesUnavailable(f"{what}: {value!r} is not a timestamp ({str(e).splitlines()[0][:200]})", help=help) from None
+        raise ChangesUnavailable(
+            f"{what}: {value!r} is not a timestamp ({str(e).splitlines()[0][:200]})", help=help
+        ) from None
     if micros is None:
         raise ChangesUnavailable(f"{what}: {value!r} is not a timestamp", help=help)
     return int(micros) // 1000
@@ -55,7 +57,9 @@ def _quote(value: str) -> str:
 def resolve(spark: SparkSession, table: TabletTable, start: Bound, end: Bound, what: str) -> tuple[int, int]:
     """[start, end] as versions (strings are timestamps)."""
     if start is None:
-        raise ChangesUnavailable(f"{what}: no start version", help="Give the first version to read: table_changes(t, 3).")
+        raise ChangesUnavailable(
+            f"{what}: no start version", help="Give the first version to read: table_changes(t, 3)."
+        )
     s_ms = _millis(spark, start, what) if isinstance(start, str) and not start.strip().isdigit() else None
     e_ms = _millis(spark, end, what) if isinstance(end, str) and not end.strip().isdigit() else None
     s_v = int(start) if s_ms is None else None
@@ -103,7 +107,7 @@ def rewrite(spark: SparkSession, text: str) -> str:
                 help="Name the table as a string; give versions as numbers or timestamps as strings.",
             )
         frame, root, s, e = _frame(spark, args[0], args[1], args[2] if len(args) == 3 else None)
-        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX):]}_{s}_{e}"
+        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX) :]}_{s}_{e}"
         frame.createOrReplaceTempView(view)
         replacement = exp.to_table(view)
         if node.alias:

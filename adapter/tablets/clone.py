@@ -74,13 +74,18 @@ def clone(spark: SparkSession, spec: CloneSpec, source_root: str, what: str) -> 
         if spec.if_not_exists:
             return spark.createDataFrame([(0, 0, 0, 0, 0, 0)], RESULT_DDL)
         if not spec.replace:
-            raise TableAlreadyExists(f"{what}: {spec.target} already exists", help="Use CREATE OR REPLACE TABLE ... SHALLOW CLONE, or drop it first.")
+            raise TableAlreadyExists(
+                f"{what}: {spec.target} already exists",
+                help="Use CREATE OR REPLACE TABLE ... SHALLOW CLONE, or drop it first.",
+            )
         if have == "tablets":  # one new version of that table: its history stays (as Delta's)
             root = normalize(by_path) if by_path is not None else catalog.require(spark, spec.target)
             if spec.location is None or normalize(spec.location) == root:
                 target = catalog.storage(spark).table(root)
                 removed = len(target.snapshot().tablets)
-                shallow_clone(source, root, snap.version, properties=dict(spec.properties), replace_table=True, statement=what)
+                shallow_clone(
+                    source, root, snap.version, properties=dict(spec.properties), replace_table=True, statement=what
+                )
                 if by_path is None:
                     catalog.sync_schema(spark, spec.target, keys_changed=True)
                 return _result(spark, snap, removed)

@@ -138,7 +138,7 @@ class Database:
         StatementResult; ``EXPLAIN`` of a tablet write the plan text."""
         m = _EXPLAIN.match(text)
         if m:
-            inner = text[m.end():]
+            inner = text[m.end() :]
             if self._tablet_target(inner) is not None:
                 return self.explain(inner)
             return self._spark_sql(text)
@@ -183,7 +183,9 @@ class Database:
         try:
             # tablet tables a query reads: Spark's own Parquet scan (tablets.reads)
             text = changes.rewrite(self.spark, text)  # table_changes(...) calls: views of their rows
-            return reads.sql(self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t)))
+            return reads.sql(
+                self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t))
+            )
         except Exception as e:  # noqa: BLE001 - Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:
@@ -290,7 +292,9 @@ class Database:
             frame = _conflict_rows(spec, frame)
         return frame
 
-    def merge(self, spec: MergeSpec, *, source: DataFrame | None = None, options: MergeOptions | None = None) -> StatementResult:
+    def merge(
+        self, spec: MergeSpec, *, source: DataFrame | None = None, options: MergeOptions | None = None
+    ) -> StatementResult:
         """Run a MERGE/UPDATE/DELETE/INSERT ON CONFLICT spec: one commit (or none)."""
         opts = options or self.options
         table = self.table_of(spec.target)
@@ -319,7 +323,13 @@ class Database:
                 delay = random.uniform(0, min(self.retry_max_backoff, self.retry_backoff * 2 ** (attempt - 1)))
                 logger.info(
                     "tablets: %s INTO %s lost a commit race (%s: %s); retry %d of %d in %.2f s",
-                    spec.operation, spec.target, type(e).__name__, e.detail, attempt, self.retries, delay,
+                    spec.operation,
+                    spec.target,
+                    type(e).__name__,
+                    e.detail,
+                    attempt,
+                    self.retries,
+                    delay,
                 )
                 time.sleep(delay)
                 waited += delay
@@ -341,7 +351,9 @@ class Database:
         frame = None if noop_reason(spec) is not None else self.source_frame(spec, table)
         plan = plan_merge(spec, schema, frame.columns if frame is not None else None)
         size = sum(st.add.bytes for st in snap.tablets.values())
-        return explain(plan, skip_unchanged=self.options.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
+        return explain(
+            plan, skip_unchanged=self.options.skip_unchanged, route=route.describe(self.spark, plan, size, frame)
+        )
 
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
         frame = self.spark.sql(self._query(spec.query))
@@ -350,8 +362,14 @@ class Database:
         op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
         table = self.table_of(spec.target)
         metrics = append(
-            self.spark, table, frame, opts,
-            operation=op, overwrite=spec.overwrite, by_name=bool(spec.columns), name=spec.target,
+            self.spark,
+            table,
+            frame,
+            opts,
+            operation=op,
+            overwrite=spec.overwrite,
+            by_name=bool(spec.columns),
+            name=spec.target,
         )
         if metrics.version is not None:
             maintenance.auto_compact(table, op)
@@ -366,12 +384,18 @@ class Database:
             catalog.create_table(self.spark, spec.target, None, location=spec.location, key_columns=keys)
             return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True))
         if spec.query is None and spec.columns_ddl is None:
-            raise MergeSpecError(f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ...")
+            raise MergeSpecError(
+                f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ..."
+            )
         frame = self.spark.sql(self._query(spec.query)) if spec.query is not None else None
         schema = frame.schema if frame is not None else spec.columns_ddl
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
-            return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True),
-                                   f"{spec.target} exists: nothing created")
+            return StatementResult(
+                "CREATE TABLE",
+                spec.target,
+                MergeMetrics(operation="CREATE TABLE", noop=True),
+                f"{spec.target} exists: nothing created",
+            )
         old = catalog.replaceable(self.spark, spec.target, spec.location) if spec.replace else None
         held = old is None and spec.location is not None and catalog.storage(self.spark).table(spec.location).exists()
         if held and not spec.replace and frame is not None:
@@ -386,13 +410,22 @@ class Database:
             return self._replace(spec, old, frame, schema, keys, props, opts)
         try:
             table = catalog.create_table(
-                self.spark, spec.target, schema, location=spec.location, key_columns=keys,
-                properties=props, replace=spec.replace,
+                self.spark,
+                spec.target,
+                schema,
+                location=spec.location,
+                key_columns=keys,
+                properties=props,
+                replace=spec.replace,
             )
         except TableAlreadyExists:
             if spec.if_not_exists:  # another process created it since the check above: IF NOT EXISTS holds
-                return StatementResult("CREATE TABLE", spec.target, MergeMetrics(operation="CREATE TABLE", noop=True),
-                                       f"{spec.target} exists: nothing created")
+                return StatementResult(
+                    "CREATE TABLE",
+                    spec.target,
+                    MergeMetrics(operation="CREATE TABLE", noop=True),
+                    f"{spec.target} exists: nothing created",
+                )
             raise
         metrics = MergeMetrics(operation="CREATE TABLE")
         if frame is not None:
@@ -400,8 +433,14 @@ class Database:
         return StatementResult("CREATE TABLE", spec.target, metrics)
 
     def _replace(
-        self, spec: CreateSpec, table: TabletTable, frame: DataFrame | None, schema: StructType | str, keys: list[str],
-        props: dict[str, str], opts: MergeOptions,
+        self,
+        spec: CreateSpec,
+        table: TabletTable,
+        frame: DataFrame | None,
+        schema: StructType | str,
+        keys: list[str],
+        props: dict[str, str],
+        opts: MergeOptions,
     ) -> StatementResult:
         """``CREATE OR REPLACE`` of a tablet table: the new schema, keys, properties and rows in
         place of every tablet, in one commit of the table's log (as Delta replaces a table);

@@ -142,14 +142,16 @@ def history_frame(spark: SparkSession, table: TabletTable, limit: int | None = N
         if c is None:
             rows.append((h.version, None, None, {}, {}, None))
             continue
-        rows.append((
-            h.version,
-            datetime.fromtimestamp(c.timestamp_ms / 1000, tz=UTC),
-            c.operation,
-            dict(c.parameters),
-            {k: _number(v) for k, v in c.metrics},
-            c.read_version if c.read_version >= 0 else None,
-        ))
+        rows.append(
+            (
+                h.version,
+                datetime.fromtimestamp(c.timestamp_ms / 1000, tz=UTC),
+                c.operation,
+                dict(c.parameters),
+                {k: _number(v) for k, v in c.metrics},
+                c.read_version if c.read_version >= 0 else None,
+            )
+        )
     if limit is not None:
         rows = rows[:limit]
     return spark.createDataFrame(rows, HISTORY_DDL)
@@ -172,10 +174,14 @@ def resolve_version(spark: SparkSession, table: TabletTable, when: AsOf, where: 
     try:
         micros = spark.sql(f"SELECT unix_micros(CAST(({when.timestamp}) AS TIMESTAMP)) AS us").collect()[0][0]
     except Exception as e:  # noqa: BLE001 - Spark's analysis or parse error
-        raise TabletsError(f"{what}: not a timestamp Spark can read ({str(e).splitlines()[0][:200]})",
-                           help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).") from None
+        raise TabletsError(
+            f"{what}: not a timestamp Spark can read ({str(e).splitlines()[0][:200]})",
+            help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).",
+        ) from None
     if micros is None:
-        raise TabletsError(f"{what}: not a timestamp", help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).")
+        raise TabletsError(
+            f"{what}: not a timestamp", help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone)."
+        )
     return table.version_at(micros // 1000, what)
 
 
@@ -218,7 +224,7 @@ def time_travel(spark: SparkSession, text: str) -> str:
         table = catalog.storage(spark).table(root)
         v = resolve_version(spark, table, as_of(version), f"SELECT ... FROM {name}")
         _still_there(table, v, f"SELECT ... FROM {name} {as_of(version).sql()}")
-        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX):]}_v{v}"
+        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX) :]}_v{v}"
         return catalog.TableView(root, view, version=v, alias=node.name)
 
     return catalog.table_views(spark, text, as_of_version)
@@ -239,8 +245,12 @@ def restore(spark: SparkSession, spec: RestoreSpec, table: TabletTable) -> DataF
         info = next(h.commit for h in reversed(table.history()) if h.version == committed)
         metrics = info.metrics_dict() if info else {}
     cols = [
-        "table_size_after_restore", "num_of_files_after_restore", "num_removed_files",
-        "num_restored_files", "removed_files_size", "restored_files_size",
+        "table_size_after_restore",
+        "num_of_files_after_restore",
+        "num_removed_files",
+        "num_restored_files",
+        "removed_files_size",
+        "restored_files_size",
     ]
     snap = table.snapshot()
     metrics.setdefault("table_size_after_restore", float(sum(st.add.bytes for st in snap.tablets.values())))
@@ -255,8 +265,10 @@ def retention_hours(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -
     try:
         minimum = float(raw) if raw else DEFAULT_RETENTION_HOURS
     except ValueError:
-        raise TabletsError(f"VACUUM {spec.target}: table property {RETENTION_PROPERTY}={raw!r} is not a number of hours",
-                           help=f"ALTER the table's {RETENTION_PROPERTY} to a number.") from None
+        raise TabletsError(
+            f"VACUUM {spec.target}: table property {RETENTION_PROPERTY}={raw!r} is not a number of hours",
+            help=f"ALTER the table's {RETENTION_PROPERTY} to a number.",
+        ) from None
     hours = minimum if spec.retain_hours is None else spec.retain_hours
     check = conf_flag(spark, RETENTION_CHECK_CONF)
     if check and hours < minimum:
@@ -286,7 +298,10 @@ def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> Dat
     target = rows or DEFAULT_TARGET_TABLET_ROWS
     sort_by = [c.strip() for c in (meta.property("cluster_by") or "").split(",") if c.strip()]
     version = table.compact(
-        min_tablet_rows=max(1, target // 2), target_tablet_rows=target, operation="OPTIMIZE", sort_by=sort_by,
+        min_tablet_rows=max(1, target // 2),
+        target_tablet_rows=target,
+        operation="OPTIMIZE",
+        sort_by=sort_by,
     )
     added = removed = 0
     if version is not None:
@@ -295,7 +310,8 @@ def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> Dat
         before, after = table.snapshot(version - 1), table.snapshot(version)
         added = len(set(after.tablets) - set(before.tablets))
     return spark.createDataFrame(
-        [(table.root, version, added, removed)], "path STRING, version BIGINT, numFilesAdded BIGINT, numFilesRemoved BIGINT"
+        [(table.root, version, added, removed)],
+        "path STRING, version BIGINT, numFilesAdded BIGINT, numFilesRemoved BIGINT",
     )
 
 

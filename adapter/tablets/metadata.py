@@ -178,7 +178,11 @@ def show_properties(spark: SparkSession, spec: ShowPropertiesSpec, table: Tablet
         return _frame(spark, sorted(props.items()), PROPERTIES_COLUMNS)
     if spec.key in props:
         return _frame(spark, [(spec.key, props[spec.key])], PROPERTIES_COLUMNS)
-    where = spec.target if catalog.path_of(spec.target) else "spark_catalog." + ".".join(catalog.qualify(spark, spec.target))
+    where = (
+        spec.target
+        if catalog.path_of(spec.target)
+        else "spark_catalog." + ".".join(catalog.qualify(spark, spec.target))
+    )
     return _frame(spark, [(spec.key, f"Table {where} does not have property: {spec.key}")], PROPERTIES_COLUMNS)
 
 

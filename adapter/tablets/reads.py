@@ -126,7 +126,9 @@ def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
     return out
 
 
-def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadReport, snaps: dict[str, Snapshot]) -> str | None:
+def _view(
+    spark: SparkSession, ref: TableRef, made: list[str], report: ReadReport, snaps: dict[str, Snapshot]
+) -> str | None:
     if catalog.path_of(ref.name) is not None:
         root = catalog.require(spark, ref.name)  # not a tablet table: says what is there
     else:
@@ -142,16 +144,23 @@ def _view(spark: SparkSession, ref: TableRef, made: list[str], report: ReadRepor
     if not read_view(spark, view, table, snap, keep, early):
         return None
     made.append(view)
-    report.tables.append({
-        "table": ref.name, "version": snap.version, "tablets": len(keep) + pruned, "tablets_pruned": pruned,
-    })
+    report.tables.append(
+        {
+            "table": ref.name,
+            "version": snap.version,
+            "tablets": len(keep) + pruned,
+            "tablets_pruned": pruned,
+        }
+    )
     logger.debug(
         "tablets: %s read natively at version %d: %d of %d tablets (%d skipped by their statistics)",
-        ref.name, snap.version, len(keep), len(keep) + pruned, pruned,
+        ref.name,
+        snap.version,
+        len(keep),
+        len(keep) + pruned,
+        pruned,
     )
     return view
-
-
 
 
 def _shadowed(spark: SparkSession, name: str) -> bool:

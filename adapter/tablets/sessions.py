@@ -57,7 +57,9 @@ def start_session(
     )
 
 
-def adopt(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> SparkSession:
+def adopt(
+    spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None
+) -> SparkSession:
     """Set up a session built elsewhere for tablet tables (``tablets.spark.session.adopt``)."""
     return _session.adopt(spark, warehouse, storage_options)
 

@@ -56,7 +56,9 @@ def spark(cluster, worker_python, tmp_path_factory):
 
     base = tmp_path_factory.mktemp("driver")
     session = build_session(
-        os.path.join(str(base), "warehouse"), master=cluster.master, shuffle_partitions=2,
+        os.path.join(str(base), "warehouse"),
+        master=cluster.master,
+        shuffle_partitions=2,
         conf=executor_conf(worker_python),
     )
     yield session

@@ -23,5 +23,7 @@ def test_integration_project_on_the_cluster(cluster, worker_python, tmp_path):
     assert job.returncode == 0, (job.stdout[-6000:], job.stderr[-3000:])
     assert "main job passed" in job.stdout
     assert "MERGE 3 (inserted 1, updated 1, deleted 1, unchanged 0)" in job.stdout  # stock
-    stock = [os.path.join(d, f) for d, _, files in os.walk(warehouse) for f in files if "/stock/dv/" in os.path.join(d, f)]
+    stock = [
+        os.path.join(d, f) for d, _, files in os.walk(warehouse) for f in files if "/stock/dv/" in os.path.join(d, f)
+    ]
     assert stock, "the stock model's MERGE wrote no deletion vector"

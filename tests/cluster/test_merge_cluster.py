@@ -96,7 +96,9 @@ def test_deletion_vectors_are_written_by_the_executors(spark):
     db = tablets.connect(spark=spark)
     db.sql("CREATE TABLE stock (item STRING, qty BIGINT) USING tablets")
     db.sql("INSERT INTO stock SELECT concat('i', id), id FROM range(100)")
-    spark.createDataFrame([("i1", 1), ("i2", 5), ("new", 7)], "item string, qty bigint").createOrReplaceTempView("sales")
+    spark.createDataFrame([("i1", 1), ("i2", 5), ("new", 7)], "item string, qty bigint").createOrReplaceTempView(
+        "sales"
+    )
     t0 = time.perf_counter()
     res = db.sql(
         "MERGE INTO stock t USING sales s ON t.item = s.item "

@@ -40,7 +40,9 @@ def connect_server(tmp_path_factory, worker_python):
     from support.spark_servers import leftovers, start_connect
 
     if SparkContext._active_spark_context is not None:  # noqa: SLF001
-        pytest.skip("a classic Spark session already runs in this process: run tests/connect in a pytest process of its own")
+        pytest.skip(
+            "a classic Spark session already runs in this process: run tests/connect in a pytest process of its own"
+        )
     server = start_connect(str(tmp_path_factory.mktemp("connect-server")), worker_python)
     yield server
     server.stop()

@@ -92,5 +92,7 @@ def test_integration_project_over_connect(connect_server, tmp_path):
     assert job.returncode == 0, (job.stdout[-6000:], job.stderr[-3000:])
     assert "main job passed" in job.stdout
     assert "MERGE 3 (inserted 1, updated 1, deleted 1, unchanged 0)" in job.stdout  # stock
-    dvs = [os.path.join(d, f) for d, _, files in os.walk(warehouse) for f in files if "/stock/dv/" in os.path.join(d, f)]
+    dvs = [
+        os.path.join(d, f) for d, _, files in os.walk(warehouse) for f in files if "/stock/dv/" in os.path.join(d, f)
+    ]
     assert dvs, "the stock model's MERGE wrote no deletion vector"

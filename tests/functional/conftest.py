@@ -19,9 +19,7 @@ from dbt.tests.fixtures.project import *  # noqa: F403 - the dbt-tests-adapter f
 
 @pytest.fixture(scope="session")
 def dbt_profile_target(tmp_path_factory):
-    warehouse = os.environ.get("TABLETS_TEST_WAREHOUSE") or str(
-        tmp_path_factory.mktemp("dbt-tablets") / "warehouse"
-    )
+    warehouse = os.environ.get("TABLETS_TEST_WAREHOUSE") or str(tmp_path_factory.mktemp("dbt-tablets") / "warehouse")
     return {
         "type": "tablets",
         "method": "session",

@@ -28,7 +28,9 @@ class TestChangesExactlyOnce:
         return {"orders.sql": ORDERS % "(1, 'new'), (2, 'new')", "order_changes.sql": CONSUMER}
 
     def rows(self, project):
-        return sorted(tuple(r) for r in project.run_sql(f"select * from {project.test_schema}.order_changes", fetch="all"))
+        return sorted(
+            tuple(r) for r in project.run_sql(f"select * from {project.test_schema}.order_changes", fetch="all")
+        )
 
     def gate(self, project, name, up):
         project.run_sql(f"drop table if exists {project.test_schema}.{name}")

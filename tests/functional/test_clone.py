@@ -59,7 +59,10 @@ class TestTabletsCloneOfParquetTablesMakesViews(BaseClonePossible):
 class TestTabletsCloneSameSourceAndTarget(BaseCloneSameSourceAndTarget):
     @pytest.fixture(scope="class")
     def models(self):
-        return {"source_based_model.sql": fixtures.source_based_model_sql, "source_schema.yml": fixtures.source_schema_yml}
+        return {
+            "source_based_model.sql": fixtures.source_based_model_sql,
+            "source_schema.yml": fixtures.source_schema_yml,
+        }
 
     @pytest.fixture(scope="class")
     def snapshots(self):
@@ -72,7 +75,9 @@ class TestTabletsCloneSameSourceAndTarget(BaseCloneSameSourceAndTarget):
     def test_clone_same_source_and_target(self, project, unique_schema):
         # the base test names tables database.schema.table: Spark has no database level
         project.run_sql(f"DROP TABLE IF EXISTS {unique_schema}.source_table")
-        project.run_sql(f"CREATE TABLE {unique_schema}.source_table USING tablets AS SELECT 1 AS id, 'test_data' AS name")
+        project.run_sql(
+            f"CREATE TABLE {unique_schema}.source_table USING tablets AS SELECT 1 AS id, 'test_data' AS name"
+        )
         run_dbt(["seed"])
         run_dbt(["run"])
         self.copy_state(project.project_root)

@@ -21,9 +21,7 @@ def dbt_debug(tmp_path, target: dict, env: dict | None = None) -> str:
     (project / "dbt_project.yml").write_text(
         yaml.safe_dump({"name": "probe", "version": "1.0", "profile": "probe", "config-version": 2})
     )
-    (project / "profiles.yml").write_text(
-        yaml.safe_dump({"probe": {"target": "dev", "outputs": {"dev": target}}})
-    )
+    (project / "profiles.yml").write_text(yaml.safe_dump({"probe": {"target": "dev", "outputs": {"dev": target}}}))
     out = subprocess.run(
         [os.path.join(BIN, "dbt"), "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
         capture_output=True,

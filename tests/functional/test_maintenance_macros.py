@@ -50,7 +50,9 @@ class TestMaintenanceMacros:
     def files(self, project):
         root = self.root(project)
         return sorted(
-            os.path.join(sub, f) for sub in ("tablets", "dv") if os.path.isdir(os.path.join(root, sub))
+            os.path.join(sub, f)
+            for sub in ("tablets", "dv")
+            if os.path.isdir(os.path.join(root, sub))
             for f in os.listdir(os.path.join(root, sub))
         )
 
@@ -104,7 +106,8 @@ class TestMaintenanceMacros:
         # them and deletes nothing, a vacuum deletes them
         listed = sorted(
             line.split(": path=", 1)[1].split(f"{self.root(project)}/", 1)[1]
-            for line in out.splitlines() if f"VACUUM {relation} DRY RUN: path=" in line
+            for line in out.splitlines()
+            if f"VACUUM {relation} DRY RUN: path=" in line
         )
         kept = self.files(project)
         assert len(listed) >= 2 and set(listed) < set(kept)

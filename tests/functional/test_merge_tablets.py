@@ -206,10 +206,7 @@ class TestMergeTabletsOptions:
         first, second = runs
         assert set(first) == set(second) == {n[:-4] for n in MODELS}
         assert all(r.adapter_response["code"] == "CREATE TABLE" for r in first.values())
-        assert (
-            self.message(runs, "upsert")
-            == "MERGE 2 (inserted 1, updated 1, deleted 0, unchanged 1)"
-        )
+        assert self.message(runs, "upsert") == "MERGE 2 (inserted 1, updated 1, deleted 0, unchanged 1)"
         assert runs[1]["upsert"].adapter_response["rows_affected"] == 2
         assert rows(project, "upsert") == [(1, "a"), (2, "B"), (3, "c"), (4, "d")]
 
@@ -217,7 +214,11 @@ class TestMergeTabletsOptions:
         """dbt run again with no new data: the table's last MERGE with the same rows, no version."""
         before = {m: self.stats(project, m)["version"] for m in ("upsert", "full_sync")}
         # the tablets are away: a run that read one would fail
-        away = [p for m in before for p in glob.glob(os.path.join(self.stats(project, m)["location"], "tablets", "*.parquet"))]
+        away = [
+            p
+            for m in before
+            for p in glob.glob(os.path.join(self.stats(project, m)["location"], "tablets", "*.parquet"))
+        ]
         assert away
         for p in away:
             os.rename(p, p + ".away")
@@ -249,9 +250,7 @@ class TestMergeTabletsOptions:
 
     def test_clauses_in_order(self, project, runs):
         assert rows(project, "stock") == [("A", 6), ("C", 3), ("D", 2)]
-        assert (
-            self.message(runs, "stock") == "MERGE 3 (inserted 1, updated 1, deleted 1, unchanged 0)"
-        )
+        assert self.message(runs, "stock") == "MERGE 3 (inserted 1, updated 1, deleted 1, unchanged 0)"
 
     def test_do_nothing_takes_rows_out_of_later_clauses_and_values_lists(self, project, runs):
         assert rows(project, "firebolt") == [(1, 1), (2, 2), (5, 500), (7, 14)]
@@ -277,17 +276,9 @@ class TestMergeTabletsOptions:
         assert rows(project, "aliases") == [(1, 7), (2, 5)]
 
     def test_skip_unchanged(self, project, runs):
-        assert (
-            self.message(runs, "unchanged")
-            == "MERGE 1 (inserted 0, updated 1, deleted 0, unchanged 2)"
-        )
-        assert (
-            self.message(runs, "rewrite")
-            == "MERGE 3 (inserted 0, updated 3, deleted 0, unchanged 0)"
-        )
-        assert (
-            rows(project, "rewrite") == rows(project, "unchanged") == [(1, "a"), (2, "b"), (3, "C")]
-        )
+        assert self.message(runs, "unchanged") == "MERGE 1 (inserted 0, updated 1, deleted 0, unchanged 2)"
+        assert self.message(runs, "rewrite") == "MERGE 3 (inserted 0, updated 3, deleted 0, unchanged 0)"
+        assert rows(project, "rewrite") == rows(project, "unchanged") == [(1, "a"), (2, "b"), (3, "C")]
 
     def test_on_schema_change(self, project, runs):
         assert rows(project, "evolve_append") == [(1, "a", None), (2, "b", "B")]
@@ -308,9 +299,7 @@ class TestMergeTabletsOptions:
 
     def test_dbt_test_show_and_full_refresh(self, project, runs):
         assert len(run_dbt(["test", "--select", "upsert"])) == 2
-        _, out = run_dbt_and_capture(
-            ["show", "--inline", f"select * from {project.test_schema}.upsert order by id"]
-        )
+        _, out = run_dbt_and_capture(["show", "--inline", f"select * from {project.test_schema}.upsert order by id"])
         assert re.search(r"\|\s*4\s*\|\s*d\s*\|", out), out
         run_dbt(["run", "--select", "upsert", "--full-refresh", "--vars", "phase: 2"])
         assert rows(project, "upsert") == [(2, "B"), (3, "c"), (4, "d")]
@@ -328,9 +317,7 @@ class TestMergeTabletsOptions:
     def test_rename_and_drop(self, project, runs):
         adapter = project.adapter
         with adapter.connection_named("__test"):
-            src = adapter.Relation.create(
-                schema=project.test_schema, identifier="noop", type="table"
-            )
+            src = adapter.Relation.create(schema=project.test_schema, identifier="noop", type="table")
             dst = src.incorporate(path={"identifier": "noop_renamed"})
             adapter.rename_relation(src, dst)
             assert adapter.is_tablet_table(dst) and not adapter.is_tablet_table(src)
@@ -340,9 +327,7 @@ class TestMergeTabletsOptions:
             assert not adapter.is_tablet_table(dst)
             names = {
                 r.identifier
-                for r in adapter.list_relations_without_caching(
-                    adapter.Relation.create(schema=project.test_schema)
-                )
+                for r in adapter.list_relations_without_caching(adapter.Relation.create(schema=project.test_schema))
             }
         assert "noop_renamed" not in names and "upsert" in names
 

@@ -50,9 +50,7 @@ class TestMergeTabletsErrors:
     @pytest.fixture(scope="class")
     def runs(self, project):
         first = run_dbt(["run"], expect_pass=False)
-        second = run_dbt(
-            ["run", "--vars", "phase: 2", "--select", "key_gone", "duplicates"], expect_pass=False
-        )
+        second = run_dbt(["run", "--vars", "phase: 2", "--select", "key_gone", "duplicates"], expect_pass=False)
         return {r.node.name: r for r in first.results}, {r.node.name: r for r in second.results}
 
     def test_every_config_problem_at_once_before_any_sql(self, project, runs):
@@ -70,9 +68,7 @@ class TestMergeTabletsErrors:
         ):
             assert fragment in msg
         assert msg.count("fix: ") == 5
-        tables = [
-            r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")
-        ]
+        tables = [r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")]
         assert "bad_config" not in tables
 
     def test_a_key_the_model_no_longer_selects(self, project, runs):
@@ -83,10 +79,9 @@ class TestMergeTabletsErrors:
     def test_engine_errors_keep_their_help(self, project, runs):
         msg = runs[1]["duplicates"].message
         assert "more than once" in msg and "Help:" in msg
-        assert [
-            tuple(r)
-            for r in project.run_sql(f"select * from {project.test_schema}.duplicates", fetch="all")
-        ] == [(1, "a")]
+        assert [tuple(r) for r in project.run_sql(f"select * from {project.test_schema}.duplicates", fetch="all")] == [
+            (1, "a")
+        ]
 
     def test_incremental_strategy_on_tablet_tables(self, project, runs):
         msg = runs[0]["delete_insert"].message

@@ -27,7 +27,9 @@ def test_integration_project_on_a_bucket(s3_server, tmp_path):
     assert any(k.startswith("dbt/_tablets_registry/") for k in keys)
     assert any("/stock/_log/" in k for k in keys) and any("/stock/dv/" in k for k in keys)
     local_tablets = [
-        os.path.join(d, f) for d, _, files in os.walk(tmp_path / "project") for f in files
+        os.path.join(d, f)
+        for d, _, files in os.walk(tmp_path / "project")
+        for f in files
         if "/tablets/" in os.path.join(d, f)
     ]
     assert local_tablets == []  # every tablet table lives in the bucket

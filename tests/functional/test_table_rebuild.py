@@ -27,7 +27,9 @@ class TestTableRebuild:
         return {"people.sql": GOOD}
 
     def rows(self, project, suffix=""):
-        return sorted(tuple(r) for r in project.run_sql(f"select * from {project.test_schema}.people{suffix}", fetch="all"))
+        return sorted(
+            tuple(r) for r in project.run_sql(f"select * from {project.test_schema}.people{suffix}", fetch="all")
+        )
 
     def history(self, project):
         return [(r[0], r[2]) for r in project.run_sql(f"describe history {project.test_schema}.people", fetch="all")]

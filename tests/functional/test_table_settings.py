@@ -44,7 +44,11 @@ class TestTableSettings:
         with patch_microbatch_end_time("2020-01-03 13:57:00"):
             _, out = run_dbt_and_capture(["run"])
         assert self.props(project, "orders") == {
-            "auto_compact": "true", "cluster_by": "day", "key_columns": "id", "purpose": "orders' daily", "team": "crm",
+            "auto_compact": "true",
+            "cluster_by": "day",
+            "key_columns": "id",
+            "purpose": "orders' daily",
+            "team": "crm",
         }
         described = project.run_sql(f"describe extended {project.test_schema}.orders", fetch="all")
         assert {r[0]: r[1] for r in described}["Table Properties"] == (
@@ -56,7 +60,10 @@ class TestTableSettings:
         assert history[0][4]["tablets_added"] == "3"
         assert history[0][3]["dbt_model"] == "daily" and history[0][3]["dbt_materialization"] == "table"
 
-        assert out.count("Model 'orders': liquid_clustered_by = ['day'] (Databricks' liquid clustering) is cluster_by") == 1
+        assert (
+            out.count("Model 'orders': liquid_clustered_by = ['day'] (Databricks' liquid clustering) is cluster_by")
+            == 1
+        )
         assert out.count("Model 'orders': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
         assert "  - zorder = ['id']: Z-ordering is Delta's OPTIMIZE ... ZORDER BY" in out
         assert "  - databricks_tags = {'team': 'crm'}: they are Unity Catalog tags" in out

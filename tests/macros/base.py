@@ -14,9 +14,7 @@ from unittest import mock
 from dbt_common.clients.jinja import get_environment
 from jinja2 import FileSystemLoader
 
-MACROS = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "macros"
-)
+MACROS = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "macros")
 
 
 MACRO_PREFIX = "dbt_macro__"
@@ -50,9 +48,7 @@ def _macro_call(macro: Any) -> Any:
 class Relation:
     """Enough of a dbt relation for the macros: renders as schema.identifier."""
 
-    def __init__(
-        self, identifier: str, schema: str | None = "analytics", type: str | None = "table"
-    ) -> None:
+    def __init__(self, identifier: str, schema: str | None = "analytics", type: str | None = "table") -> None:
         self.identifier, self.schema, self.type, self.database = identifier, schema, type, None
 
     def __str__(self) -> str:
@@ -61,7 +57,6 @@ class Relation:
     def incorporate(self, type: str | None = None, path: dict | None = None, **_: Any) -> Relation:
         ident = (path or {}).get("identifier", self.identifier)
         return Relation(ident, self.schema, type or self.type)
-
 
 
 class MacroTestBase:
@@ -108,9 +103,7 @@ class MacroTestBase:
                     rel = os.path.relpath(os.path.join(root, f), MACROS)
                     module = env.get_template(rel, globals=self.context).module
                     for attr, value in vars(module).items():
-                        if attr.startswith(
-                            MACRO_PREFIX
-                        ):  # dbt's parser names macros dbt_macro__<name>
+                        if attr.startswith(MACRO_PREFIX):  # dbt's parser names macros dbt_macro__<name>
                             self.macros[attr[len(MACRO_PREFIX) :]] = value
         self.context.update({name: _macro_call(m) for name, m in self.macros.items()})
 
@@ -122,12 +115,8 @@ class MacroTestBase:
             "spark__alter_relation_add_remove_columns": "",
             "spark__alter_column_type": "<spark alter type>",
             "spark__drop_schema": "<spark drop schema>",
-            "create_temporary_view": lambda rel, sql: (
-                f"create or replace temporary view {rel} as {sql}"
-            ),
-            "make_temp_relation": lambda rel, suffix: Relation(
-                rel.identifier + suffix, None, "view"
-            ),
+            "create_temporary_view": lambda rel, sql: f"create or replace temporary view {rel} as {sql}",
+            "make_temp_relation": lambda rel, suffix: Relation(rel.identifier + suffix, None, "view"),
             "load_cached_relation": None,
             "should_full_refresh": False,
             "process_schema_changes": {},
@@ -148,9 +137,7 @@ class MacroTestBase:
 
         return call
 
-    def _statement(
-        self, name: str | None = None, *args: Any, caller: Any = None, **kwargs: Any
-    ) -> str:
+    def _statement(self, name: str | None = None, *args: Any, caller: Any = None, **kwargs: Any) -> str:
         self.statements.append((name, squash(caller())))
         return ""
 

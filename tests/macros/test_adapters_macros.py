@@ -16,13 +16,10 @@ class TestCreateTableAs(MacroTestBase):
         self.adapter.statement_options.return_value = ""  # the comment carrying them: tests/unit
 
     def test_tablets_format_is_create_or_replace_using_tablets(self):
-        self.config.update(
-            file_format="tablets", unique_key=["id", "day"], tblproperties={"owner": "o'k"}
-        )
+        self.config.update(file_format="tablets", unique_key=["id", "day"], tblproperties={"owner": "o'k"})
         sql = self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1 as id")
         assert sql == (
-            "create or replace table analytics.m using tablets tblproperties "
-            "('owner' = 'o\\'k') as select 1 as id"
+            "create or replace table analytics.m using tablets tblproperties ('owner' = 'o\\'k') as select 1 as id"
         )
         assert not self.called("spark__create_table_as")
 
@@ -33,9 +30,7 @@ class TestCreateTableAs(MacroTestBase):
         (cfg,), _ = self.adapter.statement_options.call_args
         assert cfg.statement_options()["cluster_by"] == ("day",)
 
-    @pytest.mark.parametrize(
-        ("temporary", "file_format"), [(True, "tablets"), (False, "parquet"), (False, None)]
-    )
+    @pytest.mark.parametrize(("temporary", "file_format"), [(True, "tablets"), (False, "parquet"), (False, None)])
     def test_everything_else_is_dbt_spark(self, temporary, file_format):
         self.config.update(file_format=file_format)
         assert (
@@ -46,9 +41,7 @@ class TestCreateTableAs(MacroTestBase):
 
     def test_python_models_are_dbt_spark(self):
         self.config.update(file_format="tablets")
-        self.run_macro(
-            "tablets__create_table_as", False, Relation("m"), "def model(dbt, s): ...", "python"
-        )
+        self.run_macro("tablets__create_table_as", False, Relation("m"), "def model(dbt, s): ...", "python")
         assert self.called("spark__create_table_as")
 
     def test_contract_checks_columns_first(self):
@@ -75,10 +68,7 @@ class TestRenameRelation(MacroTestBase):
 
     def test_other_relations_are_dbt_spark(self):
         self.adapter.is_tablet_table.return_value = False
-        assert (
-            self.run_macro("tablets__rename_relation", Relation("a"), Relation("b"))
-            == "<spark rename>"
-        )
+        assert self.run_macro("tablets__rename_relation", Relation("a"), Relation("b")) == "<spark rename>"
         self.adapter.rename_tablet_table.assert_not_called()
 
 
@@ -98,19 +88,14 @@ class TestAlterColumns(MacroTestBase):
         self.adapter.is_tablet_table.return_value = False
         self.run_macro("tablets__alter_relation_add_remove_columns", Relation("m"), ["c1"], None)
         assert self.called("spark__alter_relation_add_remove_columns")
-        assert (
-            self.run_macro("tablets__alter_column_type", Relation("m"), "c", "int")
-            == "<spark alter type>"
-        )
+        assert self.run_macro("tablets__alter_column_type", Relation("m"), "c", "int") == "<spark alter type>"
         self.adapter.alter_tablet_columns.assert_not_called()
 
 
 class TestDropSchema(MacroTestBase):
     def test_tablet_tables_are_dropped_before_the_schema(self):
         order = []
-        self.adapter.drop_tablet_tables_in_schema.side_effect = lambda rel: (
-            order.append("tablets") or ""
-        )
+        self.adapter.drop_tablet_tables_in_schema.side_effect = lambda rel: order.append("tablets") or ""
         self.context["spark__drop_schema"] = lambda rel: order.append("spark") or ""
         self.run_macro("tablets__drop_schema", Relation("s", None))
         assert order == ["tablets", "spark"]

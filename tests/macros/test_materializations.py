@@ -25,9 +25,7 @@ class MaterializationTest(MacroTestBase):
         )
         self.adapter.statement_options.return_value = ""
         self.columns = {"analytics.m": ["id", "v"], "m__dbt_tmp": ["id", "v"]}
-        self.adapter.get_columns_in_relation.side_effect = lambda rel: [
-            Column(c) for c in self.columns[str(rel)]
-        ]
+        self.adapter.get_columns_in_relation.side_effect = lambda rel: [Column(c) for c in self.columns[str(rel)]]
         self.adapter.is_tablet_table.return_value = True
 
     def existing(self, relation):
@@ -55,9 +53,7 @@ class TestMergeTablets(MaterializationTest):
         self.run_macro("materialization_merge_tablets_tablets")
         names = [n for n, _ in self.statements]
         assert names == ["create_tmp_relation", "main", "drop_tmp_relation"]
-        assert (
-            self.statements[0][1] == "create or replace temporary view m__dbt_tmp as select 1 as id"
-        )
+        assert self.statements[0][1] == "create or replace temporary view m__dbt_tmp as select 1 as id"
         assert self.statements[1][1] == (
             "MERGE INTO analytics.m AS t USING m__dbt_tmp AS s ON t.`id` = s.`id` "
             "WHEN MATCHED THEN UPDATE SET `v` = s.`v` "
@@ -86,9 +82,7 @@ class TestMergeTablets(MaterializationTest):
         assert self.statements[0][1].startswith("create or replace table")
 
     def test_bad_config_fails_before_any_sql(self):
-        self.config.update(
-            unique_key="id", when_matched=[{"action": "explode"}], on_schema_change="whatever"
-        )
+        self.config.update(unique_key="id", when_matched=[{"action": "explode"}], on_schema_change="whatever")
         self.existing(Relation("m"))
         with pytest.raises(MergeConfigError) as info:
             self.run_macro("materialization_merge_tablets_tablets")
@@ -105,9 +99,7 @@ class TestMergeTablets(MaterializationTest):
 class TestIncremental(MaterializationTest):
     def test_other_file_formats_are_dbt_spark(self):
         self.config.update(file_format="parquet", unique_key="id")
-        assert self.run_macro("materialization_incremental_tablets") == {
-            "relations": ["<spark incremental>"]
-        }
+        assert self.run_macro("materialization_incremental_tablets") == {"relations": ["<spark incremental>"]}
         assert self.statements == []
 
     def test_tablets_file_format_merges_with_dbt_aliases(self):
@@ -115,19 +107,14 @@ class TestIncremental(MaterializationTest):
         self.existing(Relation("m"))
         self.run_macro("materialization_incremental_tablets")
         main = dict(self.statements)["main"]
-        assert main.startswith(
-            "MERGE INTO analytics.m AS DBT_INTERNAL_DEST USING m__dbt_tmp AS DBT_INTERNAL_SOURCE"
-        )
+        assert main.startswith("MERGE INTO analytics.m AS DBT_INTERNAL_DEST USING m__dbt_tmp AS DBT_INTERNAL_SOURCE")
         self.adapter.merge_config.assert_called_once_with(self.config, "m", "incremental")
 
     def test_tablets_without_key_appends(self):
         self.config.update(file_format="tablets")
         self.existing(Relation("m"))
         self.run_macro("materialization_incremental_tablets")
-        assert (
-            dict(self.statements)["main"]
-            == "INSERT INTO analytics.m (`id`, `v`) SELECT `id`, `v` FROM m__dbt_tmp"
-        )
+        assert dict(self.statements)["main"] == "INSERT INTO analytics.m (`id`, `v`) SELECT `id`, `v` FROM m__dbt_tmp"
 
 
 class TestIsIncremental(MacroTestBase):

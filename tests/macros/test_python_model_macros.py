@@ -109,9 +109,7 @@ class TestIncremental(PythonTest):
         self.config.update(unique_key="id")
         self.existing(Relation("m"))
         self.run_macro("materialization_incremental_tablets")
-        assert self.names() == [
-            "python_model", "create_tmp_relation", "main", "drop_tmp_relation", "drop_python_view"
-        ]
+        assert self.names() == ["python_model", "create_tmp_relation", "main", "drop_tmp_relation", "drop_python_view"]
         assert self.languages == ["python", "sql", "sql", "sql", "sql"]
         assert self.statements[1][1] == f"create or replace temporary view m__dbt_tmp as select * from {VIEW}"
         assert self.statements[2][1].startswith(

@@ -37,7 +37,9 @@ def rows_as_of(table, version, meta):
     """Version ``version``'s live rows read with ``meta``'s columns (as table_changes reads them)."""
     snap = table.snapshot(version)
     schema = schema_to_arrow(meta.schema)
-    parts = [read_tablet(table.io, table.root, st.add, st.dv, schema, mapping=meta.mapping) for st in snap.tablets.values()]
+    parts = [
+        read_tablet(table.io, table.root, st.add, st.dv, schema, mapping=meta.mapping) for st in snap.tablets.values()
+    ]
     return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
@@ -83,7 +85,9 @@ def test_changes_take_each_version_to_the_next(db):
             after = canon(rows_as_of(table, v2, meta))[1]
             got = apply_changes(before, feed)
             if got != after:
-                problems.append(f"seed {seed}, versions {v1} -> {v2}: {dict(got - after)} too many, {dict(after - got)} missing\n{case.script()}")
+                problems.append(
+                    f"seed {seed}, versions {v1} -> {v2}: {dict(got - after)} too many, {dict(after - got)} missing\n{case.script()}"
+                )
             if meta.key_columns:
                 bad = check_keys(feed, list(meta.key_columns))
                 if bad:

@@ -23,20 +23,27 @@ def rows(db, sql):
 
 def test_on_conflict_names_a_column_the_rows_lack(db):
     db.sql("CREATE TABLE clear.oc (id INT, v INT) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
-    with pytest.raises(MergeSpecError, match=r"ON CONFLICT \(nope\): nope is not a column of the inserted rows \(columns: id, v\)"):
+    with pytest.raises(
+        MergeSpecError, match=r"ON CONFLICT \(nope\): nope is not a column of the inserted rows \(columns: id, v\)"
+    ):
         db.sql("INSERT INTO clear.oc VALUES (1, 2) ON CONFLICT (nope) DO NOTHING")
 
 
-@pytest.mark.parametrize(("statement", "what"), [
-    ("OPTIMIZE clear.plain", "a parquet table"),
-    ("VACUUM clear.plain", "a parquet table"),
-    ("RESTORE TABLE clear.plain TO VERSION AS OF 0", "a parquet table"),
-    ("DESCRIBE HISTORY clear.plain", "a parquet table"),
-    ("OPTIMIZE clear.vw", "a view"),
-])
+@pytest.mark.parametrize(
+    ("statement", "what"),
+    [
+        ("OPTIMIZE clear.plain", "a parquet table"),
+        ("VACUUM clear.plain", "a parquet table"),
+        ("RESTORE TABLE clear.plain TO VERSION AS OF 0", "a parquet table"),
+        ("DESCRIBE HISTORY clear.plain", "a parquet table"),
+        ("OPTIMIZE clear.vw", "a view"),
+    ],
+)
 def test_maintenance_of_another_kind_of_table_says_what_it_is(db, statement, what):
     kind = statement.split(" clear.")[0].replace(" TABLE", "")
-    with pytest.raises(TabletsError, match=f"{kind} clear.\\w+: clear.\\w+ is {what}, not a tablet table; {kind} runs on tablet tables"):
+    with pytest.raises(
+        TabletsError, match=f"{kind} clear.\\w+: clear.\\w+ is {what}, not a tablet table; {kind} runs on tablet tables"
+    ):
         db.sql(statement)
 
 
@@ -86,5 +93,7 @@ def test_a_vacuumed_version_is_a_clear_error(db, spark):
     finally:
         spark.conf.unset("spark.tablets.retentionDurationCheck.enabled")
     assert rows(db, "SELECT * FROM clear.vac") == [(2,)]
-    with pytest.raises(TableNotFound, match=r"version 1's files are gone .*VACUUM removed what only older versions read"):
+    with pytest.raises(
+        TableNotFound, match=r"version 1's files are gone .*VACUUM removed what only older versions read"
+    ):
         db.sql("SELECT * FROM clear.vac VERSION AS OF 1")

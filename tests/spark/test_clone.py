@@ -60,7 +60,9 @@ def test_clone_reads_the_source_and_then_lives_its_own_life(db):
     # plain Spark SQL (the Python data source, or the analyzer rule's native scan)
     assert sorted(tuple(r) for r in db.spark.sql("SELECT * FROM cln.c").collect()) == [(1, "a"), (2, "B"), (4, "d")]
     assert sorted(tuple(r) for r in db.spark.read.format(catalog.provider_name(c_root)).load().collect()) == [
-        (1, "a"), (2, "B"), (4, "d")
+        (1, "a"),
+        (2, "B"),
+        (4, "d"),
     ]
 
     # the source rewrites everything and vacuums with no retention: the clone still reads

@@ -94,7 +94,11 @@ def test_a_merge_updates_rows_of_older_tablets_by_the_added_column(db, spark, ta
     Arrow tasks (``spark.tablets.scan=arrow``): the re-added column is NULL in older tablets."""
     db.sql("ALTER TABLE cm.t DROP COLUMN c")
     db.sql("ALTER TABLE cm.t ADD COLUMNS (c INT)")
-    settings = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}, "arrow tasks": {DRIVER_SCAN_CONF: "0", SCAN_CONF: "arrow"}}[path]
+    settings = {
+        "driver": {},
+        "spark": {DRIVER_SCAN_CONF: "0"},
+        "arrow tasks": {DRIVER_SCAN_CONF: "0", SCAN_CONF: "arrow"},
+    }[path]
     for k, v in settings.items():
         spark.conf.set(k, v)
     try:
@@ -183,7 +187,12 @@ def test_optimize_after_a_rename_keeps_the_columns(db, spark, table):
     db.sql("INSERT INTO cm.t VALUES (4, 40, 'new')")
     result = rows(db, "OPTIMIZE cm.t")
     assert result[0][2] == 1 and len(t.snapshot().tablets) == 1  # three tablets -> one
-    assert readers(db, spark, "SELECT id, n, v FROM cm.t") == [(1, 10, None), (2, 20, None), (3, 30, None), (4, 40, "new")]
+    assert readers(db, spark, "SELECT id, n, v FROM cm.t") == [
+        (1, 10, None),
+        (2, 20, None),
+        (3, 30, None),
+        (4, 40, "new"),
+    ]
     # the new tablet keeps the columns under their physical names, with their field ids
     (st,) = t.snapshot().tablets.values()
     schema = pq.read_schema(t.tablet_path(st))
@@ -227,23 +236,57 @@ def test_a_table_whose_log_has_no_ids_reads_and_merges(db, spark, tmp_path):
     add = write_tablet(LOCAL, root, data, "0" * 32)
     stats = [[n, {"min": s.min, "max": s.max, "null_count": s.null_count}] for n, s in add.stats]
     lines = [
-        {"metadata": {"table_id": "t0", "schema": [["id", "bigint", True], ["c", "int", True], ["v", "string", True]],
-                      "key_columns": ["id"], "properties": [], "created_ms": 1}},
-        {"commit_info": {"operation": "CREATE TABLE", "txid": "1" * 32, "timestamp_ms": 1, "read_version": -1,
-                         "parameters": [], "metrics": []}},
+        {
+            "metadata": {
+                "table_id": "t0",
+                "schema": [["id", "bigint", True], ["c", "int", True], ["v", "string", True]],
+                "key_columns": ["id"],
+                "properties": [],
+                "created_ms": 1,
+            }
+        },
+        {
+            "commit_info": {
+                "operation": "CREATE TABLE",
+                "txid": "1" * 32,
+                "timestamp_ms": 1,
+                "read_version": -1,
+                "parameters": [],
+                "metrics": [],
+            }
+        },
     ]
     v1 = [
-        {"add_tablet": {"tablet_id": add.tablet_id, "path": add.path, "rows": 2, "bytes": add.bytes, "stats": stats, "txid": "0" * 32}},
-        {"commit_info": {"operation": "APPEND", "txid": "0" * 32, "timestamp_ms": 2, "read_version": 0,
-                         "parameters": [], "metrics": []}},
+        {
+            "add_tablet": {
+                "tablet_id": add.tablet_id,
+                "path": add.path,
+                "rows": 2,
+                "bytes": add.bytes,
+                "stats": stats,
+                "txid": "0" * 32,
+            }
+        },
+        {
+            "commit_info": {
+                "operation": "APPEND",
+                "txid": "0" * 32,
+                "timestamp_ms": 2,
+                "read_version": 0,
+                "parameters": [],
+                "metrics": [],
+            }
+        },
     ]
     for version, actions in ((0, lines), (1, v1)):
         with open(os.path.join(root, "_log", f"{version:020d}.json"), "w") as f:
             f.write("".join(json.dumps(a) + "\n" for a in actions))
     name = f"tablets.`{root}`"
     assert rows(db, f"SELECT * FROM {name}") == [(1, 10, None), (2, 20, None)]
-    db.sql(f"MERGE INTO {name} AS t USING (SELECT 2 AS id, 21 AS c) s ON t.id = s.id "
-           "WHEN MATCHED THEN UPDATE SET c = s.c WHEN NOT MATCHED THEN INSERT (id, c) VALUES (s.id, s.c)")
+    db.sql(
+        f"MERGE INTO {name} AS t USING (SELECT 2 AS id, 21 AS c) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET c = s.c WHEN NOT MATCHED THEN INSERT (id, c) VALUES (s.id, s.c)"
+    )
     assert rows(db, f"SELECT id, c FROM {name}") == [(1, 10), (2, 21)]
     meta = db.table_of(name).snapshot().metadata
     assert meta.column_ids == (1, 2, 3) and meta.physical_names == ("id", "c", "v")

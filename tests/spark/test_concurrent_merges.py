@@ -162,7 +162,10 @@ def _race(tmp_path, cases: list[Case], workers: int, timeout: float) -> dict[str
         procs.append(
             subprocess.Popen(
                 [sys.executable, "-c", textwrap.dedent(WORKER), json.dumps(cfg)],
-                cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=tmp_path,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         )
     deadline = time.time() + timeout
@@ -412,8 +415,12 @@ def test_rule_merge_whose_source_reads_the_target_takes_the_conservative_rules(d
     old = t.snapshot()
     db.sql("DELETE FROM cm.t WHERE id = 8")  # a row it neither matched nor changed
     with pytest.raises(ConcurrentDeleteRead):
-        _stale(db, "MERGE INTO cm.t t USING (SELECT max(id) + 100 AS id FROM cm.t) s ON t.id = s.id "
-                   "WHEN NOT MATCHED THEN INSERT VALUES (s.id, 0)", old)
+        _stale(
+            db,
+            "MERGE INTO cm.t t USING (SELECT max(id) + 100 AS id FROM cm.t) s ON t.id = s.id "
+            "WHEN NOT MATCHED THEN INSERT VALUES (s.id, 0)",
+            old,
+        )
 
 
 def test_rule_compaction_vs_merge_deleting_from_the_tablet(db):

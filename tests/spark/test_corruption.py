@@ -67,7 +67,11 @@ def fresh(db, name: str) -> TabletTable:
     t = db.table_of(f"corrupt.{name}")
     for lo, hi in ((0, 2000), (2000, 3000)):
         ids = list(range(lo, hi))
-        t.append(pa.table({"id": ids, "v": [f"v{i % 97}" for i in ids], "x": [i * 0.5 for i in ids]}, schema=t.arrow_schema()))
+        t.append(
+            pa.table(
+                {"id": ids, "v": [f"v{i % 97}" for i in ids], "x": [i * 0.5 for i in ids]}, schema=t.arrow_schema()
+            )
+        )
     return t
 
 
@@ -104,7 +108,9 @@ def test_swapped_tablet_of_the_same_size_through_the_arrow_reader(db, spark):
     db.sql(f"DROP TABLE IF EXISTS corrupt.{name}")
     db.sql(f"CREATE TABLE corrupt.{name} (id BIGINT, v STRING, x DOUBLE) USING tablets")
     t = db.table_of(f"corrupt.{name}")
-    a, b = same_size_pair(t, pa.table({"id": list(range(100)), "v": ["v"] * 100, "x": [0.5] * 100}, schema=t.arrow_schema()))
+    a, b = same_size_pair(
+        t, pa.table({"id": list(range(100)), "v": ["v"] * 100, "x": [0.5] * 100}, schema=t.arrow_schema())
+    )
     path, other = t.tablet_path(a), t.tablet_path(b)
     damage(t, path, "swapped", other)
     spark.conf.set(SCAN_CONF, "arrow")
@@ -236,7 +242,8 @@ def test_damaged_checkpoint_or_hint_through_spark(db, spark, ck_pristine, tmp_pa
     assert as_dict(db.sql(f"SELECT id, v, x FROM corrupt.{name}").collect()) == want
     assert tuple(spark.sql(f"SELECT count(*), sum(id) FROM corrupt.{name}").collect()[0]) == (len(want), sum(want))
     assert as_dict(db.sql(f"SELECT * FROM corrupt.{name} VERSION AS OF {CHECKPOINT_VERSION}").collect()) == as_dict(
-        replayed(t, CHECKPOINT_VERSION))
+        replayed(t, CHECKPOINT_VERSION)
+    )
     for conf, v, x, ids in MERGES:
         with settings(spark, conf):
             res = db.sql(CK_MERGE.format(name=name, v=v, x=x, ids=", ".join(f"({i})" for i in ids)))

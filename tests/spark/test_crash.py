@@ -162,8 +162,12 @@ def _spawn(tmp, k: int) -> Victim:
     cfg = {"warehouse": str(tmp / f"wh{k}" / "warehouse"), "root": root, "sql": MERGE, "java_options": JAVA_OPTIONS}
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(VICTIM), json.dumps(cfg)],
-        cwd=tmp, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(tmp / f"victim{k}.log", "w"),  # noqa: SIM115
-        text=True, start_new_session=True,
+        cwd=tmp,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=open(tmp / f"victim{k}.log", "w"),  # noqa: SIM115
+        text=True,
+        start_new_session=True,
     )
     return Victim(root, proc)
 
@@ -193,8 +197,9 @@ def _strace_usable() -> bool:
     if shutil.which("strace") is None:
         return False
     probe = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
-    tracer = subprocess.Popen(["strace", "-p", str(probe.pid), "-e", "trace=none", "-o", os.devnull],
-                              stderr=subprocess.PIPE, text=True)
+    tracer = subprocess.Popen(
+        ["strace", "-p", str(probe.pid), "-e", "trace=none", "-o", os.devnull], stderr=subprocess.PIPE, text=True
+    )
     try:
         assert tracer.stderr is not None
         return "attached" in tracer.stderr.readline()
@@ -207,9 +212,19 @@ def _strace_usable() -> bool:
 def _trace_links(pid: int) -> subprocess.Popen:
     """Hold every link(2) of ``pid``'s main thread for 60 s (the driver's commit runs there)."""
     tracer = subprocess.Popen(
-        ["strace", "-p", str(pid), "-e", "trace=link,linkat", "-e", "inject=link,linkat:delay_enter=60000000",
-         "-o", os.devnull],
-        stderr=subprocess.PIPE, text=True,
+        [
+            "strace",
+            "-p",
+            str(pid),
+            "-e",
+            "trace=link,linkat",
+            "-e",
+            "inject=link,linkat:delay_enter=60000000",
+            "-o",
+            os.devnull,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert tracer.stderr is not None
     line = tracer.stderr.readline()
@@ -229,8 +244,11 @@ def _crash(tmp, window: str, kills: int, max_delay: float = 0.0) -> list[str]:
         t = TabletTable(victim.root)
         before_files = _present(t)
         tracer = _trace_links(victim.proc.pid) if window == "log" else None
-        watch = Watch([os.path.join(victim.root, "tablets"), os.path.join(victim.root, "dv")] if window == "staging"
-                      else [os.path.join(victim.root, "_log")])
+        watch = Watch(
+            [os.path.join(victim.root, "tablets"), os.path.join(victim.root, "dv")]
+            if window == "staging"
+            else [os.path.join(victim.root, "_log")]
+        )
         go = time.time()
         victim.send("GO")
         if window == "staging":
@@ -245,8 +263,15 @@ def _crash(tmp, window: str, kills: int, max_delay: float = 0.0) -> list[str]:
         if tracer is not None:
             tracer.wait(30)
         assert hit is not None, f"no {window} file appeared: {(tmp / f'victim{k}.log').read_text()[-3000:]}"
-        lines.append(_check(t, window, before_files, f"kill {k} ({window}, +{delay:.2f} s after "
-                                                     f"{os.path.basename(hit)}, {hit and time.time() - go:.1f} s after GO)"))
+        lines.append(
+            _check(
+                t,
+                window,
+                before_files,
+                f"kill {k} ({window}, +{delay:.2f} s after "
+                f"{os.path.basename(hit)}, {hit and time.time() - go:.1f} s after GO)",
+            )
+        )
     return lines
 
 
@@ -263,7 +288,7 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
     removed = set(t.vacuum(retention_hours=0, enforce_retention=False))
     assert removed == orphans, what
     assert referenced <= _present(t), what  # every file a version references survived
-    recorded = [h.commit.operation for h in t.history()[version + 1:]]  # a VACUUM that deletes records itself
+    recorded = [h.commit.operation for h in t.history()[version + 1 :]]  # a VACUUM that deletes records itself
     assert recorded == ([VACUUM_START, VACUUM_END] if removed else []), what
     assert (t.version, _rows(t)) == (version + len(recorded), rows), what
     t.append(pa.table({"id": [1000], "cnt": [0]}, schema=SCHEMA))  # the table moves on

@@ -111,7 +111,9 @@ def test_write_append_and_overwrite(spark, tmp_table_dir):
     assert entry.commit.operation == "INSERT" and dict(entry.commit.metrics)["rows_inserted"] == 2
     appended = t.version
 
-    spark.createDataFrame([(9, "z")], "id bigint, v string").write.format("tablets").mode("overwrite").save(tmp_table_dir)
+    spark.createDataFrame([(9, "z")], "id bigint, v string").write.format("tablets").mode("overwrite").save(
+        tmp_table_dir
+    )
     assert t.version == appended + 1  # one commit
     assert rows(load(spark, tmp_table_dir)) == [(9, "z")]
     snap = t.snapshot()
@@ -131,7 +133,9 @@ def test_write_by_name_casts_and_fills_missing_columns(spark, tmp_table_dir):
 
 
 def test_write_creates_a_new_table(spark, tmp_table_dir):
-    spark.createDataFrame([(1, "a", 1.5)], "id bigint, v string, x double").write.format("tablets").mode("append").save(tmp_table_dir)
+    spark.createDataFrame([(1, "a", 1.5)], "id bigint, v string, x double").write.format("tablets").mode("append").save(
+        tmp_table_dir
+    )
     t = TabletTable.open(tmp_table_dir)
     assert t.snapshot().metadata.schema == (("id", "bigint", True), ("v", "string", True), ("x", "double", True))
     assert rows(load(spark, tmp_table_dir)) == [(1, "a", 1.5)]

@@ -31,8 +31,10 @@ def test_drop_of_an_external_table_keeps_its_files(db, tmp_path):
     db.sql("INSERT INTO ddl.s VALUES (1, 'a'), (2, 'b')")
     assert kind(db, "ddl.s") == "EXTERNAL"
     result = db.sql("DROP TABLE ddl.s")
-    assert result.message == f"DROP TABLE: dropped the catalog entry of ddl.s; kept its files at {root} " \
+    assert (
+        result.message == f"DROP TABLE: dropped the catalog entry of ddl.s; kept its files at {root} "
         "(an EXTERNAL table: its data is not the catalog's to delete)"
+    )
     assert TabletTable(root).read().num_rows == 2
     db.sql(f"CREATE TABLE ddl.s USING tablets LOCATION '{root}'")  # adopted again, as it was
     assert rows(db, "SELECT * FROM ddl.s") == [(1, "a"), (2, "b")]
@@ -72,13 +74,16 @@ def test_create_or_replace_keeps_the_history(db):
     assert rows(db, "SELECT * FROM ddl.r") == [(2, "b", 3)]
 
 
-@pytest.mark.parametrize(("key", "value", "allowed"), [
-    ("target_tablet_rows", "-5", "a whole number at least 1"),
-    ("target_tablet_rows", "0", "a whole number at least 1"),
-    ("target_tablet_rows", "abc", "a whole number at least 1"),
-    ("deleted_file_retention_hours", "abc", "a number at least 0"),
-    ("auto_compact", "maybe", "true or false"),
-])
+@pytest.mark.parametrize(
+    ("key", "value", "allowed"),
+    [
+        ("target_tablet_rows", "-5", "a whole number at least 1"),
+        ("target_tablet_rows", "0", "a whole number at least 1"),
+        ("target_tablet_rows", "abc", "a whole number at least 1"),
+        ("deleted_file_retention_hours", "abc", "a number at least 0"),
+        ("auto_compact", "maybe", "true or false"),
+    ],
+)
 def test_a_bad_property_is_refused_where_it_is_set(db, key, value, allowed):
     from tablets.storage.properties import InvalidProperty
 
@@ -101,11 +106,14 @@ def test_a_misspelt_property_gets_a_did_you_mean(db):
     db.sql("CREATE TABLE ddl.p5 (id INT) USING tablets TBLPROPERTIES ('team' = 'crm', 'target_tablet_rows' = '10')")
 
 
-@pytest.mark.parametrize("statement", [
-    "UPDATE ddl.tt VERSION AS OF 0 SET v = 0",
-    "DELETE FROM ddl.tt TIMESTAMP AS OF '2000-01-01' WHERE id = 3",
-    "MERGE INTO ddl.tt VERSION AS OF 1 t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "UPDATE ddl.tt VERSION AS OF 0 SET v = 0",
+        "DELETE FROM ddl.tt TIMESTAMP AS OF '2000-01-01' WHERE id = 3",
+        "MERGE INTO ddl.tt VERSION AS OF 1 t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+    ],
+)
 def test_a_write_to_an_old_version_is_refused(db, statement):
     from tablets.exceptions import StatementParseError
 

@@ -44,14 +44,17 @@ def test_every_statement_is_a_delta_version(db):
     db.sql(f"DROP TABLE IF EXISTS {t}")
     db.sql(f"CREATE TABLE {t} (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")  # 0
     db.sql(f"INSERT INTO {t} VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")  # 1
-    db.sql(f"MERGE INTO {t} t USING (SELECT 2 AS id, 'B' AS v UNION ALL SELECT 5, 'e') s ON t.id = s.id "
-           "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")  # 2
+    db.sql(
+        f"MERGE INTO {t} t USING (SELECT 2 AS id, 'B' AS v UNION ALL SELECT 5, 'e') s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )  # 2
     db.sql(f"UPDATE {t} SET v = 'z' WHERE id = 1")  # 3
     db.sql(f"DELETE FROM {t} WHERE id = 3")  # 4
     db.sql(f"INSERT INTO {t} VALUES (4, 'x'), (6, 'f') ON CONFLICT (id) DO NOTHING")  # 5
     db.sql(f"ALTER TABLE {t} ADD COLUMNS (w DOUBLE)")  # 6
-    db.sql(f"MERGE INTO {t} t USING (SELECT 6 AS id, 'F' AS v, 1.5 AS w) s ON t.id = s.id "
-           "WHEN MATCHED THEN UPDATE SET *")  # 7
+    db.sql(
+        f"MERGE INTO {t} t USING (SELECT 6 AS id, 'F' AS v, 1.5 AS w) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *"
+    )  # 7
     db.sql(f"OPTIMIZE {t}")  # 8
     db.sql(f"RESTORE TABLE {t} TO VERSION AS OF 5")  # 9
     n = db.table_of(t).version
@@ -83,8 +86,10 @@ def test_adopt_a_delta_rs_table_and_merge_into_it(db, tmp_path):
     db.sql(f"DROP TABLE IF EXISTS {t}")
     db.sql(f"CREATE TABLE {t} USING tablets LOCATION '{root}' TBLPROPERTIES ('key_columns' = 'id')")
     assert_versions_agree(db, t, range(4))
-    db.sql(f"MERGE INTO {t} t USING (SELECT 3 AS id, 'C' AS v UNION ALL SELECT 7, 'g') s ON t.id = s.id "
-           "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    db.sql(
+        f"MERGE INTO {t} t USING (SELECT 3 AS id, 'C' AS v UNION ALL SELECT 7, 'g') s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
     db.sql(f"UPDATE {t} SET v = 'A' WHERE id = 1")
     db.sql(f"DELETE FROM {t} WHERE id = 5")
     db.sql(f"INSERT INTO {t} VALUES (7, 'x'), (8, 'h') ON CONFLICT (id) DO UPDATE SET v = excluded.v")
@@ -113,8 +118,9 @@ def test_adopt_by_path(db, tmp_path):
 
 def test_a_delta_table_with_a_feature_tablets_does_not_write_is_refused(db, tmp_path):
     root = str(tmp_path / "cdf")
-    deltalake.write_deltalake(root, pa.table({"id": pa.array([1], pa.int64())}),
-                              configuration={"delta.enableChangeDataFeed": "true"})
+    deltalake.write_deltalake(
+        root, pa.table({"id": pa.array([1], pa.int64())}), configuration={"delta.enableChangeDataFeed": "true"}
+    )
     with pytest.raises(FormatError, match="uses changeDataFeed"):
         db.sql(f"CREATE TABLE opendelta.cdf USING tablets LOCATION '{root}'")
     assert not db.spark.catalog.tableExists("opendelta.cdf")

@@ -48,34 +48,49 @@ def check(results, rows, counts):
 
 def test_composite_key_by_source_deletes_every_unmatched_row(db):
     """The driver plan kept (1,'q') and (2,'p'): the rows without a pair of a composite key."""
-    results = on_both_plans(db, "composite", [
-        "CREATE TABLE {t} (k1 INT, k2 STRING, v INT) USING tablets",
-        "INSERT INTO {t} VALUES (1,'p',10),(1,'q',20),(2,'q',30),(2,'p',40)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,'p',11),(2,'q',31) AS v(k1,k2,v)) s "
-       "ON t.k1 = s.k1 AND t.k2 = s.k2 WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE THEN DELETE")
+    results = on_both_plans(
+        db,
+        "composite",
+        [
+            "CREATE TABLE {t} (k1 INT, k2 STRING, v INT) USING tablets",
+            "INSERT INTO {t} VALUES (1,'p',10),(1,'q',20),(2,'q',30),(2,'p',40)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,'p',11),(2,'q',31) AS v(k1,k2,v)) s "
+        "ON t.k1 = s.k1 AND t.k2 = s.k2 WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    )
     check(results, [(1, "p", 11), (2, "q", 31)], (0, 2, 2))
 
 
 def test_rows_after_a_tablet_with_no_selected_row_are_kept(db):
     """The driver plan's selected rows went to Spark as Arrow with an empty record batch, and
     ``createDataFrame`` dropped the batches after it: k=5 matched nothing and was inserted again."""
-    results = on_both_plans(db, "empty_batch", [
-        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
-        "INSERT INTO {t} VALUES (1,1),(2,2),(3,3),(4,4),(5,5),(6,6)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k "
-       "WHEN MATCHED AND coalesce(s.v,0) > 0 THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    results = on_both_plans(
+        db,
+        "empty_batch",
+        [
+            "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
+            "INSERT INTO {t} VALUES (1,1),(2,2),(3,3),(4,4),(5,5),(6,6)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k "
+        "WHEN MATCHED AND coalesce(s.v,0) > 0 THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    )
     check(results, [(1, 10), (2, 2), (3, 3), (4, 4), (5, 50), (6, 6), (9, 90)], (1, 2, 0))
 
 
 def test_a_nan_key_is_not_pruned_by_tablet_statistics(db):
     """Parquet's min/max leave NaN out: the tablet holding NaN (and 1.0) was pruned by the
     source's key range (5.0), so the driver plan inserted NaN a second time."""
-    results = on_both_plans(db, "nan_key", [
-        "CREATE TABLE {t} (k DOUBLE, v INT) USING tablets",
-        "INSERT INTO {t} VALUES (CAST('NaN' AS DOUBLE), 1), (1.0, 1)",
-        "INSERT INTO {t} VALUES (5.0, 2)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST('NaN' AS DOUBLE), 5), (5.0, 6) AS v(k, v)) s ON t.k = s.k "
-       "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    results = on_both_plans(
+        db,
+        "nan_key",
+        [
+            "CREATE TABLE {t} (k DOUBLE, v INT) USING tablets",
+            "INSERT INTO {t} VALUES (CAST('NaN' AS DOUBLE), 1), (1.0, 1)",
+            "INSERT INTO {t} VALUES (5.0, 2)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST('NaN' AS DOUBLE), 5), (5.0, 6) AS v(k, v)) s ON t.k = s.k "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    )
     check(results, [("NaN", 5), (1.0, 1), (5.0, 6)], (0, 2, 0))
 
 
@@ -88,13 +103,18 @@ def test_a_dropped_column_added_back_is_empty(db):
         table.set_schema([c for c in table.snapshot().metadata.schema if c[0] != "w"])
         catalog.sync_schema(db.spark, t)
 
-    results = on_both_plans(db, "readd", [
-        "CREATE TABLE {t} (k INT, v INT, w INT) USING tablets",
-        "INSERT INTO {t} VALUES (1, 1, 1), (2, 2, 2)",
-        drop_w,
-        "ALTER TABLE {t} ADD COLUMNS (w INT)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10, CAST(NULL AS INT)) AS v(k, v, w)) s ON t.k = s.k "
-       "WHEN MATCHED THEN UPDATE SET v = s.v")
+    results = on_both_plans(
+        db,
+        "readd",
+        [
+            "CREATE TABLE {t} (k INT, v INT, w INT) USING tablets",
+            "INSERT INTO {t} VALUES (1, 1, 1), (2, 2, 2)",
+            drop_w,
+            "ALTER TABLE {t} ADD COLUMNS (w INT)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10, CAST(NULL AS INT)) AS v(k, v, w)) s ON t.k = s.k "
+        "WHEN MATCHED THEN UPDATE SET v = s.v",
+    )
     check(results, [(1, 10, None), (2, 2, None)], (0, 1, 0))
 
 
@@ -102,23 +122,33 @@ def test_a_clause_after_an_always_true_condition_is_not_refused(db):
     """The planner folded ``t.v IS NULL OR t.v IS NOT NULL`` to TRUE and refused the next BY
     SOURCE clause as unreachable; Spark and DuckDB run the statement (the second clause acts
     on no row)."""
-    results = on_both_plans(db, "tautology", [
-        "CREATE TABLE {t} (k INT, v INT) USING tablets",
-        "INSERT INTO {t} VALUES (1, NULL), (2, 20)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (3, 30) AS v(k, v)) s ON t.k = s.k "
-       "WHEN NOT MATCHED BY SOURCE AND (t.v IS NULL OR t.v IS NOT NULL) THEN UPDATE SET v = 0 "
-       "WHEN NOT MATCHED BY SOURCE AND t.v IS NULL THEN DELETE")
+    results = on_both_plans(
+        db,
+        "tautology",
+        [
+            "CREATE TABLE {t} (k INT, v INT) USING tablets",
+            "INSERT INTO {t} VALUES (1, NULL), (2, 20)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (3, 30) AS v(k, v)) s ON t.k = s.k "
+        "WHEN NOT MATCHED BY SOURCE AND (t.v IS NULL OR t.v IS NOT NULL) THEN UPDATE SET v = 0 "
+        "WHEN NOT MATCHED BY SOURCE AND t.v IS NULL THEN DELETE",
+    )
     check(results, [(1, 0), (2, 0)], (0, 2, 0))
 
 
 def test_a_merge_on_a_date_key_of_year_one_runs_on_the_spark_plan(db):
     """The Spark plan failed with a bare IllegalArgumentException when a DATE key '0001-01-01'
     matched (the driver plan ran it; year 1000 ran on both)."""
-    results = on_both_plans(db, "year_one", [
-        "CREATE TABLE {t} (k DATE, v INT) USING tablets",
-        "INSERT INTO {t} VALUES (DATE'0001-01-01', 2), (DATE'2024-02-29', 3)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (DATE'0001-01-01', 2) AS v(k, v)) s ON t.k = s.k "
-       "WHEN MATCHED THEN DELETE")
+    results = on_both_plans(
+        db,
+        "year_one",
+        [
+            "CREATE TABLE {t} (k DATE, v INT) USING tablets",
+            "INSERT INTO {t} VALUES (DATE'0001-01-01', 2), (DATE'2024-02-29', 3)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (DATE'0001-01-01', 2) AS v(k, v)) s ON t.k = s.k "
+        "WHEN MATCHED THEN DELETE",
+    )
     check(results, [(19782, 3)], (0, 0, 1))  # (canon's dates: days since 1970-01-01)
 
 
@@ -127,31 +157,50 @@ def test_a_keyed_merge_checks_the_inserted_key_not_the_source_key(db):
     not on the key of the row it inserts: INSERT (k, v) VALUES (s.k - 10, s.v) added a second
     row of key 1 (silently, on both plans). A key computed in the INSERT is refused now, on
     both plans, before anything runs."""
-    results = on_both_plans(db, "computed_key", [
-        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
-        "INSERT INTO {t} VALUES (1, 1)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (11, 5) AS v(k, v)) s ON t.k = s.k "
-       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k - 10, s.v)")
-    assert all(isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
-               for r in results.values()), results
+    results = on_both_plans(
+        db,
+        "computed_key",
+        [
+            "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 1)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (11, 5) AS v(k, v)) s ON t.k = s.k "
+        "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k - 10, s.v)",
+    )
+    assert all(
+        isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
+        for r in results.values()
+    ), results
 
 
 def test_a_keyed_merge_inserting_a_new_key_is_not_refused(db):
     """... and a row whose own key is new was refused because the source's key (1) exists,
     with a KeyViolation naming a key it did not insert: now the computed key is what the
     refusal names, and the statement written with the key computed in the source runs."""
-    results = on_both_plans(db, "new_key", [
-        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
-        "INSERT INTO {t} VALUES (1, 1)",
-    ], "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
-       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k + 10, s.v)")
-    assert all(isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
-               for r in results.values()), results
-    results = on_both_plans(db, "new_key_source", [
-        "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
-        "INSERT INTO {t} VALUES (1, 1)",
-    ], "MERGE INTO {t} t USING (SELECT k + 10 AS k, v FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
-       "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k, s.v)")
+    results = on_both_plans(
+        db,
+        "new_key",
+        [
+            "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 1)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
+        "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k + 10, s.v)",
+    )
+    assert all(
+        isinstance(r, str) and r.startswith("MergeSpecError") and "computes key column 'k'" in r
+        for r in results.values()
+    ), results
+    results = on_both_plans(
+        db,
+        "new_key_source",
+        [
+            "CREATE TABLE {t} (k INT, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 1)",
+        ],
+        "MERGE INTO {t} t USING (SELECT k + 10 AS k, v FROM VALUES (1, 5) AS v(k, v)) s ON t.k = s.k AND t.v > 100 "
+        "WHEN NOT MATCHED THEN INSERT (k, v) VALUES (s.k, s.v)",
+    )
     check(results, [(1, 1), (11, 5)], (1, 0, 0))
 
 

@@ -63,18 +63,25 @@ def test_do_nothing_null_keys_never_conflict(db):
 def test_do_update_with_a_key_twice_is_a_cardinality_violation(db):
     keyed(db)
     refused(
-        db, "INSERT INTO keys.t VALUES (9, 1), (9, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
-        CardinalityViolation, "id=9", "keys.t",
+        db,
+        "INSERT INTO keys.t VALUES (9, 1), (9, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+        CardinalityViolation,
+        "id=9",
+        "keys.t",
     )
     refused(  # a key the table has, given twice
-        db, "INSERT INTO keys.t VALUES (1, 1), (1, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
-        CardinalityViolation, "keys.t",
+        db,
+        "INSERT INTO keys.t VALUES (1, 1), (1, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.v",
+        CardinalityViolation,
+        "keys.t",
     )
 
 
 def test_on_conflict_target_must_be_the_key(db):
     keyed(db)
-    refused(db, "INSERT INTO keys.t VALUES (9, 1) ON CONFLICT (v) DO NOTHING", MergeSpecError, "ON CONFLICT (v)", "(id)")
+    refused(
+        db, "INSERT INTO keys.t VALUES (9, 1) ON CONFLICT (v) DO NOTHING", MergeSpecError, "ON CONFLICT (v)", "(id)"
+    )
 
 
 def test_on_conflict_on_a_table_without_key(db):
@@ -82,8 +89,12 @@ def test_on_conflict_on_a_table_without_key(db):
     db.sql("CREATE TABLE keys.nokey (id INT, v INT) USING tablets")
     db.sql("INSERT INTO keys.nokey VALUES (1, 1)")
     text = refused(
-        db, "INSERT INTO keys.nokey VALUES (1, 2) ON CONFLICT (id) DO NOTHING", MergeSpecError,
-        "no key columns", "key_columns", name="keys.nokey",
+        db,
+        "INSERT INTO keys.nokey VALUES (1, 2) ON CONFLICT (id) DO NOTHING",
+        MergeSpecError,
+        "no key columns",
+        "key_columns",
+        name="keys.nokey",
     )
     assert "TBLPROPERTIES" in text
 
@@ -94,12 +105,17 @@ def test_on_conflict_on_a_table_without_key(db):
 def test_update_of_a_key_column_is_refused(db):
     keyed(db)
     refused(
-        db, "MERGE INTO keys.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 2",
-        MergeSpecError, "key column 'id'", "clause #1",
+        db,
+        "MERGE INTO keys.t t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = 2",
+        MergeSpecError,
+        "key column 'id'",
+        "clause #1",
     )
     refused(
-        db, "INSERT INTO keys.t VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET id = 99",
-        MergeSpecError, "key column 'id'",
+        db,
+        "INSERT INTO keys.t VALUES (1, 5) ON CONFLICT (id) DO UPDATE SET id = 99",
+        MergeSpecError,
+        "key column 'id'",
     )
     refused(db, "UPDATE keys.t SET id = id + 1", MergeSpecError, "key column 'id'")
 
@@ -107,7 +123,9 @@ def test_update_of_a_key_column_is_refused(db):
 def test_assignments_that_keep_the_key_are_fine(db):
     keyed(db)
     db.sql("MERGE INTO keys.t t USING (SELECT 1 AS id, 11 AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
-    db.sql("MERGE INTO keys.t t USING (SELECT 2 AS id, 22 AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.id, v = s.v")
+    db.sql(
+        "MERGE INTO keys.t t USING (SELECT 2 AS id, 22 AS v) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET id = s.id, v = s.v"
+    )
     db.sql("UPDATE keys.t SET id = id, v = v + 1 WHERE id = 3")
     assert rows(db, "SELECT * FROM keys.t") == [(1, 11), (2, 22), (3, 31)]
 
@@ -121,15 +139,20 @@ def test_merge_inserting_one_new_key_twice(db):
         db,
         "MERGE INTO keys.t t USING (SELECT * FROM VALUES (7, 1), (7, 2), (1, 3) AS v(id, v)) s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
-        KeyViolation, "id=7", "keys.t",
+        KeyViolation,
+        "id=7",
+        "keys.t",
     )
 
 
 def test_merge_that_inserts_must_match_the_key(db):
     keyed(db)
     refused(
-        db, "MERGE INTO keys.t t USING (SELECT 1 AS id, 5 AS v) s ON t.v = s.v WHEN NOT MATCHED THEN INSERT *",
-        MergeSpecError, "ON condition", "key column(s) ['id']",
+        db,
+        "MERGE INTO keys.t t USING (SELECT 1 AS id, 5 AS v) s ON t.v = s.v WHEN NOT MATCHED THEN INSERT *",
+        MergeSpecError,
+        "ON condition",
+        "key column(s) ['id']",
     )
 
 
@@ -183,7 +206,13 @@ def test_timestamp_keys_at_a_tablets_edge_are_refused_and_kept_once(db, spark):
         db.sql("CREATE TABLE keys.ts (at TIMESTAMP, v INT) USING tablets TBLPROPERTIES ('key_columns' = 'at')")
         for lo in (0, 10):  # two tablets: hours 0-9 and 10-19
             db.sql(f"INSERT INTO keys.ts SELECT {ts.format('id')}, 0 FROM range({lo}, {lo + 10})")
-        refused(db, f"INSERT INTO keys.ts SELECT {ts.format('id')}, 1 FROM range(9, 11)", KeyViolation, "at=", name="keys.ts")
+        refused(
+            db,
+            f"INSERT INTO keys.ts SELECT {ts.format('id')}, 1 FROM range(9, 11)",
+            KeyViolation,
+            "at=",
+            name="keys.ts",
+        )
         db.sql(f"INSERT INTO keys.ts SELECT {ts.format('id')}, 1 FROM range(5, 11) ON CONFLICT (at) DO NOTHING")
         assert rows(db, "SELECT count(*), count(DISTINCT at), sum(v) FROM keys.ts") == [(20, 20, 0)]
 
@@ -226,9 +255,8 @@ def test_extra_target_conjuncts_with_by_source_clauses(db):
     refused(db, stmt.format(rows="(1, 6, 'dup')"), KeyViolation, "id=1", name="keys.w")
     # key 1 is in the source but outside the window, and not inserted: row 1 is still NOT
     # MATCHED BY SOURCE, and a clause for such rows acts on it
-    other = (
-        stmt.replace("THEN INSERT *", "AND s.v <> 'skip' THEN INSERT *")
-        .replace("AND t.day >= 10 THEN DELETE", "AND t.day < 10 THEN UPDATE SET v = 'gone'")
+    other = stmt.replace("THEN INSERT *", "AND s.v <> 'skip' THEN INSERT *").replace(
+        "AND t.day >= 10 THEN DELETE", "AND t.day < 10 THEN UPDATE SET v = 'gone'"
     )
     db.sql(other.format(rows="(1, 6, 'skip'), (4, 12, 'z')"))
     assert rows(db, "SELECT * FROM keys.w") == [(1, 5, "gone"), (3, 11, "Y"), (4, 12, "z")]
@@ -236,6 +264,8 @@ def test_extra_target_conjuncts_with_by_source_clauses(db):
 
 def test_do_update_where_reads_the_existing_row_bare(db):
     keyed(db)
-    res = db.sql("INSERT INTO keys.t VALUES (1, 5), (2, 25), (4, 40) ON CONFLICT (id) DO UPDATE SET v = excluded.v WHERE v < excluded.v")
+    res = db.sql(
+        "INSERT INTO keys.t VALUES (1, 5), (2, 25), (4, 40) ON CONFLICT (id) DO UPDATE SET v = excluded.v WHERE v < excluded.v"
+    )
     assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 1)
     assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 25), (3, 30), (4, 40)]

@@ -55,7 +55,14 @@ def test_history_time_travel_and_restore(db):
     merge(db, "maint.h", [(2, "B"), (3, "c")])  # v2
     db.sql("DELETE FROM maint.h WHERE id = 1")  # v3
     hist = db.sql("DESCRIBE HISTORY maint.h")
-    assert hist.columns == ["version", "timestamp", "operation", "operationParameters", "operationMetrics", "readVersion"]
+    assert hist.columns == [
+        "version",
+        "timestamp",
+        "operation",
+        "operationParameters",
+        "operationMetrics",
+        "readVersion",
+    ]
     got = [(r.version, r.operation, r.readVersion) for r in hist.collect()]
     assert got == [(3, "DELETE", 2), (2, "MERGE", 1), (1, "INSERT", 0), (0, "CREATE TABLE", None)]
     top = db.sql("DESCRIBE HISTORY maint.h LIMIT 1").collect()
@@ -65,7 +72,10 @@ def test_history_time_travel_and_restore(db):
     assert rows(db, "SELECT h.id FROM maint.h FOR VERSION AS OF 2 AS h WHERE h.v = 'B'") == [(2,)]
     assert rows(db, "SELECT h.id FROM maint.h VERSION AS OF 0") == []
     # a self-join of two versions: what the MERGE changed
-    changed = rows(db, "SELECT n.id, o.v, n.v FROM maint.h VERSION AS OF 2 n JOIN maint.h VERSION AS OF 1 o ON n.id = o.id WHERE n.v <> o.v")
+    changed = rows(
+        db,
+        "SELECT n.id, o.v, n.v FROM maint.h VERSION AS OF 2 n JOIN maint.h VERSION AS OF 1 o ON n.id = o.id WHERE n.v <> o.v",
+    )
     assert changed == [(2, "b", "B")]
     v2_time = [r.timestamp for r in hist.collect() if r.version == 2][0]
     assert rows(db, f"SELECT * FROM maint.h TIMESTAMP AS OF '{v2_time}'") == [(1, "a"), (2, "B"), (3, "c")]
@@ -109,7 +119,9 @@ def test_vacuum_and_restore_of_a_vacuumed_version(db):
     fresh(db, "maint.vac")
     db.sql("INSERT INTO maint.vac VALUES (1, 'a')")
     db.sql("INSERT OVERWRITE maint.vac SELECT 2, 'b'")
-    with pytest.raises(VacuumRetentionError, match=r"VACUUM maint.vac RETAIN 1 HOURS: below the table's retention of 168 hours"):
+    with pytest.raises(
+        VacuumRetentionError, match=r"VACUUM maint.vac RETAIN 1 HOURS: below the table's retention of 168 hours"
+    ):
         db.sql("VACUUM maint.vac RETAIN 1 HOURS")
     assert db.sql("VACUUM maint.vac").collect()[0].numDeletedFiles == 0  # 168 h: everything is young
     db.spark.conf.set(maintenance.RETENTION_CHECK_CONF, "false")
@@ -119,7 +131,10 @@ def test_vacuum_and_restore_of_a_vacuumed_version(db):
         assert db.sql("VACUUM maint.vac RETAIN 0 HOURS").collect()[0].numDeletedFiles == 1
     finally:
         db.spark.conf.unset(maintenance.RETENTION_CHECK_CONF)
-    with pytest.raises(FormatError, match=r"RESTORE maint.vac TO VERSION AS OF 1: version 1 can no longer be restored: its files were deleted by VACUUM"):
+    with pytest.raises(
+        FormatError,
+        match=r"RESTORE maint.vac TO VERSION AS OF 1: version 1 can no longer be restored: its files were deleted by VACUUM",
+    ):
         db.sql("RESTORE TABLE maint.vac TO VERSION AS OF 1")
     assert rows(db, "SELECT * FROM maint.vac") == [(2, "b")]
     with pytest.raises(StatementParseError, match="VACUUM maint.vac: RETAIN needs a number of hours"):
@@ -174,7 +189,9 @@ def test_hundred_merges_with_auto_compaction(tmp_path):
     them) with the auto-compaction hook after each: the tablet count stays under the bound
     and every one of the ~100 versions reads back exactly."""
     t = TabletTable.create(
-        str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]), ["id"],
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64()), ("v", pa.string())]),
+        ["id"],
         {"auto_compact": "true", "auto_compact_min_tablets": "8"},
     )
     state: dict[int, str] = {}
@@ -208,7 +225,12 @@ def test_hundred_merges_with_auto_compaction(tmp_path):
 def test_auto_compaction_gives_up_on_a_race(tmp_path, monkeypatch):
     from tablets.exceptions import ConcurrentDeleteRead
 
-    t = TabletTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), (), {"auto_compact": "true", "auto_compact_min_tablets": "2"})
+    t = TabletTable.create(
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64())]),
+        (),
+        {"auto_compact": "true", "auto_compact_min_tablets": "2"},
+    )
     t.append(pa.table({"id": [1]}))
     t.append(pa.table({"id": [2]}))
 

@@ -35,13 +35,33 @@ CASES = int(os.environ.get("TABLETS_DIFF_CASES", "120"))
 SCHEMA = pa.schema([("k", pa.int32()), ("a", pa.int32()), ("b", pa.string())])
 
 COND = {
-    "MATCHED": ["s.a > 3", "t.a < 5", "t.b IS NULL", "s.b = 'x'", "(s.a + t.a) % 2 = 0", "t.a = s.a", "s.a IS NOT NULL"],
+    "MATCHED": [
+        "s.a > 3",
+        "t.a < 5",
+        "t.b IS NULL",
+        "s.b = 'x'",
+        "(s.a + t.a) % 2 = 0",
+        "t.a = s.a",
+        "s.a IS NOT NULL",
+    ],
     "NOT MATCHED": ["s.a > 3", "s.b IS NULL", "s.b <> 'y'", "s.a % 2 = 1", "s.k IS NULL"],
     "NOT MATCHED BY SOURCE": ["t.a > 4", "t.b = 'x'", "t.b IS NULL", "t.a % 3 = 0"],
 }
 ACTIONS = {
-    "MATCHED": ["UPDATE SET a = s.a + 1", "UPDATE SET b = s.b, a = t.a", "UPDATE SET a = t.a * 2, b = concat(t.b, s.b)", "DELETE", "DO NOTHING", "UPDATE SET a = s.a, b = s.b"],
-    "NOT MATCHED": ["INSERT VALUES (s.k, s.a, s.b)", "INSERT (k, a) VALUES (s.k, s.a * 10)", "INSERT (b, k) VALUES ('new', s.k)", "DO NOTHING"],
+    "MATCHED": [
+        "UPDATE SET a = s.a + 1",
+        "UPDATE SET b = s.b, a = t.a",
+        "UPDATE SET a = t.a * 2, b = concat(t.b, s.b)",
+        "DELETE",
+        "DO NOTHING",
+        "UPDATE SET a = s.a, b = s.b",
+    ],
+    "NOT MATCHED": [
+        "INSERT VALUES (s.k, s.a, s.b)",
+        "INSERT (k, a) VALUES (s.k, s.a * 10)",
+        "INSERT (b, k) VALUES ('new', s.k)",
+        "DO NOTHING",
+    ],
     "NOT MATCHED BY SOURCE": ["UPDATE SET a = t.a - 1", "UPDATE SET b = 'gone'", "DELETE", "DO NOTHING"],
 }
 
@@ -109,8 +129,13 @@ def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=Non
         table.finish(handle, sink.finish())
     # from Arrow: a local relation, as a small model's rows are (a Python list is an RDD of
     # unknown size, which always takes the cached path)
-    src = None if source is None else spark.createDataFrame(
-        pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in source], schema=schema))
+    src = (
+        None
+        if source is None
+        else spark.createDataFrame(
+            pa.Table.from_pylist([dict(zip(schema.names, r, strict=True)) for r in source], schema=schema)
+        )
+    )
     before = table.version
     try:
         m = execute(spark, table, parse_statement(stmt), src, MergeOptions(skip_unchanged=skip_unchanged))
@@ -164,8 +189,14 @@ def test_merge_on_false_matches_duckdb(spark, tmp_path, request, case, where):
 
 
 PLAIN = {  # unconditional clauses of plain column copies: the driver classifies and writes them
-    "MATCHED": ["UPDATE SET a = s.a, b = s.b", "UPDATE SET b = s.b, a = t.a", "UPDATE SET *", "UPDATE SET a = NULL",
-                "DELETE", None],
+    "MATCHED": [
+        "UPDATE SET a = s.a, b = s.b",
+        "UPDATE SET b = s.b, a = t.a",
+        "UPDATE SET *",
+        "UPDATE SET a = NULL",
+        "DELETE",
+        None,
+    ],
     "NOT MATCHED": ["INSERT *", "INSERT (k, a) VALUES (s.k, s.a)", "INSERT VALUES (s.k, s.a, s.b)", None],
 }
 
@@ -196,8 +227,19 @@ def _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, 
 
 
 BY_SOURCE = {  # conditions the driver evaluates in Arrow (engine.arrow_eval), and actions it applies
-    "cond": ["t.a > 4", "t.b = 'x'", "t.b IS NULL", "t.a % 3 = 0", "t.a IN (1, 2, NULL)", "NOT (t.a BETWEEN 2 AND 5)",
-             "t.k + t.a > 6 OR t.b <> 'y'", "t.a <=> t.k", "t.a * -2 < -4 AND t.b IS NOT NULL", "t.k IS NULL", None],
+    "cond": [
+        "t.a > 4",
+        "t.b = 'x'",
+        "t.b IS NULL",
+        "t.a % 3 = 0",
+        "t.a IN (1, 2, NULL)",
+        "NOT (t.a BETWEEN 2 AND 5)",
+        "t.k + t.a > 6 OR t.b <> 'y'",
+        "t.a <=> t.k",
+        "t.a * -2 < -4 AND t.b IS NOT NULL",
+        "t.k IS NULL",
+        None,
+    ],
     "action": ["DELETE", "DELETE", "DO NOTHING", "UPDATE SET a = NULL", "UPDATE SET a = t.k, b = t.b"],
 }
 
@@ -213,7 +255,9 @@ def test_by_source_merges_on_the_driver_match_duckdb(spark, tmp_path, request, c
     clauses = [f"WHEN {cat} THEN {a}" for cat, actions in PLAIN.items() if (a := rng.choice(actions))]
     for i in range(n := rng.randint(1, 3)):
         cond = rng.choice(BY_SOURCE["cond"][:-1] if i < n - 1 else BY_SOURCE["cond"])
-        clauses.append(f"WHEN NOT MATCHED BY SOURCE{f' AND {cond}' if cond else ''} THEN {rng.choice(BY_SOURCE['action'])}")
+        clauses.append(
+            f"WHEN NOT MATCHED BY SOURCE{f' AND {cond}' if cond else ''} THEN {rng.choice(BY_SOURCE['action'])}"
+        )
         if cond is None:
             break
     stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses)
@@ -234,22 +278,43 @@ def test_conditional_merges_on_the_driver_match_duckdb(spark, tmp_path, request,
     queues = []
     for cat, choices in actions.items():
         n = rng.randint(0, 3)
-        queues.append([f"WHEN {cat}{'' if i == n - 1 and rng.random() < 0.4 else f' AND {rng.choice(COND[cat])}'} "
-                       f"THEN {rng.choice([a for a in choices if a] + ['DO NOTHING'])}" for i in range(n)])
+        queues.append(
+            [
+                f"WHEN {cat}{'' if i == n - 1 and rng.random() < 0.4 else f' AND {rng.choice(COND[cat])}'} "
+                f"THEN {rng.choice([a for a in choices if a] + ['DO NOTHING'])}"
+                for i in range(n)
+            ]
+        )
     clauses = []
     while any(queues):
         clauses.append(rng.choice([q for q in queues if q]).pop(0))
-    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED AND s.a > 3 THEN DELETE"])
+    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(
+        clauses or ["WHEN MATCHED AND s.a > 3 THEN DELETE"]
+    )
     metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
     # (an empty source ends the statement before any read, unless a BY SOURCE clause acts)
     assert all(m.merged_on_driver or m.noop or (m.source_rows == 0 and "BY SOURCE" not in stmt) for m in metrics), stmt
 
 
 EXPRESSIONS = {  # images with values Arrow computes as Spark does (engine.arrow_eval): no copy
-    "MATCHED": ["UPDATE SET a = s.a + t.a", "UPDATE SET a = t.a * 2 - s.a, b = 'u'", "UPDATE SET b = 'x', a = 7",
-                "UPDATE SET a = s.a % 3", "DELETE"],
-    "NOT MATCHED": ["INSERT (k, a) VALUES (s.k, s.a * 10)", "INSERT (b, k) VALUES ('new', s.k)", "INSERT VALUES (s.k, -s.a, 'i')"],
-    "NOT MATCHED BY SOURCE": ["UPDATE SET a = t.a - 1", "UPDATE SET b = 'gone'", "UPDATE SET a = t.k + 100, b = NULL", "DELETE"],
+    "MATCHED": [
+        "UPDATE SET a = s.a + t.a",
+        "UPDATE SET a = t.a * 2 - s.a, b = 'u'",
+        "UPDATE SET b = 'x', a = 7",
+        "UPDATE SET a = s.a % 3",
+        "DELETE",
+    ],
+    "NOT MATCHED": [
+        "INSERT (k, a) VALUES (s.k, s.a * 10)",
+        "INSERT (b, k) VALUES ('new', s.k)",
+        "INSERT VALUES (s.k, -s.a, 'i')",
+    ],
+    "NOT MATCHED BY SOURCE": [
+        "UPDATE SET a = t.a - 1",
+        "UPDATE SET b = 'gone'",
+        "UPDATE SET a = t.k + 100, b = NULL",
+        "DELETE",
+    ],
 }
 
 
@@ -267,15 +332,23 @@ def test_expression_images_on_the_driver_match_duckdb(spark, tmp_path, request, 
         if rng.random() < 0.7:
             cond = f" AND {rng.choice(COND[cat])}" if rng.random() < 0.3 else ""
             clauses.append(f"WHEN {cat}{cond} THEN {rng.choice(actions)}")
-    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(clauses or ["WHEN MATCHED THEN UPDATE SET a = 7"])
+    stmt = "MERGE INTO target t USING source s ON t.k = s.k " + " ".join(
+        clauses or ["WHEN MATCHED THEN UPDATE SET a = 7"]
+    )
     metrics = _driver_matches_duckdb(spark, tmp_path, request, rng, target, source, stmt, where, case)
     assert all(m.merged_on_driver or m.noop or (m.source_rows == 0 and "BY SOURCE" not in stmt) for m in metrics), stmt
 
 
 _UTC = datetime.UTC
 KEY_TYPES = {  # an order-preserving map of the integer keys onto keys of other types
-    "timestamp": (pa.timestamp("us", tz="UTC"), lambda i: datetime.datetime(2023, 11, 14, 22, tzinfo=_UTC) + datetime.timedelta(hours=i)),
-    "timestamp_ntz": (pa.timestamp("us"), lambda i: datetime.datetime(2023, 11, 14, 22) + datetime.timedelta(minutes=i)),
+    "timestamp": (
+        pa.timestamp("us", tz="UTC"),
+        lambda i: datetime.datetime(2023, 11, 14, 22, tzinfo=_UTC) + datetime.timedelta(hours=i),
+    ),
+    "timestamp_ntz": (
+        pa.timestamp("us"),
+        lambda i: datetime.datetime(2023, 11, 14, 22) + datetime.timedelta(minutes=i),
+    ),
     "date": (pa.date32(), lambda i: datetime.date(2024, 1, 1) + datetime.timedelta(days=i)),
     "decimal": (pa.decimal128(10, 2), lambda i: decimal.Decimal(i) / 4),
     "string": (pa.string(), lambda i: f"key-{i:03d}"),
@@ -304,16 +377,37 @@ def test_merges_on_keys_of_other_types_match_duckdb(spark, tmp_path, case):
     back = {key(i): i for i in range(6)}
     for plan in ("driver", "spark"):
         with settings(spark, {**conf, **({DRIVER_SCAN_CONF: "0"} if plan == "spark" else {})}):
-            got = _ours(spark, str(tmp_path / f"t_{plan}"), typed(target), [], typed(source), stmt,
-                        skip_unchanged=case % 2 == 0, schema=schema)
+            got = _ours(
+                spark,
+                str(tmp_path / f"t_{plan}"),
+                typed(target),
+                [],
+                typed(source),
+                stmt,
+                skip_unchanged=case % 2 == 0,
+                schema=schema,
+            )
         if got != "cardinality":
             got = Counter({(None if k is None else back[k], a, b): n for (k, a, b), n in got.items()})
         assert got == expected, f"{plan} plan, {kind}: {stmt}\ntarget={target}\nsource={source}"
 
 
 WHERE = [  # conjuncts the log's statistics can rule a tablet out by, and some they cannot
-    "k BETWEEN {lo} AND {hi}", "k = {lo}", "k IN ({lo}, {hi})", "k IS NULL", "k IS NOT NULL", "k >= {lo}", "k < {hi}",
-    "NOT (k IN ({lo}))", "k <> {lo}", "b = 'x'", "b IS NULL", "a > 3", "a % 2 = 0", "k > {lo} OR b = 'y'", "NOT (k BETWEEN {lo} AND {hi})",
+    "k BETWEEN {lo} AND {hi}",
+    "k = {lo}",
+    "k IN ({lo}, {hi})",
+    "k IS NULL",
+    "k IS NOT NULL",
+    "k >= {lo}",
+    "k < {hi}",
+    "NOT (k IN ({lo}))",
+    "k <> {lo}",
+    "b = 'x'",
+    "b IS NULL",
+    "a > 3",
+    "a % 2 = 0",
+    "k > {lo} OR b = 'y'",
+    "NOT (k BETWEEN {lo} AND {hi})",
 ]
 
 

@@ -31,12 +31,16 @@ def fresh(db, name, ddl, values):
 def firebolt_tables(db):
     fresh(db, "seeds.target", "a INT, b INT", None)
     db.sql("INSERT INTO seeds.target SELECT id, id % 17 FROM range(1, 101, 10)")
-    db.sql("CREATE OR REPLACE TEMP VIEW source AS SELECT CAST(id AS INT) AS a, CAST(id % 17 AS INT) AS b FROM range(1, 101, 5)")
+    db.sql(
+        "CREATE OR REPLACE TEMP VIEW source AS SELECT CAST(id AS INT) AS a, CAST(id % 17 AS INT) AS b FROM range(1, 101, 5)"
+    )
 
 
 def test_stock_daily_sales(db):
     fresh(db, "seeds.stock", "Item STRING, QtyOnHand INT", "('A', 10), ('B', 5), ('C', 3)")
-    db.sql("CREATE OR REPLACE TEMP VIEW DailySales AS SELECT * FROM VALUES ('A', 4), ('B', 5), ('D', 2) AS v(Item, QtySold)")
+    db.sql(
+        "CREATE OR REPLACE TEMP VIEW DailySales AS SELECT * FROM VALUES ('A', 4), ('B', 5), ('D', 2) AS v(Item, QtySold)"
+    )
     res = db.sql(
         """MERGE INTO seeds.stock S USING DailySales DS ON S.Item = DS.Item
            WHEN MATCHED AND (QtyOnHand - QtySold = 0) THEN DELETE
@@ -49,8 +53,12 @@ def test_stock_daily_sales(db):
 
 
 def test_hogwarts_sync(db):
-    fresh(db, "seeds.public_hogwarts_students", "id INT, full_name STRING, graduation_date DATE",
-          "(1, 'Harry Potter', DATE'1998-06-30'), (2, 'Ron Weasley', DATE'1998-06-30'), (3, 'Cedric Diggory', DATE'1995-06-30')")
+    fresh(
+        db,
+        "seeds.public_hogwarts_students",
+        "id INT, full_name STRING, graduation_date DATE",
+        "(1, 'Harry Potter', DATE'1998-06-30'), (2, 'Ron Weasley', DATE'1998-06-30'), (3, 'Cedric Diggory', DATE'1995-06-30')",
+    )
     db.sql(
         """CREATE OR REPLACE TEMP VIEW hogwarts_students AS SELECT * FROM VALUES
            (1, 'Harry Potter', DATE'1980-07-31', DATE'1998-06-30', array('DADA')),
@@ -67,16 +75,27 @@ def test_hogwarts_sync(db):
     m = res.metrics
     assert (m.rows_inserted, m.rows_updated, m.rows_deleted, m.rows_unchanged) == (1, 1, 1, 1)
     assert [r[:2] for r in rows(db, "SELECT * FROM seeds.public_hogwarts_students")] == [
-        (1, "Harry Potter"), (2, "Ronald Weasley"), (4, "Luna Lovegood")
+        (1, "Harry Potter"),
+        (2, "Ronald Weasley"),
+        (4, "Luna Lovegood"),
     ]
 
 
 def test_firebolt_example_1_inserts_6(db):
     firebolt_tables(db)
-    res = db.sql("MERGE INTO seeds.target t USING source s ON t.a = s.a WHEN NOT MATCHED AND s.b < 11 THEN INSERT VALUES (s.a, 100 * s.b)")
+    res = db.sql(
+        "MERGE INTO seeds.target t USING source s ON t.a = s.a WHEN NOT MATCHED AND s.b < 11 THEN INSERT VALUES (s.a, 100 * s.b)"
+    )
     assert res.metrics.rows_inserted == 6
     assert db.sql("SELECT count(*) FROM seeds.target").collect()[0][0] == 16
-    assert rows(db, "SELECT * FROM seeds.target WHERE a % 10 = 6") == [(6, 600), (26, 900), (36, 200), (56, 500), (76, 800), (86, 100)]
+    assert rows(db, "SELECT * FROM seeds.target WHERE a % 10 = 6") == [
+        (6, 600),
+        (26, 900),
+        (36, 200),
+        (56, 500),
+        (76, 800),
+        (86, 100),
+    ]
 
 
 def test_firebolt_example_2_do_nothing_takes_rows_out(db):
@@ -88,7 +107,13 @@ def test_firebolt_example_2_do_nothing_takes_rows_out(db):
            WHEN NOT MATCHED AND s.b >= 11 THEN INSERT VALUES (s.a, 1 + s.b)"""
     )
     assert res.metrics.rows_inserted == 5
-    assert rows(db, "SELECT * FROM seeds.target WHERE a % 10 = 6") == [(26, 900), (56, 500), (66, 16), (86, 100), (96, 12)]
+    assert rows(db, "SELECT * FROM seeds.target WHERE a % 10 = 6") == [
+        (26, 900),
+        (56, 500),
+        (66, 16),
+        (86, 100),
+        (96, 12),
+    ]
 
 
 def test_firebolt_example_3_full_sync(db):
@@ -132,7 +157,9 @@ def test_insert_on_conflict(db):
     db.sql("INSERT INTO seeds.kv VALUES (1, 'one'), (2, 'two')")
     res = db.sql("INSERT INTO seeds.kv VALUES (2, 'TWO'), (3, 'three') ON CONFLICT (id) DO NOTHING")
     assert (res.metrics.rows_inserted, res.metrics.rows_updated) == (1, 0)
-    res = db.sql("INSERT INTO seeds.kv (id, value) VALUES (1, 'uno'), (4, 'four') ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value")
+    res = db.sql(
+        "INSERT INTO seeds.kv (id, value) VALUES (1, 'uno'), (4, 'four') ON CONFLICT (id) DO UPDATE SET value = EXCLUDED.value"
+    )
     assert (res.metrics.rows_inserted, res.metrics.rows_updated) == (1, 1)
     assert rows(db, "SELECT * FROM seeds.kv") == [(1, "uno"), (2, "two"), (3, "three"), (4, "four")]
 
@@ -151,13 +178,17 @@ def test_cardinality_violation_changes_nothing(db):
     root = db.table_of("seeds.card").root
     before = TabletTable(root).version
     with pytest.raises(CardinalityViolation, match="more than once"):
-        db.sql("MERGE INTO seeds.card t USING (SELECT * FROM VALUES (1, 5), (1, 6), (3, 7) AS v(id, v)) s ON t.id = s.id "
-               "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+        db.sql(
+            "MERGE INTO seeds.card t USING (SELECT * FROM VALUES (1, 5), (1, 6), (3, 7) AS v(id, v)) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+        )
     assert TabletTable(root).version == before
     assert rows(db, "SELECT * FROM seeds.card") == [(1, 10), (2, 20)]
     # only actions that fire count: the duplicate falls to no clause here
-    res = db.sql("MERGE INTO seeds.card t USING (SELECT * FROM VALUES (1, 5), (1, 6) AS v(id, v)) s ON t.id = s.id "
-                 "WHEN MATCHED AND s.v = 5 THEN UPDATE SET v = s.v")
+    res = db.sql(
+        "MERGE INTO seeds.card t USING (SELECT * FROM VALUES (1, 5), (1, 6) AS v(id, v)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.v = 5 THEN UPDATE SET v = s.v"
+    )
     assert res.metrics.rows_updated == 1
 
 
@@ -166,8 +197,10 @@ def test_failing_expression_changes_nothing(db):
     root = db.table_of("seeds.fail").root
     before = TabletTable(root).version
     with pytest.raises(ExecutionError):
-        db.sql("MERGE INTO seeds.fail t USING (SELECT 1 AS id) s ON t.id = s.id "
-               "WHEN MATCHED THEN UPDATE SET v = CAST(raise_error('boom') AS INT) WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)")
+        db.sql(
+            "MERGE INTO seeds.fail t USING (SELECT 1 AS id) s ON t.id = s.id "
+            "WHEN MATCHED THEN UPDATE SET v = CAST(raise_error('boom') AS INT) WHEN NOT MATCHED THEN INSERT (id) VALUES (s.id)"
+        )
     assert TabletTable(root).version == before
     assert rows(db, "SELECT * FROM seeds.fail") == [(1, 10), (2, 20)]
 
@@ -177,7 +210,9 @@ def test_bad_statement_parts_are_named(db):
     with pytest.raises(MergeSpecError, match="nope"):
         db.sql("MERGE INTO seeds.bad t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET nope = 1")
     with pytest.raises(MergeSpecError, match="unreachable"):
-        db.sql("MERGE INTO seeds.bad t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN MATCHED AND s.id = 1 THEN DELETE")
+        db.sql(
+            "MERGE INTO seeds.bad t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN MATCHED AND s.id = 1 THEN DELETE"
+        )
 
 
 def test_one_dv_per_touched_tablet(db):
@@ -187,8 +222,10 @@ def test_one_dv_per_touched_tablet(db):
     table = db.table_of("seeds.many")
     n_tablets = len(table.snapshot().tablets)
     assert n_tablets >= 6
-    res = db.sql("MERGE INTO seeds.many t USING (SELECT id FROM range(0, 600, 7)) s ON t.id = s.id "
-                 "WHEN MATCHED AND s.id % 2 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET v = 1")
+    res = db.sql(
+        "MERGE INTO seeds.many t USING (SELECT id FROM range(0, 600, 7)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.id % 2 = 0 THEN DELETE WHEN MATCHED THEN UPDATE SET v = 1"
+    )
     m = res.metrics
     assert m.rows_deleted + m.rows_updated == len(range(0, 600, 7))
     actions = log.read_version(table.io, table.root, m.version)
@@ -200,8 +237,10 @@ def test_one_dv_per_touched_tablet(db):
 def test_nondeterministic_source_is_read_once(db):
     fresh(db, "seeds.nd", "id BIGINT, r DOUBLE", None)
     db.sql("INSERT INTO seeds.nd SELECT id, -1.0 FROM range(0, 2000)")
-    res = db.sql("MERGE INTO seeds.nd t USING (SELECT id, rand() AS r FROM range(0, 2000)) s ON t.id = s.id "
-                 "WHEN MATCHED AND s.r < 0.5 THEN DELETE WHEN MATCHED THEN UPDATE SET r = s.r")
+    res = db.sql(
+        "MERGE INTO seeds.nd t USING (SELECT id, rand() AS r FROM range(0, 2000)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.r < 0.5 THEN DELETE WHEN MATCHED THEN UPDATE SET r = s.r"
+    )
     m = res.metrics
     assert m.rows_deleted + m.rows_updated == 2000
     left = db.sql("SELECT count(*), min(r) FROM seeds.nd").collect()[0]

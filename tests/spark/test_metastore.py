@@ -40,8 +40,13 @@ class Child:
 
     def __init__(self, code: str, cwd, env: dict | None = None) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(code)], cwd=cwd, env={**os.environ, **(env or {})},
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [sys.executable, "-c", textwrap.dedent(code)],
+            cwd=cwd,
+            env={**os.environ, **(env or {})},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             start_new_session=True,
         )
         self.pid = self.proc.pid
@@ -67,7 +72,9 @@ class Child:
             except queue.Empty:
                 line = None
             if line is None:
-                raise AssertionError(f"no {prefix!r} from pid {self.pid}:\n{''.join(self.stdout)}\n{''.join(self.stderr)[-4000:]}")
+                raise AssertionError(
+                    f"no {prefix!r} from pid {self.pid}:\n{''.join(self.stdout)}\n{''.join(self.stderr)[-4000:]}"
+                )
             if line.startswith(prefix):
                 return line
 
@@ -173,7 +180,9 @@ def dbt_debug(tmp_path, warehouse: str) -> str:
     (project / "profiles.yml").write_text(yaml.safe_dump({"probe": {"target": "dev", "outputs": {"dev": target}}}))
     out = subprocess.run(
         [os.path.join(BIN, "dbt"), "debug", "--project-dir", str(project), "--profiles-dir", str(project)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode != 0
     return out.stdout + out.stderr
@@ -399,7 +408,7 @@ def test_an_unreachable_metastore_server_is_a_clear_error(tmp_path, children):
     code = f"""
 import tablets
 try:
-    tablets.connect(warehouse={str(tmp_path / 'wh')!r}, metastore_uri={uri!r})
+    tablets.connect(warehouse={str(tmp_path / "wh")!r}, metastore_uri={uri!r})
 except tablets.TabletsError as e:
     print("ERROR", str(e).replace(chr(10), " | "), flush=True)
 """
@@ -461,8 +470,10 @@ def test_a_parquet_directory_read_by_path_is_a_merge_source(db, tmp_path, spark)
     spark.range(2, 5).selectExpr("id", "'new' AS v").write.parquet(src)
     db.sql("CREATE TABLE by_path_target (id BIGINT, v STRING) USING tablets")
     db.sql("INSERT INTO by_path_target VALUES (1, 'a'), (2, 'b')")
-    res = db.sql(f"MERGE INTO by_path_target t USING parquet.`{src}` s ON t.id = s.id "
-                 "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+    res = db.sql(
+        f"MERGE INTO by_path_target t USING parquet.`{src}` s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+    )
     assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 2)
     assert rows(db.sql("SELECT * FROM by_path_target")) == [(1, "a"), (2, "new"), (3, "new"), (4, "new")]
     db.sql("DROP TABLE by_path_target")
@@ -484,7 +495,9 @@ def test_a_path_that_is_not_a_tablet_table_is_a_clear_error(db, tmp_path, spark)
     os.makedirs(tmp_path / "delta" / "_delta_log")
     (tmp_path / "delta" / "_delta_log" / "00000000000000000000.json").write_text("{}")
     with pytest.raises(TableNotFound, match="is a Delta table"):
-        db.sql(f"MERGE INTO tablets.`{tmp_path / 'delta'}` t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE")
+        db.sql(
+            f"MERGE INTO tablets.`{tmp_path / 'delta'}` t USING (SELECT 1 AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE"
+        )
     with pytest.raises(TabletsError, match="a table named by its path has no catalog entry"):
         p = str(tmp_path / "t")
         db.sql(f"CREATE TABLE tablets.`{p}` (id BIGINT) USING tablets")

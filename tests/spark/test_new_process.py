@@ -47,8 +47,12 @@ spark.stop()
 def run(script, cwd):
     env = dict(os.environ)
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)], cwd=cwd, env=env,
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", textwrap.dedent(script)],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout

@@ -48,8 +48,12 @@ def test_warehouse_in_a_bucket(s3_server, tmp_path):
     cwd = tmp_path / "cwd"
     cwd.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(SCRIPT.format(wh=wh))], cwd=cwd, env=dict(os.environ),
-        capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", textwrap.dedent(SCRIPT.format(wh=wh))],
+        cwd=cwd,
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = proc.stdout
@@ -91,7 +95,14 @@ def test_interleaved_merges_on_a_bucket_never_two_winners(spark, s3_server):
     spec = parse_statement("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
 
     def merge(key, value):
-        return execute(spark, table, spec, spark.createDataFrame([(key, value)], "id BIGINT, v STRING"), MergeOptions(), snapshot=read)
+        return execute(
+            spark,
+            table,
+            spec,
+            spark.createDataFrame([(key, value)], "id BIGINT, v STRING"),
+            MergeOptions(),
+            snapshot=read,
+        )
 
     merge(1, "first")
     with pytest.raises(CommitConflict):

@@ -49,8 +49,12 @@ def counts(m):
 
 def test_by_source_clauses_act_on_a_composite_key(db, plan):
     name = "one_answer.members"
-    fresh(db, name, "(org STRING, member_id INT, status STRING) USING tablets",
-          "('a',1,'on'),('a',2,'on'),('b',1,'on'),('b',2,'on')")
+    fresh(
+        db,
+        name,
+        "(org STRING, member_id INT, status STRING) USING tablets",
+        "('a',1,'on'),('a',2,'on'),('b',1,'on'),('b',2,'on')",
+    )
     m = db.sql(f"""MERGE INTO {name} AS t
         USING (SELECT * FROM VALUES ('a',1,'vip'),('b',2,'on'),('c',9,'on') AS v(org, member_id, status)) AS s
         ON t.org = s.org AND t.member_id = s.member_id
@@ -74,8 +78,12 @@ def test_a_composite_key_pairs_as_a_tuple(db, plan):
 
 def test_rows_after_an_empty_tablet_are_kept(db, plan):
     name = "one_answer.c1"
-    fresh(db, name, "(k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
-          "(1,1),(2,2),(3,3),(4,4),(5,5),(6,6)")
+    fresh(
+        db,
+        name,
+        "(k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
+        "(1,1),(2,2),(3,3),(4,4),(5,5),(6,6)",
+    )
     m = db.sql(f"""MERGE INTO {name} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k
         WHEN MATCHED AND coalesce(s.v,0) > 0 THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *""").metrics
     assert counts(m) == (1, 2, 0)
@@ -90,7 +98,11 @@ def test_a_nan_key_is_not_pruned_away(db, plan):
     assert counts(m) == (1, 1, 0)
     got = rows(db, name)
     nan = [r for r in got if math.isnan(r[0])]
-    assert nan == [(nan[0][0], 20)] and sorted(r for r in got if not math.isnan(r[0])) == [(1.0, 1), (5.0, 10), (7.0, 3)]
+    assert nan == [(nan[0][0], 20)] and sorted(r for r in got if not math.isnan(r[0])) == [
+        (1.0, 1),
+        (5.0, 10),
+        (7.0, 3),
+    ]
 
 
 def test_a_nan_key_only_tablet_is_not_pruned_away(db, plan):
@@ -122,8 +134,12 @@ def test_a_nan_literal_does_not_prune(db, plan):
 @pytest.mark.parametrize("setting", ["arrowEval", "pruneTablets", "skipNoop", "skipSameSource"])
 def test_each_shortcut_turned_off_gives_the_same_rows(db, spark, setting):
     name = f"one_answer.switch_{setting.lower()}"
-    fresh(db, name, "(k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
-          "(1,1),(2,2),(3,3),(4,4),(5,5),(6,6)")
+    fresh(
+        db,
+        name,
+        "(k INT, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='2')",
+        "(1,1),(2,2),(3,3),(4,4),(5,5),(6,6)",
+    )
     merge = f"""MERGE INTO {name} t USING (SELECT * FROM VALUES (1,10),(5,50),(9,90) AS v(k,v)) s ON t.k = s.k
         WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"""
     spark.conf.set(f"spark.tablets.merge.{setting}", "off")

@@ -21,24 +21,34 @@ from tablets.storage.tablet import ROW_ID, row_id_tag
 
 pytestmark = pytest.mark.spark
 
-SCHEMA = pa.schema([
-    ("id", pa.int64()), ("k", pa.int32()), ("s", pa.string()), ("d", pa.date32()),
-    ("m", pa.decimal128(8, 2)), ("x", pa.float64()), ("f", pa.bool_()),
-])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("k", pa.int32()),
+        ("s", pa.string()),
+        ("d", pa.date32()),
+        ("m", pa.decimal128(8, 2)),
+        ("x", pa.float64()),
+        ("f", pa.bool_()),
+    ]
+)
 D0 = dt.date(2021, 1, 1)
 
 
 def _part(lo: int, hi: int) -> pa.Table:
     ids = list(range(lo, hi))
-    return pa.table({
-        "id": ids,
-        "k": [None if i % 11 == 0 else i % 7 for i in ids],
-        "s": [None if i % 13 == 0 else f"{'ab'[i % 2]}{i:04d}" for i in ids],
-        "d": [D0 + dt.timedelta(days=i // 10) for i in ids],
-        "m": [decimal.Decimal(i) / 4 for i in ids],
-        "x": [float("nan") if i % 17 == 0 else i / 8 for i in ids],
-        "f": [None if i % 5 == 0 else i % 3 == 0 for i in ids],
-    }, schema=SCHEMA)
+    return pa.table(
+        {
+            "id": ids,
+            "k": [None if i % 11 == 0 else i % 7 for i in ids],
+            "s": [None if i % 13 == 0 else f"{'ab'[i % 2]}{i:04d}" for i in ids],
+            "d": [D0 + dt.timedelta(days=i // 10) for i in ids],
+            "m": [decimal.Decimal(i) / 4 for i in ids],
+            "x": [float("nan") if i % 17 == 0 else i / 8 for i in ids],
+            "f": [None if i % 5 == 0 else i % 3 == 0 for i in ids],
+        },
+        schema=SCHEMA,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,13 +89,36 @@ def rows(df):
 
 
 FILTERS = [
-    "id BETWEEN 120 AND 130", "id >= 395", "150 > id", "id = 50", "id <> 7 AND id < 20",
-    "id IN (1, 99, 250, 399)", "NOT id IN (1, 2, 3) AND id < 10", "id IN (3, NULL)", "NOT id IN (3, NULL)",
-    "k IS NULL", "k <=> 3 AND id < 50", "NOT (k = 3)", "k = 3 OR s = 'a0100'",
-    "s = 'b0201'", "s LIKE 'a01%'", "s LIKE '%99'", "s > 'b0390'", "s IS NULL",
-    "d >= DATE'2021-01-30' AND d < '2021-02-02'", "d BETWEEN '2021-01-11' AND '2021-01-12'",
-    "m = 25.25", "m > 99", "x > 49", "x = double('NaN')", "NOT f", "f IS NULL",
-    "c = 3", "c IS NULL", "NOT (c = 1)", "c IN (0, 7)",
+    "id BETWEEN 120 AND 130",
+    "id >= 395",
+    "150 > id",
+    "id = 50",
+    "id <> 7 AND id < 20",
+    "id IN (1, 99, 250, 399)",
+    "NOT id IN (1, 2, 3) AND id < 10",
+    "id IN (3, NULL)",
+    "NOT id IN (3, NULL)",
+    "k IS NULL",
+    "k <=> 3 AND id < 50",
+    "NOT (k = 3)",
+    "k = 3 OR s = 'a0100'",
+    "s = 'b0201'",
+    "s LIKE 'a01%'",
+    "s LIKE '%99'",
+    "s > 'b0390'",
+    "s IS NULL",
+    "d >= DATE'2021-01-30' AND d < '2021-02-02'",
+    "d BETWEEN '2021-01-11' AND '2021-01-12'",
+    "m = 25.25",
+    "m > 99",
+    "x > 49",
+    "x = double('NaN')",
+    "NOT f",
+    "f IS NULL",
+    "c = 3",
+    "c IS NULL",
+    "NOT (c = 1)",
+    "c IN (0, 7)",
 ]
 
 
@@ -218,7 +251,9 @@ def test_damaged_tablet(db, spark, case):
 def _three_copies(db, name: str, add) -> None:  # noqa: ANN001
     """``rd.<name>``: three copies of the same 100 rows and 40 of them, each with other deletions."""
     db.sql(f"DROP TABLE IF EXISTS rd.{name}")
-    db.sql(f"CREATE TABLE rd.{name} (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    db.sql(
+        f"CREATE TABLE rd.{name} (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets"
+    )
     t = db.table_of(f"rd.{name}")
     for n, part in enumerate((_part(0, 100), _part(0, 100), _part(0, 100), _part(0, 40))):
         add(t, part, n)
@@ -276,7 +311,9 @@ def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, se
 
     rng = random.Random(seed)
     db.sql("DROP TABLE IF EXISTS rd.rand")
-    db.sql("CREATE TABLE rd.rand (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    db.sql(
+        "CREATE TABLE rd.rand (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets"
+    )
     t = db.table_of("rd.rand")
     for _ in range(rng.randint(2, 6)):
         lo = rng.choice([0, 0, rng.randrange(1000)])
@@ -289,7 +326,9 @@ def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, se
             sink.delete([st.tablet_id] * len(rows), rows)
     t.finish(h, sink.finish())
     want = sorted(t.read().select(["id", "s"]).to_pylist(), key=lambda r: (r["id"], r["s"] or ""))
-    got = sorted((r.asDict() for r in db.sql("SELECT id, s FROM rd.rand").collect()), key=lambda r: (r["id"], r["s"] or ""))
+    got = sorted(
+        (r.asDict() for r in db.sql("SELECT id, s FROM rd.rand").collect()), key=lambda r: (r["id"], r["s"] or "")
+    )
     assert reads.last_report().tables  # (the front door read it, not the Python source)
     assert got == want
     some = sorted(r["id"] for r in want if r["id"] % 3 == 0)
@@ -304,7 +343,8 @@ def test_the_querys_own_conditions_come_before_the_deletion_vectors(db):
     dv = plan.index("bit_get")
     assert plan.index("(k#") < dv and plan.index("(s#") < dv and plan.index("x#") > dv, plan
     assert sorted(r[0] for r in df.collect()) == sorted(
-        r[0] for r in db.sql("SELECT id FROM rd.plain WHERE k = 3 AND s >= 'a' AND x > 1").collect())
+        r[0] for r in db.sql("SELECT id FROM rd.plain WHERE k = 3 AND s >= 'a' AND x > 1").collect()
+    )
 
 
 def test_deleted_rows_never_meet_a_condition_that_could_fail_on_them(db, spark):
@@ -334,12 +374,21 @@ def test_the_deletion_vectors_words_are_one_packed_literal(db, spark):
     import numpy as np
     from tablets.spark.read_frames import long_array
 
-    for values in (np.array([0, 1, -1, 2**63 - 1, -(2**63), 12345678901234], np.int64),
-                   np.arange(1, 131, dtype=np.int64) * -(2**40), np.array([5], np.int64)):
-        row = spark.range(1).select(long_array(spark, values).alias("a"), long_array(spark, values)[len(values) - 1]).first()
+    for values in (
+        np.array([0, 1, -1, 2**63 - 1, -(2**63), 12345678901234], np.int64),
+        np.arange(1, 131, dtype=np.int64) * -(2**40),
+        np.array([5], np.int64),
+    ):
+        row = (
+            spark.range(1)
+            .select(long_array(spark, values).alias("a"), long_array(spark, values)[len(values) - 1])
+            .first()
+        )
         assert row[0] == values.tolist() and row[1] == values[-1]
     db.sql("DROP TABLE IF EXISTS rd.packed")
-    db.sql("CREATE TABLE rd.packed (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets")
+    db.sql(
+        "CREATE TABLE rd.packed (id BIGINT, k INT, s STRING, d DATE, m DECIMAL(8,2), x DOUBLE, f BOOLEAN) USING tablets"
+    )
     t = db.table_of("rd.packed")
     t.append(_part(0, 300))
     (tid,) = t.snapshot().tablets
@@ -420,8 +469,14 @@ def test_plain_spark_sql_skips_tablets_by_timestamps(db, spark):
     day = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
     for n in range(3):
         ids = list(range(n * 24, (n + 1) * 24))
-        t.append(pa.table({"id": pa.array(ids, pa.int64()),
-                           "ts": pa.array([day + dt.timedelta(hours=i) for i in ids], pa.timestamp("us", "UTC"))}))
+        t.append(
+            pa.table(
+                {
+                    "id": pa.array(ids, pa.int64()),
+                    "ts": pa.array([day + dt.timedelta(hours=i) for i in ids], pa.timestamp("us", "UTC")),
+                }
+            )
+        )
     cases = {
         "ts >= '2026-11-02 00:00:00+00:00' AND ts < '2026-11-03 00:00:00+00:00'": 1,
         "ts >= TIMESTAMP'2026-11-02 12:00:00+00:00'": 2,
@@ -501,8 +556,10 @@ def test_a_merge_whose_source_reads_its_target_natively_knows_it(db, spark):
     assert not _reads_target(SimpleNamespace(spark=spark, table=db.table_of("rd.other")), src)
     # and the statement, end to end
     db.sql("INSERT INTO rd.other VALUES (1)")
-    db.sql("MERGE INTO rd.other o USING (SELECT max(id) AS id FROM rd.t) s ON o.id = s.id "
-           "WHEN NOT MATCHED THEN INSERT VALUES (s.id)")
+    db.sql(
+        "MERGE INTO rd.other o USING (SELECT max(id) AS id FROM rd.t) s ON o.id = s.id "
+        "WHEN NOT MATCHED THEN INSERT VALUES (s.id)"
+    )
     assert rows(spark.sql("SELECT id FROM rd.other")) == [(1,), (399,)]
 
 
@@ -510,7 +567,10 @@ def test_plain_spark_sql_from_several_threads(db, spark):
     """dbt's threads: reads planned at once, each served by its own callback into this process."""
     from concurrent.futures import ThreadPoolExecutor
 
-    want = {lo: rows(spark.table("rd.plain").filter(f"id BETWEEN {lo} AND {lo + 30}").select("id", "s")) for lo in range(0, 400, 40)}
+    want = {
+        lo: rows(spark.table("rd.plain").filter(f"id BETWEEN {lo} AND {lo + 30}").select("id", "s"))
+        for lo in range(0, 400, 40)
+    }
 
     def read(lo):
         df = spark.sql(f"SELECT id, s FROM rd.t WHERE id BETWEEN {lo} AND {lo + 30}")

@@ -56,7 +56,12 @@ def test_the_same_rows_again_read_no_tablet(db, spark):
         for i in range(2):
             jobs = spark_jobs(spark, lambda: results.append(merge(db, "rerun.same", SOURCE)))
             m = results[i]
-            assert m.same_source and (m.version, m.rows_unchanged, m.rows_affected, m.bytes_written) == (None, 100, 0, 0)
+            assert m.same_source and (m.version, m.rows_unchanged, m.rows_affected, m.bytes_written) == (
+                None,
+                100,
+                0,
+                0,
+            )
             assert m.tablets_scanned == 0 and "same_source" in m.timings_ms
             assert len(jobs) <= 2, jobs  # the source's own
     finally:
@@ -65,12 +70,25 @@ def test_the_same_rows_again_read_no_tablet(db, spark):
     assert table.version == version and rows(db, "rerun.same") == after
 
 
-@pytest.mark.parametrize("clauses, source, expected, affected", [
-    ("WHEN MATCHED THEN UPDATE SET v = t.v + s.v", "SELECT 5L AS id, 1L AS v", [(5, 52, "5")], 1),
-    ("WHEN MATCHED AND s.v > t.v THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
-     "SELECT 5L AS id, 100L AS v, 'x' AS s", [(5, 100, "x")], 0),
-    ("WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *", "SELECT 5L AS id, 7L AS v, 'x' AS s", [(5, 7, "x")], 1),
-], ids=["accumulates", "conditional", "deletes-then-inserts"])
+@pytest.mark.parametrize(
+    "clauses, source, expected, affected",
+    [
+        ("WHEN MATCHED THEN UPDATE SET v = t.v + s.v", "SELECT 5L AS id, 1L AS v", [(5, 52, "5")], 1),
+        (
+            "WHEN MATCHED AND s.v > t.v THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+            "SELECT 5L AS id, 100L AS v, 'x' AS s",
+            [(5, 100, "x")],
+            0,
+        ),
+        (
+            "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT *",
+            "SELECT 5L AS id, 7L AS v, 'x' AS s",
+            [(5, 7, "x")],
+            1,
+        ),
+    ],
+    ids=["accumulates", "conditional", "deletes-then-inserts"],
+)
 def test_statements_not_idempotent_run_again(db, clauses, source, expected, affected):
     fresh(db, "rerun.again", 10)
     merge(db, "rerun.again", source, clauses)

@@ -34,12 +34,19 @@ def test_changes_of_each_statement(db):
         "MERGE INTO chg.t t USING (SELECT * FROM VALUES (3, 'C'), (4, 'd') AS s(id, v)) s ON t.id = s.id "
         "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
     )  # v4
-    assert got(db.sql("SELECT * FROM table_changes('chg.t', 1)")) == sorted([
-        (1, "a", "insert", 1), (2, "b", "insert", 1), (3, "c", "insert", 1),
-        (2, "b", "update_preimage", 2), (2, "B", "update_postimage", 2),
-        (1, "a", "delete", 3),
-        (3, "c", "update_preimage", 4), (3, "C", "update_postimage", 4), (4, "d", "insert", 4),
-    ])
+    assert got(db.sql("SELECT * FROM table_changes('chg.t', 1)")) == sorted(
+        [
+            (1, "a", "insert", 1),
+            (2, "b", "insert", 1),
+            (3, "c", "insert", 1),
+            (2, "b", "update_preimage", 2),
+            (2, "B", "update_postimage", 2),
+            (1, "a", "delete", 3),
+            (3, "c", "update_preimage", 4),
+            (3, "C", "update_postimage", 4),
+            (4, "d", "insert", 4),
+        ]
+    )
     # an end version; a WHERE and an alias on the call; the Python API
     q = "SELECT c.id, c._change_type FROM table_changes('chg.t', 2, 3) AS c WHERE c._change_type <> 'update_preimage'"
     assert sorted(tuple(r) for r in db.sql(q).collect()) == [(1, "delete"), (2, "update_postimage")]
@@ -58,12 +65,20 @@ def test_changes_of_each_statement(db):
     assert (1, None, "insert") in rows and (5, 50, "insert") in rows  # older rows read the new column as NULL
 
     db.sql("RESTORE TABLE chg.t TO VERSION AS OF 3")  # v8: back to 2, 3; 4 and 5 deleted, 3 back to 'c'
-    assert got(db.table_changes("chg.t", 8)) == sorted([
-        (3, "C", "update_preimage", 8), (3, "c", "update_postimage", 8), (4, "d", "delete", 8), (5, "e", "delete", 8),
-    ])
+    assert got(db.table_changes("chg.t", 8)) == sorted(
+        [
+            (3, "C", "update_preimage", 8),
+            (3, "c", "update_postimage", 8),
+            (4, "d", "delete", 8),
+            (5, "e", "delete", 8),
+        ]
+    )
     # timestamps as strings: the whole range
     first = db.sql("DESCRIBE HISTORY chg.t").collect()[-1].timestamp
-    assert db.sql(f"SELECT count(*) FROM table_changes('chg.t', '{first}')").collect()[0][0] == db.table_changes("chg.t", 0).count()
+    assert (
+        db.sql(f"SELECT count(*) FROM table_changes('chg.t', '{first}')").collect()[0][0]
+        == db.table_changes("chg.t", 0).count()
+    )
 
 
 def test_keyless_table_has_only_deletes_and_inserts(db):
@@ -79,7 +94,9 @@ def test_changes_feed_a_merge_and_a_ctas(db):
     db.sql("DROP TABLE IF EXISTS chg.copy")
     db.sql("CREATE TABLE chg.src (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
     db.sql("INSERT INTO chg.src VALUES (1, 'a'), (2, 'b')")
-    db.sql("CREATE TABLE chg.copy USING tablets AS SELECT id, v FROM table_changes('chg.src', 1) WHERE _change_type = 'insert'")
+    db.sql(
+        "CREATE TABLE chg.copy USING tablets AS SELECT id, v FROM table_changes('chg.src', 1) WHERE _change_type = 'insert'"
+    )
     db.sql("UPDATE chg.src SET v = 'B' WHERE id = 2")
     db.sql(
         "MERGE INTO chg.copy t USING (SELECT id, v FROM table_changes('chg.src', 2) WHERE _change_type = 'update_postimage') s "

@@ -23,7 +23,9 @@ def db(spark):
 @pytest.fixture
 def table(db):
     db.sql("DROP TABLE IF EXISTS meta.t")
-    db.sql("CREATE TABLE meta.t (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id', 'team' = 'crm')")
+    db.sql(
+        "CREATE TABLE meta.t (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id', 'team' = 'crm')"
+    )
     db.sql("INSERT INTO meta.t VALUES (1, 'a'), (2, 'b')")
     return "meta.t"
 
@@ -33,7 +35,7 @@ def rows(db, sql):
 
 
 def details(described):
-    return {r[0]: r[1] for r in described[described.index(("# Detailed Table Information", "", "")) + 1:]}
+    return {r[0]: r[1] for r in described[described.index(("# Detailed Table Information", "", "")) + 1 :]}
 
 
 def test_describe_extended_is_laid_out_like_a_parquet_table(db, table):
@@ -51,9 +53,16 @@ def test_describe_extended_is_laid_out_like_a_parquet_table(db, table):
     ours = db.sql("DESCRIBE EXTENDED meta.t")
     assert ours.columns == parquet.columns == ["col_name", "data_type", "comment"]
     spark_rows, our_rows = [tuple(r) for r in parquet.collect()], [tuple(r) for r in ours.collect()]
-    assert our_rows[:4] == spark_rows[:4] == [
-        ("id", "bigint", "the key"), ("v", "string", None), ("", "", ""), ("# Detailed Table Information", "", ""),
-    ]
+    assert (
+        our_rows[:4]
+        == spark_rows[:4]
+        == [
+            ("id", "bigint", "the key"),
+            ("v", "string", None),
+            ("", "", ""),
+            ("# Detailed Table Information", "", ""),
+        ]
+    )
     theirs, mine = details(spark_rows), details(our_rows)
     assert list(mine) == [k for k in theirs if k not in PARQUET_ONLY]  # the same rows, in the same order
     for same in ("Catalog", "Database", "Owner", "Created By", "Type", "Comment", "Last Access"):
@@ -137,15 +146,19 @@ def test_create_or_replace_is_one_commit(db, table, spark):
     was, and after a replace the old versions stay readable (time travel)."""
     t = db.table_of(table)
     before = t.version
-    failing = "CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT id, assert_true(id < 2, 'boom') AS ok FROM range(5)"
+    failing = (
+        "CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT id, assert_true(id < 2, 'boom') AS ok FROM range(5)"
+    )
     with pytest.raises(TabletsError, match="boom") as err:
         db.sql(failing)
     assert "\tat " not in str(err.value)  # no Java stack trace
     assert t.version == before and sorted(db.sql("SELECT id, v FROM meta.t").collect()) == [(1, "a"), (2, "b")]
     assert [c.name for c in spark.catalog.listColumns("meta.t")] == ["id", "v"]
 
-    db.sql("CREATE OR REPLACE TABLE meta.t USING tablets TBLPROPERTIES ('key_columns' = 'k') "
-           "AS SELECT CAST(id AS INT) AS k, 'x' AS w FROM range(3)")
+    db.sql(
+        "CREATE OR REPLACE TABLE meta.t USING tablets TBLPROPERTIES ('key_columns' = 'k') "
+        "AS SELECT CAST(id AS INT) AS k, 'x' AS w FROM range(3)"
+    )
     meta = t.snapshot().metadata
     assert t.version == before + 1 and t.root == db.table_of(table).root
     assert meta.column_names == ("k", "w") and meta.key_columns == ("k",) and meta.property("team") is None
@@ -156,7 +169,9 @@ def test_create_or_replace_is_one_commit(db, table, spark):
     old = sorted(tuple(r) for r in db.sql(f"SELECT * FROM meta.t VERSION AS OF {before}").collect())
     assert old == [(1, "a"), (2, "b")]
 
-    db.sql("CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT k + 10 AS k, w FROM meta.t")  # reads what it replaces
+    db.sql(
+        "CREATE OR REPLACE TABLE meta.t USING tablets AS SELECT k + 10 AS k, w FROM meta.t"
+    )  # reads what it replaces
     assert sorted(tuple(r) for r in db.sql("SELECT * FROM meta.t").collect()) == [(10, "x"), (11, "x"), (12, "x")]
     db.sql("CREATE OR REPLACE TABLE meta.t (a STRING) USING tablets")
     assert db.sql("SELECT * FROM meta.t").collect() == [] and t.version == before + 3

@@ -49,9 +49,11 @@ def test_merges_on_the_spark_plan_race_a_vacuum_process(spark):
         with settings(spark, {DRIVER_SCAN_CONF: "0"}):
             for i in range(MERGES):
                 try:
-                    db.sql(f"MERGE INTO vrace.t t USING (SELECT {i * 10} AS id, {i + 1} AS v UNION ALL "
-                           f"SELECT {1000 + i}, {i + 1}) s ON t.id = s.id "
-                           "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *")
+                    db.sql(
+                        f"MERGE INTO vrace.t t USING (SELECT {i * 10} AS id, {i + 1} AS v UNION ALL "
+                        f"SELECT {1000 + i}, {i + 1}) s ON t.id = s.id "
+                        "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *"
+                    )
                     committed.append(i)
                 except VacuumConflict:
                     refused += 1
@@ -74,5 +76,7 @@ def test_merges_on_the_spark_plan_race_a_vacuum_process(spark):
         want[i * 10] = i + 1
         want[1000 + i] = i + 1
     assert rows == want
-    print(f"{len(committed)} committed, {refused} VacuumConflict after retries, {count.value} vacuums, "
-          f"{time.time() - t0:.0f} s")
+    print(
+        f"{len(committed)} committed, {refused} VacuumConflict after retries, {count.value} vacuums, "
+        f"{time.time() - t0:.0f} s"
+    )

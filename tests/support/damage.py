@@ -184,7 +184,11 @@ def damage_checkpoint(t: TabletTable, case: str, hint_follows: bool = False) -> 
     with_dv = {json.loads(x)["set_dv"]["tablet_id"] for x in lines if x.startswith(b'{"set_dv"')}
 
     def adds_without_dv() -> list[int]:
-        return [i for i, x in enumerate(lines) if x.startswith(b'{"add_tablet"') and json.loads(x)["add_tablet"]["tablet_id"] not in with_dv]
+        return [
+            i
+            for i, x in enumerate(lines)
+            if x.startswith(b'{"add_tablet"') and json.loads(x)["add_tablet"]["tablet_id"] not in with_dv
+        ]
 
     if case == "truncated":
         body = good[: len(good) * 2 // 3]
@@ -192,10 +196,10 @@ def damage_checkpoint(t: TabletTable, case: str, hint_follows: bool = False) -> 
         body = b"".join(lines[:-1])
     elif case == "missing_add":
         i = adds_without_dv()[-1]
-        body = b"".join(lines[:i] + lines[i + 1:])
+        body = b"".join(lines[:i] + lines[i + 1 :])
     elif case == "missing_dv":
         i = next(i for i, x in enumerate(lines) if x.startswith(b'{"set_dv"'))
-        body = b"".join(lines[:i] + lines[i + 1:])
+        body = b"".join(lines[:i] + lines[i + 1 :])
     elif case == "stale":
         body = checkpoint.encode(t.snapshot(CHECKPOINT_VERSION - 1))
     elif case == "stale_forged":
@@ -207,7 +211,7 @@ def damage_checkpoint(t: TabletTable, case: str, hint_follows: bool = False) -> 
         body = json.dumps(head, separators=(",", ":"), sort_keys=True).encode() + b"\n" + rest
     elif case == "headerless_missing_add":
         i = adds_without_dv()[-1]
-        body = b"".join(lines[1:i] + lines[i + 1:])
+        body = b"".join(lines[1:i] + lines[i + 1 :])
     elif case == "garbage":
         body = b'{"metadata": nonsense\n\x00\x01 not a checkpoint\n'
     elif case == "not_utf8":

@@ -84,8 +84,10 @@ def assert_delta_agrees(db_or_path, table: str | None = None, versions=None) -> 
     history = [h.version for h in store.history()]
     theirs = sorted(h["version"] for h in DeltaTable(root, storage_options=storage_options(root)).history())
     assert theirs == history, f"delta-rs history {theirs} != tablets history {history}"
-    for v in (history if versions is None else versions):
+    for v in history if versions is None else versions:
         ours = _rows(store.read(v))
         got = _rows(delta_read(root, v))
         assert got[0] == ours[0], f"version {v}: delta-rs columns {got[0]}, tablets {ours[0]}"
-        assert got[1] == ours[1], f"version {v}: delta-rs rows {sorted(got[1].items(), key=repr)[:10]} != tablets {sorted(ours[1].items(), key=repr)[:10]}"
+        assert got[1] == ours[1], (
+            f"version {v}: delta-rs rows {sorted(got[1].items(), key=repr)[:10]} != tablets {sorted(ours[1].items(), key=repr)[:10]}"
+        )

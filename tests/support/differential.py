@@ -38,8 +38,13 @@ PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
 # other shortcut on, with every shortcut off (the long way), or the driver plan with one of its
 # shortcuts off. Each is held to DuckDB and to the first table (the session's defaults).
-ALL_OFF = {DRIVER_SCAN_CONF: "0", ARROW_EVAL_CONF: "false", PRUNE_CONF: "false", RERUN_CONF: "false",
-           SKIP_NOOP_CONF: "false"}
+ALL_OFF = {
+    DRIVER_SCAN_CONF: "0",
+    ARROW_EVAL_CONF: "false",
+    PRUNE_CONF: "false",
+    RERUN_CONF: "false",
+    SKIP_NOOP_CONF: "false",
+}
 SECOND = (
     ("spark", PLANS["spark"]),
     ("spark, all shortcuts off", ALL_OFF),
@@ -53,6 +58,8 @@ SECOND = (
 def second_plan(case: Case) -> tuple[str, dict[str, str]]:
     """The configuration of a case's second table: its name (for the tally) and settings."""
     return SECOND[case.seed % len(SECOND)]
+
+
 _names = itertools.count()
 
 
@@ -182,8 +189,10 @@ class Mirror:
         on = " AND ".join(f"t.{k} = s.{k}" for k in step.keys)
         upd = (" WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{c} = s.{c}" for c, _ in step.sets)) if step.sets else ""
         src = values_query(list(step.cols), kept, True)
-        return (f"MERGE INTO tt t USING ({src}) s ON {on}{upd} WHEN NOT MATCHED THEN INSERT VALUES "
-                f"({', '.join('s.' + n for n in names)}) RETURNING merge_action")
+        return (
+            f"MERGE INTO tt t USING ({src}) s ON {on}{upd} WHEN NOT MATCHED THEN INSERT VALUES "
+            f"({', '.join('s.' + n for n in names)}) RETURNING merge_action"
+        )
 
 
 def _canon_value(v):
@@ -251,7 +260,9 @@ class PlanRun:
         with settings(self.db.spark, self.conf):
             for names, versions in groups.items():
                 cols = ", ".join(names)
-                sql = " UNION ALL ".join(f"SELECT {v} AS v__, {cols} FROM {self.name} VERSION AS OF {v}" for v in versions)
+                sql = " UNION ALL ".join(
+                    f"SELECT {v} AS v__, {cols} FROM {self.name} VERSION AS OF {v}" for v in versions
+                )
                 try:
                     got = self.db.sql(sql).toArrow()
                 except Exception as e:  # noqa: BLE001
@@ -292,9 +303,13 @@ class Tally:
             m = o.metrics
             if m is None:
                 continue
-            for flag, on in (("merged on driver", m.merged_on_driver), ("read on driver", m.tablets_read_on_driver > 0),
-                             ("tablets pruned", m.tablets_pruned > 0), ("re-run (same_source)", m.same_source),
-                             ("no-op", m.noop)):
+            for flag, on in (
+                ("merged on driver", m.merged_on_driver),
+                ("read on driver", m.tablets_read_on_driver > 0),
+                ("tablets pruned", m.tablets_pruned > 0),
+                ("re-run (same_source)", m.same_source),
+                ("no-op", m.noop),
+            ):
                 if on:
                     self.paths[f"{plan}: {flag}"] += 1
 
@@ -307,7 +322,9 @@ class Tally:
         lines += ["refused:"] + [f"  {n:5d}  {k}" for k, n in sorted(self.refusals.items())]
         lines += ["seconds:"] + [f"  {n:7.1f}  {k}" for k, n in sorted(self.seconds.items())]
         if self.oracle_skips:
-            lines += ["DuckDB could not run (the product's rows taken):"] + [f"  {n:5d}  {k}" for k, n in self.oracle_skips.most_common(10)]
+            lines += ["DuckDB could not run (the product's rows taken):"] + [
+                f"  {n:5d}  {k}" for k, n in self.oracle_skips.most_common(10)
+            ]
         return "\n".join(lines)
 
 
@@ -396,7 +413,12 @@ def _compare(i: int, step: Step, want: Outcome, outs: dict[str, Outcome]) -> Fai
     if want.error and want.error.startswith("oracle"):
         if d.error == s.error and d.rows == s.rows:
             return "oracle"  # the plans agree; DuckDB has no answer
-        return Failure("error" if d.error != s.error else "rows", "both", i, f"DuckDB: {want.error}; driver {d.error}, spark {s.error}")
+        return Failure(
+            "error" if d.error != s.error else "rows",
+            "both",
+            i,
+            f"DuckDB: {want.error}; driver {d.error}, spark {s.error}",
+        )
     for p, o in outs.items():
         if o.error != want.error:
             return Failure("error", p, i, f"expected {want.error or 'success'}, got {o.error or 'success'}")
@@ -404,12 +426,19 @@ def _compare(i: int, step: Step, want: Outcome, outs: dict[str, Outcome]) -> Fai
             return Failure("rows", p, i, f"columns {o.names} vs {want.names}: {_diff(want.rows, o.rows)}")
     if not want.error and step.kind not in ("OPTIMIZE", "RESTORE", "ADD", "DROP"):
         if d.counts != s.counts:
-            return Failure("counts", "driver vs spark", i, f"driver {d.counts}, spark {s.counts} (inserted, updated+unchanged, deleted)")
+            return Failure(
+                "counts",
+                "driver vs spark",
+                i,
+                f"driver {d.counts}, spark {s.counts} (inserted, updated+unchanged, deleted)",
+            )
         same = any(o.metrics is not None and o.metrics.same_source for o in outs.values())
         if want.counts is not None and not same:
             for p, o in outs.items():
                 if o.counts != want.counts:
-                    return Failure("counts", p, i, f"DuckDB {want.counts}, {p} {o.counts} (inserted, updated+unchanged, deleted)")
+                    return Failure(
+                        "counts", p, i, f"DuckDB {want.counts}, {p} {o.counts} (inserted, updated+unchanged, deleted)"
+                    )
     return None
 
 
@@ -429,17 +458,20 @@ def _drop_step(case: Case, j: int) -> Case:
 
 def _step_variants(st: Step):
     for i in range(len(st.rows)):
-        yield replace(st, rows=st.rows[:i] + st.rows[i + 1:])
+        yield replace(st, rows=st.rows[:i] + st.rows[i + 1 :])
     if len(st.clauses) > 1:
         for i in range(len(st.clauses)):
-            yield replace(st, clauses=st.clauses[:i] + st.clauses[i + 1:])
+            yield replace(st, clauses=st.clauses[:i] + st.clauses[i + 1 :])
     for i, c in enumerate(st.clauses):
         if c.cond is not None:
-            yield replace(st, clauses=st.clauses[:i] + (replace(c, cond=None),) + st.clauses[i + 1:])
+            yield replace(st, clauses=st.clauses[:i] + (replace(c, cond=None),) + st.clauses[i + 1 :])
         if c.action in ("UPDATE", "INSERT") and len(c.sets) > 1:
             for j in range(len(c.sets)):
                 if c.action == "UPDATE" or c.sets[j][0] not in dict(st.on):
-                    yield replace(st, clauses=st.clauses[:i] + (replace(c, sets=c.sets[:j] + c.sets[j + 1:]),) + st.clauses[i + 1:])
+                    yield replace(
+                        st,
+                        clauses=st.clauses[:i] + (replace(c, sets=c.sets[:j] + c.sets[j + 1 :]),) + st.clauses[i + 1 :],
+                    )
     if st.on_extra is not None:
         yield replace(st, on_extra=None)
     if any(ns for _, ns in st.on):
@@ -448,15 +480,18 @@ def _step_variants(st: Step):
         yield replace(st, where=None)
     if len(st.sets) > 1:
         for j in range(len(st.sets)):
-            yield replace(st, sets=st.sets[:j] + st.sets[j + 1:])
+            yield replace(st, sets=st.sets[:j] + st.sets[j + 1 :])
 
 
 def _mentions(st: Step, col: str) -> bool:
     exprs = [st.where, st.on_extra, *(e for _, e in st.sets)]
     for c in st.clauses:
         exprs += [c.cond, *(e for _, e in c.sets)]
-    return any(e is not None and col in e.spark for e in exprs) or any(c == col for c, _ in st.sets) or any(
-        col in (n for n, _ in c.sets) for c in st.clauses)
+    return (
+        any(e is not None and col in e.spark for e in exprs)
+        or any(c == col for c, _ in st.sets)
+        or any(col in (n for n, _ in c.sets) for c in st.clauses)
+    )
 
 
 def _drop_column(case: Case, col: str) -> Case | None:
@@ -477,7 +512,9 @@ def _drop_column(case: Case, col: str) -> Case | None:
     return replace(case, cols=cols, steps=steps, cluster_by=None if case.cluster_by == col else case.cluster_by)
 
 
-def minimise(dbs: dict, case: Case, failure: Failure, budget_s: float = 240.0) -> tuple[Case, Failure, dict[str, list[str]]]:
+def minimise(
+    dbs: dict, case: Case, failure: Failure, budget_s: float = 240.0
+) -> tuple[Case, Failure, dict[str, list[str]]]:
     """A smaller case with a failure of the same signature (kind and plan), found by dropping
     steps, columns, rows, clauses, conditions, until nothing more can go or the budget is spent."""
     deadline = time.monotonic() + budget_s
@@ -509,7 +546,7 @@ def minimise(dbs: dict, case: Case, failure: Failure, budget_s: float = 240.0) -
                 changed = True
         for j in range(len(best.steps)):
             for variant in _step_variants(best.steps[j]) if j < len(best.steps) else ():
-                if fails(replace(best, steps=best.steps[:j] + [variant] + best.steps[j + 1:])):
+                if fails(replace(best, steps=best.steps[:j] + [variant] + best.steps[j + 1 :])):
                     changed = True
                     break
     return best, best_fail, best_sql or {}
@@ -522,6 +559,8 @@ def repro(case: Case, failure: Failure, scripts: dict[str, list[str]]) -> str:
         sql = [s.replace(name, "t1") for s in scripts["driver"]]
     else:
         sql = [case.create("t1")] + [st.sql("t1", restore_version=st.to_step + 1) for st in case.steps]
-    head = f"-- seed {case.seed}; spark.sql.session.timeZone={case.zone}" + (f"; cluster_by={case.cluster_by}" if case.cluster_by else "")
+    head = f"-- seed {case.seed}; spark.sql.session.timeZone={case.zone}" + (
+        f"; cluster_by={case.cluster_by}" if case.cluster_by else ""
+    )
     tail = f"-- {failure.kind} on {failure.plan} at statement {failure.step + 1}: {failure.detail}"
     return "\n".join([head, *(s + ";" for s in sql), tail])

@@ -39,7 +39,8 @@ def run_main_job(tmp_path, settings: dict, env: dict | None = None, timeout: flo
     """``settings``: profile keys (scalars or flat maps) under the output."""
     project = tmp_path / "project"
     shutil.copytree(
-        os.path.join(ROOT, "integration_tests"), project,
+        os.path.join(ROOT, "integration_tests"),
+        project,
         ignore=shutil.ignore_patterns("target", "logs", "dbt_packages", ".user.yml"),
     )
     lines = []
@@ -55,7 +56,10 @@ def run_main_job(tmp_path, settings: dict, env: dict | None = None, timeout: flo
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, os.path.join(ROOT, "scripts", "main.py"), str(project), str(profiles)],
-        cwd=project, env=env if env is not None else dict(os.environ), capture_output=True, text=True,
+        cwd=project,
+        env=env if env is not None else dict(os.environ),
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     return MainJob(proc.returncode, proc.stdout, proc.stderr, time.perf_counter() - t0)

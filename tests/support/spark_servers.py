@@ -55,12 +55,22 @@ def worker_python() -> str:
     building = f"{venv}.{os.getpid()}"
     subprocess.run([sys.executable, "-m", "venv", "--clear", building], check=True)
     subprocess.run(
-        [os.path.join(building, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *reqs],
+        [
+            os.path.join(building, "bin", "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            *reqs,
+        ],
         check=True,
     )
     probe = subprocess.run(
         [os.path.join(building, "bin", "python"), "-c", "import importlib.util as u; print(u.find_spec('tablets'))"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert probe.stdout.strip() == "None", "the worker venv must not have tablets"
     open(os.path.join(building, ".complete"), "w").close()
@@ -145,20 +155,44 @@ def start_cluster(base: str, workers: int = 2, timeout: float = 180) -> Cluster:
             subprocess.Popen(
                 [os.path.join(home, "bin", "spark-class"), *args],
                 env=_env(SPARK_WORKER_DIR=os.path.join(base, "work")),
-                stdout=log, stderr=subprocess.STDOUT, cwd=base, start_new_session=True, preexec_fn=die_with_parent,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=base,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
             )
         )
         log.close()
 
     try:
-        spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(ui)])
+        spawn(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(ui),
+            ],
+        )
         for i in range(workers):
             spawn(
                 f"worker{i}",
                 [
-                    "org.apache.spark.deploy.worker.Worker", cluster.master, "--cores", "1", "--memory", "1g",
-                    "--host", "127.0.0.1", "--webui-port", str(free_port()),
-                    "--work-dir", os.path.join(base, f"work{i}"),
+                    "org.apache.spark.deploy.worker.Worker",
+                    cluster.master,
+                    "--cores",
+                    "1",
+                    "--memory",
+                    "1g",
+                    "--host",
+                    "127.0.0.1",
+                    "--webui-port",
+                    str(free_port()),
+                    "--work-dir",
+                    os.path.join(base, f"work{i}"),
                 ],
             )
         deadline = time.monotonic() + timeout
@@ -210,15 +244,25 @@ def start_connect(base: str, python: str, timeout: float = 240) -> ConnectServer
         "spark.pyspark.python": python,
         "spark.pyspark.driver.python": python,
     }
-    args = [os.path.join(home, "bin", "spark-submit"), "--class", "org.apache.spark.sql.connect.service.SparkConnectServer",
-            "--name", "tablets-connect-test"]
+    args = [
+        os.path.join(home, "bin", "spark-submit"),
+        "--class",
+        "org.apache.spark.sql.connect.service.SparkConnectServer",
+        "--name",
+        "tablets-connect-test",
+    ]
     for k, v in conf.items():
         args += ["--conf", f"{k}={v}"]
     log = os.path.join(base, "connect.log")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            args, env=_env(PYSPARK_PYTHON=python), stdout=out, stderr=subprocess.STDOUT, cwd=base,
-            start_new_session=True, preexec_fn=die_with_parent,
+            args,
+            env=_env(PYSPARK_PYTHON=python),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=base,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     server = ConnectServer(f"sc://127.0.0.1:{port}", proc, log)
     deadline = time.monotonic() + timeout
@@ -257,9 +301,23 @@ def start_metastore(warehouse: str, base: str, timeout: float = 240) -> Metastor
     log = os.path.join(base, "metastore.log")
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tablets.spark.metastore", "--warehouse", warehouse, "--host", "127.0.0.1", "--port", "0"],
-            env=_env(PYTHONPATH=os.path.join(ROOT, "adapter")), stdout=out, stderr=subprocess.STDOUT, cwd=base,
-            start_new_session=True, preexec_fn=die_with_parent,
+            [
+                sys.executable,
+                "-m",
+                "tablets.spark.metastore",
+                "--warehouse",
+                warehouse,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+            ],
+            env=_env(PYTHONPATH=os.path.join(ROOT, "adapter")),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=base,
+            start_new_session=True,
+            preexec_fn=die_with_parent,
         )
     deadline = time.monotonic() + timeout
     while True:

@@ -18,53 +18,70 @@ from dataclasses import dataclass, field, replace
 
 SPARK_SEMANTICS = {
     "NaN": "Spark: NaN = NaN is true and NaN sorts above +Infinity; DuckDB agrees (checked), so NaN is "
-           "generated freely, in keys too; the normaliser compares NaN equal to NaN.",
+    "generated freely, in keys too; the normaliser compares NaN equal to NaN.",
     "-0.0": "Spark's joins and grouping take -0.0 = 0.0; DuckDB's comparisons too; the normaliser maps "
-            "-0.0 to 0.0 (a stored -0.0 and 0.0 are one value for a multiset of rows).",
+    "-0.0 to 0.0 (a stored -0.0 and 0.0 are one value for a multiset of rows).",
     "integer overflow": "Spark (ANSI, the default in 4.x) fails on overflow, DuckDB too but not always at the "
-                        "same step: no arithmetic that can overflow is generated (integers only as (c % 7) + 1, "
-                        "no unary minus on integers; extreme values are only stored and compared).",
+    "same step: no arithmetic that can overflow is generated (integers only as (c % 7) + 1, "
+    "no unary minus on integers; extreme values are only stored and compared).",
     "division": "Spark (ANSI) fails on division by zero, DuckDB gives NULL: the only division is by the "
-                "literal 2, of floating columns.",
+    "literal 2, of floating columns.",
     "decimal rounding": "Spark's result precision/scale rules for decimal arithmetic differ from DuckDB's: "
-                        "decimals are only copied, negated, compared and written as literals of the column's type; "
-                        "not negated at precision 38 (Spark's negation rounds to 34 digits first, so -(10^38 - 1) "
-                        "fails with NUMERIC_VALUE_OUT_OF_RANGE: Spark's own limit, not the product's).",
+    "decimals are only copied, negated, compared and written as literals of the column's type; "
+    "not negated at precision 38 (Spark's negation rounds to 34 digits first, so -(10^38 - 1) "
+    "fails with NUMERIC_VALUE_OUT_OF_RANGE: Spark's own limit, not the product's).",
     "string comparison": "Spark compares strings by UTF-8 bytes; DuckDB's default collation is the same "
-                         "(checked: 'é' > 'z'); no upper/lower/collations are generated (Java's and DuckDB's "
-                         "case mappings differ for e.g. 'ß'). Strings concatenate with || (NULL || x is NULL in "
-                         "both, where DuckDB's concat() skips NULLs).",
+    "(checked: 'é' > 'z'); no upper/lower/collations are generated (Java's and DuckDB's "
+    "case mappings differ for e.g. 'ß'). Strings concatenate with || (NULL || x is NULL in "
+    "both, where DuckDB's concat() skips NULLs).",
     "timestamp zones": "TIMESTAMP is an instant (DuckDB TIMESTAMPTZ with the same TimeZone setting as "
-                       "spark.sql.session.timeZone); wall-clock literals are read in the session zone, so they "
-                       "are generated away from DST changes (noon) and after 1970 (no local mean time); extreme "
-                       "instants carry an explicit +00:00. TIMESTAMP_NTZ is DuckDB's TIMESTAMP. Values are "
-                       "compared as microseconds since the epoch (UTC).",
+    "spark.sql.session.timeZone); wall-clock literals are read in the session zone, so they "
+    "are generated away from DST changes (noon) and after 1970 (no local mean time); extreme "
+    "instants carry an explicit +00:00. TIMESTAMP_NTZ is DuckDB's TIMESTAMP. Values are "
+    "compared as microseconds since the epoch (UTC).",
     "floating overflow": "1e308 * 10 is Infinity in both (checked); doubles are only halved, negated or added.",
     "MERGE DO NOTHING": "not Spark syntax but the product's and DuckDB's: the same meaning (the row is left "
-                        "as it is and later clauses do not see it).",
+    "as it is and later clauses do not see it).",
     "UPDATE SET * / INSERT *": "Spark's (by name); DuckDB is given the column lists spelled out.",
     "ON CONFLICT": "PostgreSQL's, as the product has it: DuckDB has no table constraint here (its unique "
-                   "checks are over-eager inside one statement), so the harness writes it as the MERGE it "
-                   "means (DO NOTHING: the first row of each key, in VALUES order; DO UPDATE with a key "
-                   "given twice: a cardinality error).",
+    "checks are over-eager inside one statement), so the harness writes it as the MERGE it "
+    "means (DO NOTHING: the first row of each key, in VALUES order; DO UPDATE with a key "
+    "given twice: a cardinality error).",
     "key columns": "the product's: no statement may leave two live rows whose key columns are all non-NULL "
-                   "and equal (NaN = NaN, -0.0 = 0.0): checked on DuckDB's result, which is rolled back and "
-                   "expected to be refused. A declared key is never SET (the product refuses it by design).",
+    "and equal (NaN = NaN, -0.0 = 0.0): checked on DuckDB's result, which is rolled back and "
+    "expected to be refused. A declared key is never SET (the product refuses it by design).",
     "counts": "the product counts an UPDATE whose new image equals the old row as unchanged "
-              "(skip_unchanged): DuckDB's updated = our updated + unchanged.",
+    "(skip_unchanged): DuckDB's updated = our updated + unchanged.",
 }
 
 SPARK_TO_DUCK = {"INT": "INTEGER", "STRING": "VARCHAR", "TIMESTAMP": "TIMESTAMPTZ", "TIMESTAMP_NTZ": "TIMESTAMP"}
 DECIMALS = ["DECIMAL(10,2)", "DECIMAL(38,0)", "DECIMAL(38,10)", "DECIMAL(5,5)"]
-TYPES = ["INT", "BIGINT", "SMALLINT", "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
-         *DECIMALS]
+TYPES = [
+    "INT",
+    "BIGINT",
+    "SMALLINT",
+    "DOUBLE",
+    "FLOAT",
+    "STRING",
+    "BOOLEAN",
+    "DATE",
+    "TIMESTAMP",
+    "TIMESTAMP_NTZ",
+    *DECIMALS,
+]
 KEY_TYPES = [t for t in TYPES if t != "BOOLEAN"] + ["BOOLEAN"]
 ZONES = ["UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham"]
 
 # value pools: ints as ints, the rest as the text the literal casts from
 _DEC = {
     "DECIMAL(10,2)": ["0.00", "1.50", "-2.25", "99999999.99", "-99999999.99", "0.01"],
-    "DECIMAL(38,0)": ["0", "1", "-7", "99999999999999999999999999999999999999", "-99999999999999999999999999999999999999"],
+    "DECIMAL(38,0)": [
+        "0",
+        "1",
+        "-7",
+        "99999999999999999999999999999999999999",
+        "-99999999999999999999999999999999999999",
+    ],
     "DECIMAL(38,10)": ["0", "1.0000000001", "-3.5", "9999999999999999999999999999.9999999999", "0.0000000001"],
     "DECIMAL(5,5)": ["0.00000", "0.99999", "-0.99999", "0.5", "-0.00001"],
 }
@@ -77,10 +94,23 @@ POOLS: dict[str, list] = {
     "STRING": ["", "a", "b", "Z", "é", "日本", "🦆", " a", "a b", "ß"],
     "BOOLEAN": [True, False],
     "DATE": ["2024-01-01", "2024-02-29", "1970-01-01", "0001-01-01", "9999-12-31", "1582-10-10", "1969-12-31"],
-    "TIMESTAMP": ["2024-01-01 12:00:00", "2024-07-04 12:30:00.123456", "1999-12-31 12:00:00", "1970-01-02 12:00:00",
-                  "0001-01-01 00:00:00+00:00", "9999-12-31 23:59:59.999999+00:00", "1900-01-01 00:00:00+00:00"],
-    "TIMESTAMP_NTZ": ["2024-01-01 00:00:00", "2024-03-10 02:30:00", "0001-01-01 00:00:00", "9999-12-31 23:59:59.999999",
-                      "1582-10-10 00:00:00", "1970-01-01 00:00:00.000001"],
+    "TIMESTAMP": [
+        "2024-01-01 12:00:00",
+        "2024-07-04 12:30:00.123456",
+        "1999-12-31 12:00:00",
+        "1970-01-02 12:00:00",
+        "0001-01-01 00:00:00+00:00",
+        "9999-12-31 23:59:59.999999+00:00",
+        "1900-01-01 00:00:00+00:00",
+    ],
+    "TIMESTAMP_NTZ": [
+        "2024-01-01 00:00:00",
+        "2024-03-10 02:30:00",
+        "0001-01-01 00:00:00",
+        "9999-12-31 23:59:59.999999",
+        "1582-10-10 00:00:00",
+        "1970-01-01 00:00:00.000001",
+    ],
     **_DEC,
 }
 INTS = {"INT", "BIGINT", "SMALLINT"}
@@ -125,7 +155,10 @@ def L(t: str, v) -> Expr:  # noqa: N802 - a literal, as the templates use it
 
 
 def X(text: str, *parts: Expr) -> Expr:  # noqa: N802 - a template over parts ({0}, {1} ...)
-    return Expr(text.format(*[p.spark for p in parts], t="{t}", s="{s}"), text.format(*[p.duck for p in parts], t="{t}", s="{s}"))
+    return Expr(
+        text.format(*[p.spark for p in parts], t="{t}", s="{s}"),
+        text.format(*[p.duck for p in parts], t="{t}", s="{s}"),
+    )
 
 
 @dataclass(frozen=True)
@@ -145,7 +178,10 @@ class Clause:
         else:
             sets = self.sets
         body = {
-            "UPDATE*": "UPDATE SET *", "INSERT*": "INSERT *", "DELETE": "DELETE", "NOTHING": "DO NOTHING",
+            "UPDATE*": "UPDATE SET *",
+            "INSERT*": "INSERT *",
+            "DELETE": "DELETE",
+            "NOTHING": "DO NOTHING",
             "UPDATE": "UPDATE SET " + ", ".join(f"{c} = {e.sql(duck)}" for c, e in sets),
             "INSERT": f"INSERT ({', '.join(c for c, _ in sets)}) VALUES ({', '.join(e.sql(duck) for _, e in sets)})",
             "INSERTV": f"INSERT VALUES ({', '.join(e.sql(duck) for _, e in sets)})",
@@ -189,7 +225,10 @@ class Step:
 
     def shape(self) -> str:
         if self.kind in ("MERGE", "RERUN"):
-            n = {c: sum(1 for x in self.clauses if x.category == c) for c in ("MATCHED", "NOT MATCHED", "NOT MATCHED BY SOURCE")}
+            n = {
+                c: sum(1 for x in self.clauses if x.category == c)
+                for c in ("MATCHED", "NOT MATCHED", "NOT MATCHED BY SOURCE")
+            }
             return f"{self.kind} M{n['MATCHED']}/N{n['NOT MATCHED']}/B{n['NOT MATCHED BY SOURCE']}"
         if self.kind == "CONFLICT":
             return "ON CONFLICT DO " + ("UPDATE" if self.sets else "NOTHING")
@@ -206,7 +245,9 @@ class Step:
                 on += f" AND {self.on_extra.sql(duck)}"
             on = render(on, duck)
             src = values_query(list(self.cols), list(self.rows), duck)
-            return f"MERGE INTO {name} t USING ({src}) s ON {on} " + " ".join(c.sql(duck, self.names) for c in self.clauses)
+            return f"MERGE INTO {name} t USING ({src}) s ON {on} " + " ".join(
+                c.sql(duck, self.names) for c in self.clauses
+            )
         if k == "UPDATE":
             sets = ", ".join(f"{c} = {e.sql(duck, t='')}" for c, e in self.sets)
             return f"UPDATE {name} SET {sets}" + (f" WHERE {self.where.sql(duck, t='')}" if self.where else "")
@@ -214,17 +255,33 @@ class Step:
             return f"DELETE FROM {name}" + (f" WHERE {self.where.sql(duck, t='')}" if self.where else "")
         if k == "CONFLICT" and not duck:
             vals = "VALUES " + values_list(list(self.cols), list(self.rows), False)
-            action = "DO UPDATE SET " + ", ".join(f"{c} = {e.sql(False, s='excluded.')}" for c, e in self.sets) if self.sets else "DO NOTHING"
-            return f"INSERT INTO {name} {vals} ON CONFLICT ({', '.join(self.keys)}) {action}" if self.rows else f"-- empty ON CONFLICT on {name}"
+            action = (
+                "DO UPDATE SET " + ", ".join(f"{c} = {e.sql(False, s='excluded.')}" for c, e in self.sets)
+                if self.sets
+                else "DO NOTHING"
+            )
+            return (
+                f"INSERT INTO {name} {vals} ON CONFLICT ({', '.join(self.keys)}) {action}"
+                if self.rows
+                else f"-- empty ON CONFLICT on {name}"
+            )
         if k == "OPTIMIZE" and not duck:
             return f"OPTIMIZE {name}"
         if k == "RESTORE" and not duck:
             return f"RESTORE TABLE {name} TO VERSION AS OF {restore_version}"
         if k == "ADD":
             n, t = self.column
-            return f"ALTER TABLE {name} ADD COLUMN {n} {duck_type(t)}" if duck else f"ALTER TABLE {name} ADD COLUMNS ({n} {t})"
+            return (
+                f"ALTER TABLE {name} ADD COLUMN {n} {duck_type(t)}"
+                if duck
+                else f"ALTER TABLE {name} ADD COLUMNS ({n} {t})"
+            )
         if k == "DROP":
-            return f"ALTER TABLE {name} DROP COLUMN {self.column[0]}" if duck else f"-- TabletTable.set_schema: drop {self.column[0]} of {name}"
+            return (
+                f"ALTER TABLE {name} DROP COLUMN {self.column[0]}"
+                if duck
+                else f"-- TabletTable.set_schema: drop {self.column[0]} of {name}"
+            )
         return ""
 
 
@@ -248,7 +305,11 @@ class Case:
             props["target_tablet_rows"] = str(self.tablet_rows)
         if self.cluster_by:
             props["cluster_by"] = self.cluster_by
-        tbl = f" TBLPROPERTIES ({', '.join(f'{chr(39)}{k}{chr(39)} = {chr(39)}{v}{chr(39)}' for k, v in props.items())})" if props else ""
+        tbl = (
+            f" TBLPROPERTIES ({', '.join(f'{chr(39)}{k}{chr(39)} = {chr(39)}{v}{chr(39)}' for k, v in props.items())})"
+            if props
+            else ""
+        )
         return f"CREATE TABLE {name} ({cols}) USING tablets{tbl}"
 
     def script(self, name: str = "t1") -> str:
@@ -294,8 +355,15 @@ class Gen:
         pair = ("t", "s") if sides == "ts" and r.random() < 0.7 else (r.choice(sides), r.choice(sides))
         a, b = f"{{{pair[0]}}}{n}", f"{{{pair[1]}}}{n}"
         v = L(t, r.choice(POOLS[t]))
-        forms = [X(f"({a} IS NULL)"), X(f"({a} IS NOT NULL)"), X(f"({a} = {b})"), X(f"({a} <=> {b})"),
-                 X(f"({a} < {b})"), X(f"({a} > {{0}})", v), X(f"({a} IN ({{0}}, {{1}}))", v, L(t, None))]
+        forms = [
+            X(f"({a} IS NULL)"),
+            X(f"({a} IS NOT NULL)"),
+            X(f"({a} = {b})"),
+            X(f"({a} <=> {b})"),
+            X(f"({a} < {b})"),
+            X(f"({a} > {{0}})", v),
+            X(f"({a} IN ({{0}}, {{1}}))", v, L(t, None)),
+        ]
         if t == "BOOLEAN":
             forms.append(X(f"{a}"))
         if t in INTS:
@@ -358,16 +426,26 @@ class Gen:
         plan merges in Arrow itself."""
         r = self.rng
         values = [c for c in cols if c[0] not in keys]
-        simple = [X(f"({{s}}{n} IS NULL)") for n, _ in values] + [X(f"({{t}}{n} IS NOT NULL)") for n, _ in values] + [
-            X(f"({{s}}{n} <> {{t}}{n})") for n, _ in values] + [
-            X(f"(coalesce({{s}}{n}, {{0}}) > {{0}})", L(t, 0)) for n, t in values if t in INTS]
+        simple = (
+            [X(f"({{s}}{n} IS NULL)") for n, _ in values]
+            + [X(f"({{t}}{n} IS NOT NULL)") for n, _ in values]
+            + [X(f"({{s}}{n} <> {{t}}{n})") for n, _ in values]
+            + [X(f"(coalesce({{s}}{n}, {{0}}) > {{0}})", L(t, 0)) for n, t in values if t in INTS]
+        )
         copy = tuple((n, X(f"{{s}}{n}")) for n, _ in values)
         clauses = []
         if simple and r.random() < 0.4:  # CDC: a conditional clause first
             clauses.append(Clause("MATCHED", r.choice(simple), r.choice(["DELETE", "UPDATE*"])))
         m = r.choice(["UPDATE*", "UPDATE*", "UPDATE", "DELETE", None])
         if m == "UPDATE" and copy:
-            clauses.append(Clause("MATCHED", r.choice([None, None, *simple]) if simple else None, "UPDATE", copy[: r.randint(1, len(copy))]))
+            clauses.append(
+                Clause(
+                    "MATCHED",
+                    r.choice([None, None, *simple]) if simple else None,
+                    "UPDATE",
+                    copy[: r.randint(1, len(copy))],
+                )
+            )
         elif m in ("UPDATE*", "DELETE"):
             clauses.append(Clause("MATCHED", None, m))
         n = r.choice(["INSERT*", "INSERT*", "INSERT", None])
@@ -380,10 +458,20 @@ class Gen:
             nn, tt = r.choice(values)
             clauses.append(Clause("NOT MATCHED BY SOURCE", None, "UPDATE", ((nn, L(tt, None)),)))
         elif b == "DELETE":
-            clauses.append(Clause("NOT MATCHED BY SOURCE", r.choice([None, None, *simple[len(values):2 * len(values)]]), "DELETE"))
+            clauses.append(
+                Clause(
+                    "NOT MATCHED BY SOURCE", r.choice([None, None, *simple[len(values) : 2 * len(values)]]), "DELETE"
+                )
+            )
         if not clauses:
             clauses.append(Clause("NOT MATCHED", None, "INSERT*"))
-        return Step("MERGE", tuple(cols), rows=self._source(cols, keys), clauses=tuple(clauses), on=tuple((k, False) for k in keys))
+        return Step(
+            "MERGE",
+            tuple(cols),
+            rows=self._source(cols, keys),
+            clauses=tuple(clauses),
+            on=tuple((k, False) for k in keys),
+        )
 
     def _source(self, cols, keys) -> tuple[tuple, ...]:
         src = self.rows(cols, 0, 6)
@@ -405,8 +493,10 @@ class Gen:
             counts = [r.choice([0, 0, 1, 1, 1, 2, 2, 3, 4]) for _ in range(3)]
             if any(counts):
                 break
-        queues = [[self.clause(cat, cols, keys, i == n - 1) for i in range(n)]
-                  for cat, n in zip(("MATCHED", "NOT MATCHED", "NOT MATCHED BY SOURCE"), counts, strict=True)]
+        queues = [
+            [self.clause(cat, cols, keys, i == n - 1) for i in range(n)]
+            for cat, n in zip(("MATCHED", "NOT MATCHED", "NOT MATCHED BY SOURCE"), counts, strict=True)
+        ]
         clauses = []
         while any(queues):  # categories interleaved, each in its own order
             clauses.append(r.choice([q for q in queues if q]).pop(0))
@@ -415,8 +505,19 @@ class Gen:
         return Step(kind, tuple(cols), rows=self._source(cols, keys), clauses=tuple(clauses), on=on, on_extra=extra)
 
 
-_VALUE_COLS = ["INT", "BIGINT", "SMALLINT", "DOUBLE", "FLOAT", "STRING", "BOOLEAN", "DATE", "TIMESTAMP", "TIMESTAMP_NTZ",
-               "DECIMAL"]
+_VALUE_COLS = [
+    "INT",
+    "BIGINT",
+    "SMALLINT",
+    "DOUBLE",
+    "FLOAT",
+    "STRING",
+    "BOOLEAN",
+    "DATE",
+    "TIMESTAMP",
+    "TIMESTAMP_NTZ",
+    "DECIMAL",
+]
 
 
 def col_name(t: str, i: int) -> str:
@@ -437,7 +538,10 @@ def make_case(seed: int, statements: int) -> Case:
     vtypes = [r.choice(DECIMALS) if t == "DECIMAL" else t for t in vtypes]
     cols = [(k, t) for k, t in zip(keys, key_types, strict=True)] + [(col_name(t, i), t) for i, t in enumerate(vtypes)]
     case = Case(
-        seed=seed, cols=tuple(cols), keys=keys, declared=r.random() < 0.35,
+        seed=seed,
+        cols=tuple(cols),
+        keys=keys,
+        declared=r.random() < 0.35,
         tablet_rows=2 if r.random() < 0.7 else None,
         cluster_by=r.choice([c[0] for c in cols]) if r.random() < 0.2 else None,
         zone=r.choice(ZONES),
@@ -473,7 +577,9 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     if roll < 0.50:
         return g.merge(cur, keys)
     if roll < 0.60:
-        sets = [c for c in cur if c[0] not in keys and r.random() < 0.6] or [r.choice(cur if not case.declared else cur[len(keys):] or cur)]
+        sets = [c for c in cur if c[0] not in keys and r.random() < 0.6] or [
+            r.choice(cur if not case.declared else cur[len(keys) :] or cur)
+        ]
         if case.declared and sets[0][0] in keys:
             return Step("DELETE", tc, where=g.pred(cur, "t"))
         where = g.pred(cur, "t") if r.random() < 0.85 else None

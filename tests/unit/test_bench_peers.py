@@ -19,7 +19,8 @@ peers = importlib.util.module_from_spec(_spec)  # bench/ is no package; its modu
 _spec.loader.exec_module(peers)
 
 JARS = sorted(
-    p for name in ("jackson-core-2", "jackson-databind-2", "jackson-annotations-2")
+    p
+    for name in ("jackson-core-2", "jackson-databind-2", "jackson-annotations-2")
     for p in glob.glob(os.path.join(os.path.dirname(pyspark.__file__), "jars", f"{name}*.jar"))
 )
 
@@ -79,7 +80,7 @@ def test_relocated_object_mapper_runs_on_a_jvm(shaded, tmp_path):
         "import org.apache.iceberg.shaded.com.fasterxml.jackson.databind.ObjectMapper;\n"
         "public class Main { public static void main(String[] a) throws Exception {\n"
         "  ObjectMapper m = new ObjectMapper();\n"
-        "  System.out.println(m.writeValueAsString(m.readTree(\"{\\\"format-version\\\": 3, \\\"ids\\\": [1, 2]}\")));\n"
+        '  System.out.println(m.writeValueAsString(m.readTree("{\\"format-version\\": 3, \\"ids\\": [1, 2]}")));\n'
         "} }\n"
     )
     subprocess.run(["javac", "-cp", shaded, "-d", str(tmp_path), str(src)], check=True)

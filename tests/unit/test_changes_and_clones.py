@@ -51,13 +51,21 @@ def test_changes_pair_updates_by_key_and_skip_compactions(tmp_path):
     update(t, 2, "B")  # v2
     delete(t, 1)  # v3
     assert t.compact(min_tablet_rows=100) == 4  # v4: rows move, none change
-    assert kinds(changes(t, 2)) == [(1, "a", "delete", 3), (2, "B", "update_postimage", 2), (2, "b", "update_preimage", 2)]
+    assert kinds(changes(t, 2)) == [
+        (1, "a", "delete", 3),
+        (2, "B", "update_postimage", 2),
+        (2, "b", "update_preimage", 2),
+    ]
     assert changes(t, 4).num_rows == 0
     feed = changes(t, 0, 1)
     assert feed.column_names == ["id", "v", "_change_type", "_commit_version", "_commit_timestamp"]
     assert str(feed.schema.field("_commit_timestamp").type) == "timestamp[us, tz=UTC]"
     t.restore(1)  # v5: across the compaction: only what differs
-    assert kinds(changes(t, 5)) == [(1, "a", "insert", 5), (2, "B", "update_preimage", 5), (2, "b", "update_postimage", 5)]
+    assert kinds(changes(t, 5)) == [
+        (1, "a", "insert", 5),
+        (2, "B", "update_preimage", 5),
+        (2, "b", "update_postimage", 5),
+    ]
 
 
 def test_keyless_changes_and_added_columns(tmp_path):
@@ -66,7 +74,10 @@ def test_keyless_changes_and_added_columns(tmp_path):
     t.add_columns([("x", "int")])
     t.append(pa.table({"id": [4], "v": ["d"], "x": [40]}))
     feed = changes(t, 1)
-    assert [(r["id"], r["x"], r["_change_type"]) for r in feed.to_pylist() if r["_commit_version"] == 2] == [(2, None, "delete"), (2, None, "insert")]
+    assert [(r["id"], r["x"], r["_change_type"]) for r in feed.to_pylist() if r["_commit_version"] == 2] == [
+        (2, None, "delete"),
+        (2, None, "insert"),
+    ]
     assert (4, 40, "insert") in [(r["id"], r["x"], r["_change_type"]) for r in feed.to_pylist()]
 
 
@@ -92,7 +103,12 @@ def test_consumption_records(tmp_path):
 
 
 def files(root):
-    return {f"{sub}/{f}" for sub in ("tablets", "dv") if os.path.isdir(os.path.join(root, sub)) for f in os.listdir(os.path.join(root, sub))}
+    return {
+        f"{sub}/{f}"
+        for sub in ("tablets", "dv")
+        if os.path.isdir(os.path.join(root, sub))
+        for f in os.listdir(os.path.join(root, sub))
+    }
 
 
 def test_clone_references_writes_vacuums_and_drops(tmp_path):
@@ -135,7 +151,9 @@ def test_clone_of_a_clone_registers_with_both_and_replace(tmp_path):
     a.drop()
     src.overwrite(pa.table({"id": [9], "v": ["z"]}))
     src.vacuum(0, enforce_retention=False)
-    assert sorted(b.read().to_pylist(), key=str) == sorted([{"id": 1, "v": "A"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}], key=str)
+    assert sorted(b.read().to_pylist(), key=str) == sorted(
+        [{"id": 1, "v": "A"}, {"id": 2, "v": "b"}, {"id": 3, "v": "c"}], key=str
+    )
     # replace: one new version of b, its history kept
     v = shallow_clone(src, b.root, replace_table=True)
     assert v == 1 and b.read().column("id").to_pylist() == [9]
@@ -165,8 +183,12 @@ def test_clone_on_local_disk_and_in_a_bucket(base):
     src.vacuum(0, enforce_retention=False)
     src.drop()
     assert sorted(c.read().to_pylist(), key=str) == sorted([{"id": 1, "v": "A"}, {"id": 2, "v": "b"}], key=str)
-    assert kinds(changes(c, 0)) == [(1, "A", "update_postimage", 1), (1, "a", "insert", 0),
-                                    (1, "a", "update_preimage", 1), (2, "b", "insert", 0)]
+    assert kinds(changes(c, 0)) == [
+        (1, "A", "update_postimage", 1),
+        (1, "a", "insert", 0),
+        (1, "a", "update_preimage", 1),
+        (2, "b", "insert", 0),
+    ]
     c.drop()
     assert not src.io.list(join(src.root, "tablets")) and not c.io.list(join(c.root, "tablets"))
 
@@ -191,8 +213,17 @@ def test_clone_statements_parse():
     from tablets.exceptions import StatementParseError
     from tablets.sql.clone import is_clone, parse_clone
 
-    s = parse_clone("CREATE OR REPLACE TABLE `db`.c SHALLOW CLONE db.t VERSION AS OF 3 LOCATION '/x' TBLPROPERTIES ('a' = 'b')")
-    assert (s.target, s.source, s.replace, s.as_of.version, s.location, s.properties) == ("`db`.c", "db.t", True, 3, "/x", (("a", "b"),))
+    s = parse_clone(
+        "CREATE OR REPLACE TABLE `db`.c SHALLOW CLONE db.t VERSION AS OF 3 LOCATION '/x' TBLPROPERTIES ('a' = 'b')"
+    )
+    assert (s.target, s.source, s.replace, s.as_of.version, s.location, s.properties) == (
+        "`db`.c",
+        "db.t",
+        True,
+        3,
+        "/x",
+        (("a", "b"),),
+    )
     s = parse_clone("create table if not exists c shallow clone t timestamp as of '2024-01-01 00:00:00';")
     assert s.if_not_exists and s.as_of.timestamp == "'2024-01-01 00:00:00'"
     assert not parse_clone("CREATE TABLE c DEEP CLONE t").shallow and not parse_clone("CREATE TABLE c CLONE t").shallow

@@ -85,11 +85,19 @@ def test_issue_repro_checkpoint_missing_its_last_add_tablet(tmp_path):
 
 CASES = [(c, False) for c in CHECKPOINT_CASES + HINT_CASES] + [(c, True) for c in CHECKPOINT_CASES]
 # every case on local disk; in the bucket one of each kind of proof (each read there is slower)
-IN_BUCKET = [("missing_dv", True), ("stale_forged", True), ("not_utf8", False), ("hint_wrong_checksum", False), ("hint_newer", False)]
+IN_BUCKET = [
+    ("missing_dv", True),
+    ("stale_forged", True),
+    ("not_utf8", False),
+    ("hint_wrong_checksum", False),
+    ("hint_newer", False),
+]
 RUNS = [("local", c, f) for c, f in CASES] + [("s3", c, f) for c, f in IN_BUCKET]
 
 
-@pytest.mark.parametrize(("where", "case", "hint_follows"), RUNS, ids=[f"{w}-{c}" + ("+hint" if f else "") for w, c, f in RUNS])
+@pytest.mark.parametrize(
+    ("where", "case", "hint_follows"), RUNS, ids=[f"{w}-{c}" + ("+hint" if f else "") for w, c, f in RUNS]
+)
 def test_damaged_checkpoint_or_hint_is_never_read(where, case, hint_follows, request, caplog):
     """Read at the newest version, at the checkpoint's and in between, three times each (one
     warning), then a writer commits on top of the proven state. ``+hint``: the hint names the
@@ -152,8 +160,10 @@ def test_stale_checkpoint_of_the_same_counts_is_caught_by_the_digest(base):
     lines = old.splitlines(keepends=True)
     head = json.loads(lines[0])
     head["checkpoint"]["version"] = 2  # forged: only the commit's record can tell
-    t.io.write(join(t.root, "_log", log.checkpoint_name(2)),
-               json.dumps(head, separators=(",", ":"), sort_keys=True).encode() + b"\n" + b"".join(lines[1:]))
+    t.io.write(
+        join(t.root, "_log", log.checkpoint_name(2)),
+        json.dumps(head, separators=(",", ":"), sort_keys=True).encode() + b"\n" + b"".join(lines[1:]),
+    )
     assert t.snapshot().metadata.property("p") == "1"
 
 
@@ -181,7 +191,9 @@ def test_version_file_missing_a_line_is_caught_by_its_record(table):
     actions = decode_actions(t.io.read(path))
     assert [type(a).__name__ for a in actions] == ["AddTablet", "CommitInfo"]
     t.io.write(path, encode_actions([actions[1]]))
-    with pytest.raises(FormatError, match=rf"log {path}: version 53: the state replayed is not the one its commit records"):
+    with pytest.raises(
+        FormatError, match=rf"log {path}: version 53: the state replayed is not the one its commit records"
+    ):
         t.read()
     with pytest.raises(FormatError, match=rf"log {path}"):
         t.append(make_rows(88))
@@ -204,8 +216,10 @@ def _strip(t: TabletTable) -> None:
 
     for v in range(t.version + 1):
         path = join(t.root, "_log", log.version_name(v))
-        acts = [CommitInfo(**{**a.__dict__, "state": ()}) if isinstance(a, CommitInfo) else a
-                for a in decode_actions(t.io.read(path))]
+        acts = [
+            CommitInfo(**{**a.__dict__, "state": ()}) if isinstance(a, CommitInfo) else a
+            for a in decode_actions(t.io.read(path))
+        ]
         t.io.write(path, encode_actions(acts))
     cp = join(t.root, "_log", log.checkpoint_name(CHECKPOINT_VERSION))
     t.io.write(cp, t.io.read(cp).split(b"\n", 1)[1])

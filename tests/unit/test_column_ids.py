@@ -130,9 +130,16 @@ def test_compaction_after_a_rename_and_a_readd(table):
     table.append(pa.table({"id": [4], "n": pa.array([40], pa.int32()), "c": pa.array([4], pa.int32())}))
     before = rows(table)
     assert table.compact() is not None and len(table.snapshot().tablets) == 1
-    assert rows(table) == before == [
-        {"id": 1, "n": 10, "c": None}, {"id": 2, "n": 20, "c": None}, {"id": 3, "n": 30, "c": None}, {"id": 4, "n": 40, "c": 4},
-    ]
+    assert (
+        rows(table)
+        == before
+        == [
+            {"id": 1, "n": 10, "c": None},
+            {"id": 2, "n": 20, "c": None},
+            {"id": 3, "n": 30, "c": None},
+            {"id": 4, "n": 40, "c": 4},
+        ]
+    )
     (st,) = table.snapshot().tablets.values()
     assert pq.read_schema(table.tablet_path(st)).names[:3] == list(table.snapshot().metadata.physical_names)
 
@@ -180,10 +187,21 @@ def test_select_rows_by_physical_name(table):
     (st,) = snap.tablets.values()
     schema = schema_to_arrow(snap.metadata.schema)
     mapping = snap.metadata.mapping
-    got = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "n", "c"], {"n": KeySet(pa.array([20], pa.int32()))}, mapping=mapping)
+    got = select_rows(
+        table.io,
+        table.root,
+        st.add,
+        st.dv,
+        schema,
+        ["id", "n", "c"],
+        {"n": KeySet(pa.array([20], pa.int32()))},
+        mapping=mapping,
+    )
     assert got.rows.to_pylist() == [{"id": 2, "n": 20, "c": None}] and got.positions.to_pylist() == [1]
     # a key the tablet predates (the new c: its old namesake is another column) holds no value
-    got = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "c"], {"c": pa.array([10, 20], pa.int32())}, mapping=mapping)
+    got = select_rows(
+        table.io, table.root, st.add, st.dv, schema, ["id", "c"], {"c": pa.array([10, 20], pa.int32())}, mapping=mapping
+    )
     assert got.rows.num_rows == 0
 
 

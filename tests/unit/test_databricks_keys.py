@@ -22,7 +22,9 @@ def test_liquid_clustered_by_is_cluster_by():
     assert parse_snapshot_config({"liquid_clustered_by": "id"}, "snap").cluster_by == ("id",)
     assert parse_table_config({"liquid_clustered_by": "id"}, "t").table_properties() == {"cluster_by": "id"}
     (warning,) = config_warnings({"liquid_clustered_by": ["day", "id"]}, "orders")
-    assert warning.startswith("Model 'orders': liquid_clustered_by = ['day', 'id'] (Databricks' liquid clustering) is cluster_by")
+    assert warning.startswith(
+        "Model 'orders': liquid_clustered_by = ['day', 'id'] (Databricks' liquid clustering) is cluster_by"
+    )
     assert "Help: name the key cluster_by" in warning
 
 

@@ -81,9 +81,7 @@ def test_stock_example_from_the_seed_renders_each_clause_in_order():
                 {"condition": "t.qty_on_hand - s.qty_sold = 0", "action": "delete"},
                 {"action": "update", "set": {"qty_on_hand": "t.qty_on_hand - s.qty_sold"}},
             ],
-            "when_not_matched": [
-                {"action": "insert", "values": {"item": "s.item", "qty_on_hand": "s.qty_sold"}}
-            ],
+            "when_not_matched": [{"action": "insert", "values": {"item": "s.item", "qty_on_hand": "s.qty_sold"}}],
         },
         ["item", "qty_on_hand"],
         ["item", "qty_sold"],
@@ -99,15 +97,11 @@ def test_values_as_a_list_fill_columns_in_table_order():
     sql = render(
         {
             "unique_key": "a",
-            "when_not_matched": [
-                {"condition": "s.b < 11", "action": "insert", "values": ["s.a", "100 * s.b"]}
-            ],
+            "when_not_matched": [{"condition": "s.b < 11", "action": "insert", "values": ["s.a", "100 * s.b"]}],
         },
         ["a", "b"],
     )
-    assert clauses(sql) == [
-        "WHEN NOT MATCHED AND (s.b < 11) THEN INSERT (`a`, `b`) VALUES (s.a, 100 * s.b)"
-    ]
+    assert clauses(sql) == ["WHEN NOT MATCHED AND (s.b < 11) THEN INSERT (`a`, `b`) VALUES (s.a, 100 * s.b)"]
 
 
 def test_insert_without_values_inserts_the_columns_the_source_has():
@@ -138,15 +132,11 @@ def test_scalar_set_values_become_sql_literals():
     sql = render(
         {
             "unique_key": "id",
-            "when_not_matched_by_source": [
-                {"action": "update", "set": {"is_deleted": True, "note": None, "n": 3}}
-            ],
+            "when_not_matched_by_source": [{"action": "update", "set": {"is_deleted": True, "note": None, "n": 3}}],
         },
         ["id", "is_deleted", "note", "n"],
     )
-    assert sql.endswith(
-        "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET `is_deleted` = true, `note` = NULL, `n` = 3"
-    )
+    assert sql.endswith("WHEN NOT MATCHED BY SOURCE THEN UPDATE SET `is_deleted` = true, `note` = NULL, `n` = 3")
 
 
 def test_incremental_predicates_narrow_on_and_scope_by_source_clauses():
@@ -161,20 +151,13 @@ def test_incremental_predicates_narrow_on_and_scope_by_source_clauses():
     )
     lines = sql.splitlines()
     assert lines[2] == "ON t.`id` = s.`id` AND (t.day >= '2024-01-01')"
-    assert (
-        lines[4]
-        == "WHEN NOT MATCHED BY SOURCE AND (t.day >= '2024-01-01') AND (not t.is_deleted) THEN DELETE"
-    )
+    assert lines[4] == "WHEN NOT MATCHED BY SOURCE AND (t.day >= '2024-01-01') AND (not t.is_deleted) THEN DELETE"
 
 
 def test_merge_update_columns_and_merge_exclude_columns():
     cols = ["id", "a", "b", "c"]
-    assert "UPDATE SET `b` = s.`b`\n" in render(
-        {"unique_key": "id", "merge_update_columns": ["b"]}, cols
-    )
-    assert "UPDATE SET `a` = s.`a`, `c` = s.`c`\n" in render(
-        {"unique_key": "id", "merge_exclude_columns": "b"}, cols
-    )
+    assert "UPDATE SET `b` = s.`b`\n" in render({"unique_key": "id", "merge_update_columns": ["b"]}, cols)
+    assert "UPDATE SET `a` = s.`a`, `c` = s.`c`\n" in render({"unique_key": "id", "merge_exclude_columns": "b"}, cols)
 
 
 def test_update_with_no_columns_left_is_do_nothing():
@@ -199,9 +182,7 @@ def test_custom_aliases():
 
 
 def test_columns_match_case_insensitively_and_keep_the_table_spelling():
-    sql = render(
-        {"unique_key": "ID", "merge_update_columns": ["NAME"]}, ["Id", "Name"], ["id", "name"]
-    )
+    sql = render({"unique_key": "ID", "merge_update_columns": ["NAME"]}, ["Id", "Name"], ["id", "name"])
     assert "ON t.`Id` = s.`Id`" in sql
     assert "UPDATE SET `Name` = s.`name`" in sql
 
@@ -218,16 +199,12 @@ def test_on_conflict_do_nothing_and_do_update():
         "unique_key": "id",
         "on_conflict": {"action": "do_update", "set": {"value": "excluded.value || '!'"}},
     }
-    assert render(custom, cols).endswith(
-        "ON CONFLICT (`id`) DO UPDATE SET `value` = excluded.value || '!'"
-    )
+    assert render(custom, cols).endswith("ON CONFLICT (`id`) DO UPDATE SET `value` = excluded.value || '!'")
     newer = {
         "unique_key": "id",
         "on_conflict": {"action": "do_update", "condition": "excluded.value > value"},
     }
-    assert render(newer, cols).endswith(
-        "DO UPDATE SET `value` = excluded.`value` WHERE excluded.value > value"
-    )
+    assert render(newer, cols).endswith("DO UPDATE SET `value` = excluded.`value` WHERE excluded.value > value")
 
 
 def test_incremental_uses_dbt_aliases_and_standard_keys():
@@ -285,9 +262,7 @@ def test_incremental_without_a_key_appends(key):
 
 
 def test_incremental_strategies_default_and_overwrite():
-    assert (
-        parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).incremental_strategy == "merge"
-    )
+    assert parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).incremental_strategy == "merge"
     assert parse_merge_config({}, "m", INCREMENTAL).incremental_strategy == "append"
     sql = render({"incremental_strategy": "insert_overwrite"}, ["id"], materialization=INCREMENTAL)
     assert sql.startswith("INSERT OVERWRITE TABLE analytics.m (`id`)")
@@ -328,14 +303,8 @@ def test_engine_options_and_table_properties():
     off = parse_merge_config({"unique_key": "id", "tblproperties": {"auto_compact": "false"}}, "m")
     assert off.table_properties()["auto_compact"] == "false"
     # dbt's incremental contract: a bad unique_key fails on the first merge, not on the create
-    assert (
-        "key_columns"
-        not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
-    )
-    assert (
-        "auto_compact"
-        not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
-    )
+    assert "key_columns" not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
+    assert "auto_compact" not in parse_merge_config({"unique_key": "id"}, "m", INCREMENTAL).table_properties()
 
 
 def test_defaults():
@@ -394,8 +363,7 @@ def test_every_problem_is_reported_at_once_with_key_value_allowed_and_fix():
     assert "when_matched[0].action = 'upsert': not an action of WHEN MATCHED" in text
     assert "allowed: update, delete, do_nothing" in text
     assert (
-        "on_schema_change = 'evolve'" in text
-        and "allowed: ignore, fail, append_new_columns, sync_all_columns" in text
+        "on_schema_change = 'evolve'" in text and "allowed: ignore, fail, append_new_columns, sync_all_columns" in text
     )
     assert text.count("fix: ") == 7
 
@@ -626,9 +594,7 @@ def test_incremental_validation():
     assert [p.key for p in err.problems] == ["incremental_strategy", "on_conflict"]
     assert "allowed: merge, append, insert_overwrite, replace_where, delete+insert, microbatch" in str(err)
     # file_format is the switch of the incremental materialization, not a problem there
-    assert parse_merge_config(
-        {"unique_key": "id", "file_format": "tablets"}, "m", INCREMENTAL
-    ).unique_key == ("id",)
+    assert parse_merge_config({"unique_key": "id", "file_format": "tablets"}, "m", INCREMENTAL).unique_key == ("id",)
 
 
 def test_unrelated_config_keys_are_not_reported():
@@ -736,9 +702,7 @@ def test_delete_insert_without_a_key_appends_as_in_dbt_core():
 
 
 def test_delete_insert_refuses_its_reserved_column():
-    cfg = parse_merge_config(
-        {"incremental_strategy": "delete+insert", "unique_key": "id"}, "m", INCREMENTAL
-    )
+    cfg = parse_merge_config({"incremental_strategy": "delete+insert", "unique_key": "id"}, "m", INCREMENTAL)
     with pytest.raises(MergeConfigError, match="dbt_tablets_new_row is reserved"):
         render_merge(cfg, T, S, ["id", "dbt_tablets_new_row"], ["id", "dbt_tablets_new_row"])
 
@@ -757,8 +721,7 @@ def test_replace_where_is_one_merge_on_false():
         "WHEN NOT MATCHED AND NOT COALESCE((day >= '2024-01-02'), FALSE) THEN INSERT (`id`)"
         " VALUES (raise_error('dbt-tablets: model m: a new row is outside replace_where"
         ' (day >= "2024-01-02")\'))',
-        "WHEN NOT MATCHED THEN INSERT (`id`, `day`) VALUES"
-        " (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`day`)",
+        "WHEN NOT MATCHED THEN INSERT (`id`, `day`) VALUES (DBT_INTERNAL_SOURCE.`id`, DBT_INTERNAL_SOURCE.`day`)",
     ]
 
 
@@ -788,9 +751,7 @@ def test_microbatch_replaces_the_batch_window_dbt_core_filters_inputs_with():
         "__dbt_internal_microbatch_event_time_end": "2020-01-03T00:00:00+00:00",
     }
     cfg = parse_merge_config(config, "m", INCREMENTAL)
-    window = (
-        "event_time >= '2020-01-02 00:00:00+00:00' AND event_time < '2020-01-03 00:00:00+00:00'"
-    )
+    window = "event_time >= '2020-01-02 00:00:00+00:00' AND event_time < '2020-01-03 00:00:00+00:00'"
     assert cfg.replace_where == window
     sql = render_merge(cfg, T, S, ["id", "event_time"], ["id", "event_time"])
     assert f"WHEN NOT MATCHED BY SOURCE AND ({window}) THEN DELETE" in sql
@@ -850,10 +811,14 @@ def test_statement_options_travel_in_the_statement():
     that the cursor takes out and hands to ``Database.sql``: the same values, tuples as tuples."""
     from dbt.adapters.tablets.session import options_comment, take_options
 
-    options = {"skip_unchanged": False, "target_tablet_rows": 10, "cluster_by": ("a*/b", "c"),
-               "parameters": (("dbt_model", "m"), ("dbt_materialization", "table"))}
+    options = {
+        "skip_unchanged": False,
+        "target_tablet_rows": 10,
+        "cluster_by": ("a*/b", "c"),
+        "parameters": (("dbt_model", "m"), ("dbt_materialization", "table")),
+    }
     comment = options_comment(options)
-    sql, taken = take_options("/* {\"app\": \"dbt\"} */\n" + comment + "MERGE INTO t USING s ON t.id = s.id")
+    sql, taken = take_options('/* {"app": "dbt"} */\n' + comment + "MERGE INTO t USING s ON t.id = s.id")
     assert taken == options
-    assert sql == "/* {\"app\": \"dbt\"} */\nMERGE INTO t USING s ON t.id = s.id"
+    assert sql == '/* {"app": "dbt"} */\nMERGE INTO t USING s ON t.id = s.id'
     assert options_comment({}) == "" and take_options("SELECT 1") == ("SELECT 1", None)

@@ -51,7 +51,9 @@ def test_store_operations_read_the_same_in_delta(base):
     t.restore(5)  # (before the rename)
     t.drop_columns(["w"])  # every column's physical name is its name again: no column mapping
     assert_delta_agrees(t)
-    assert deltalake.DeltaTable(t.root, storage_options=storage_options(t.root)).protocol().reader_features == ["deletionVectors"]
+    assert deltalake.DeltaTable(t.root, storage_options=storage_options(t.root)).protocol().reader_features == [
+        "deletionVectors"
+    ]
     assert t.vacuum(retention_hours=0, enforce_retention=False)  # the files of versions before it go
     assert_delta_agrees(t, versions=[t.version])
     dt = deltalake.DeltaTable(t.root, version=7, storage_options=storage_options(t.root))
@@ -61,15 +63,27 @@ def test_store_operations_read_the_same_in_delta(base):
 
 
 def test_timestamps_and_comments(tmp_path):
-    t = TabletTable.create(str(tmp_path / "t"), [("id", "bigint", False), ("at", "timestamp_ntz", True),
-                                                  ("z", "timestamp", True), ("d", "decimal(10,2)", True)])
+    t = TabletTable.create(
+        str(tmp_path / "t"),
+        [
+            ("id", "bigint", False),
+            ("at", "timestamp_ntz", True),
+            ("z", "timestamp", True),
+            ("d", "decimal(10,2)", True),
+        ],
+    )
     import decimal
 
-    t.append(pa.table({
-        "id": _ids(0, 2), "at": pa.array([datetime.datetime(2020, 1, 1), None], pa.timestamp("us")),
-        "z": pa.array([datetime.datetime(2021, 5, 1, tzinfo=datetime.UTC), None], pa.timestamp("us", "UTC")),
-        "d": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(10, 2)),
-    }))
+    t.append(
+        pa.table(
+            {
+                "id": _ids(0, 2),
+                "at": pa.array([datetime.datetime(2020, 1, 1), None], pa.timestamp("us")),
+                "z": pa.array([datetime.datetime(2021, 5, 1, tzinfo=datetime.UTC), None], pa.timestamp("us", "UTC")),
+                "d": pa.array([decimal.Decimal("1.25"), None], pa.decimal128(10, 2)),
+            }
+        )
+    )
     assert_delta_agrees(t)
     dt = deltalake.DeltaTable(t.root)
     assert "timestampNtz" in dt.protocol().reader_features
@@ -133,8 +147,9 @@ def test_adopt_a_delta_rs_table_and_write_it(base):
     _delete(t, 2)  # one more row of the same file: its vector replaced
     t.compact(min_tablet_rows=10**6)
     assert_delta_agrees(t)
-    assert [h["operation"] for h in deltalake.DeltaTable(root, storage_options=storage_options(root)).history()][:2] == \
-        ["COMPACT", "DELETE"]
+    assert [h["operation"] for h in deltalake.DeltaTable(root, storage_options=storage_options(root)).history()][
+        :2
+    ] == ["COMPACT", "DELETE"]
 
 
 def test_adopt_starts_at_a_delta_checkpoint(tmp_path):
@@ -172,8 +187,9 @@ def test_a_delta_rs_append_to_a_tablet_table_is_taken_in(base):
     t = TabletTable.create(join(base, "t"), pa.schema([("id", pa.int64()), ("v", pa.string())]))
     t.append(pa.table({"id": _ids(0, 3), "v": ["a", "b", "c"]}))
     _delete(t)
-    deltalake.write_deltalake(t.root, pa.table({"id": _ids(10, 12), "v": ["x", "y"]}), mode="append",
-                              storage_options=storage_options(t.root))
+    deltalake.write_deltalake(
+        t.root, pa.table({"id": _ids(10, 12), "v": ["x", "y"]}), mode="append", storage_options=storage_options(t.root)
+    )
     t.append(pa.table({"id": _ids(20, 21), "v": ["z"]}))  # takes in version 3, commits 4
     assert t.version == 4
     assert sorted(t.read().column("id").to_pylist()) == [1, 2, 10, 11, 20]
@@ -182,11 +198,22 @@ def test_a_delta_rs_append_to_a_tablet_table_is_taken_in(base):
 
 def test_nested_columns_under_column_mapping(tmp_path):
     """Under column mapping every field, nested ones too, carries an id and a physical name."""
-    t = TabletTable.create(str(tmp_path / "t"), [("id", "bigint", False), ("s", "struct<a:int,b:string>", True),
-                                                  ("l", "array<struct<x:double>>", True)])
-    t.append(pa.table({"id": _ids(0, 2), "s": [{"a": 1, "b": "x"}, None], "l": [[{"x": 1.0}], []]},
-                      schema=pa.schema([("id", pa.int64()), ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
-                                        ("l", pa.list_(pa.struct([("x", pa.float64())])))])))
+    t = TabletTable.create(
+        str(tmp_path / "t"),
+        [("id", "bigint", False), ("s", "struct<a:int,b:string>", True), ("l", "array<struct<x:double>>", True)],
+    )
+    t.append(
+        pa.table(
+            {"id": _ids(0, 2), "s": [{"a": 1, "b": "x"}, None], "l": [[{"x": 1.0}], []]},
+            schema=pa.schema(
+                [
+                    ("id", pa.int64()),
+                    ("s", pa.struct([("a", pa.int32()), ("b", pa.string())])),
+                    ("l", pa.list_(pa.struct([("x", pa.float64())]))),
+                ]
+            ),
+        )
+    )
     t.add_columns([("w", "int")])
     got = delta_read(t.root).sort_by("id")
     assert got.column("s").to_pylist() == [{"a": 1, "b": "x"}, None]
@@ -217,14 +244,33 @@ def test_adopt_copies_deletion_vectors_another_delta_writer_made(tmp_path):
     os.makedirs(os.path.join(root, "ab"))
     with open(os.path.join(root, "ab", f"deletion_vector_{uid}.bin"), "wb") as f:
         f.write(blob)
-    dv = {"storageType": "u", "pathOrInlineDv": "ab" + delta_log.z85_encode(uid.bytes), "offset": 1,
-          "sizeInBytes": len(blob) - 9, "cardinality": 3}
+    dv = {
+        "storageType": "u",
+        "pathOrInlineDv": "ab" + delta_log.z85_encode(uid.bytes),
+        "offset": 1,
+        "sizeInBytes": len(blob) - 9,
+        "cardinality": 3,
+    }
     lines = [
-        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-                      "writerFeatures": ["deletionVectors"]}},
+        {
+            "protocol": {
+                "minReaderVersion": 3,
+                "minWriterVersion": 7,
+                "readerFeatures": ["deletionVectors"],
+                "writerFeatures": ["deletionVectors"],
+            }
+        },
         {"remove": {"path": path, "deletionTimestamp": 1, "dataChange": True, "size": size}},
-        {"add": {"path": path, "partitionValues": {}, "size": size, "modificationTime": 1, "dataChange": True,
-                 "deletionVector": dv}},
+        {
+            "add": {
+                "path": path,
+                "partitionValues": {},
+                "size": size,
+                "modificationTime": 1,
+                "dataChange": True,
+                "deletionVector": dv,
+            }
+        },
         {"commitInfo": {"timestamp": 2, "operation": "DELETE", "engineInfo": "Apache-Spark/4.0.0 Delta-Lake/4.0.0"}},
     ]
     with open(os.path.join(root, "_delta_log", "00000000000000000001.json"), "w") as f:

@@ -77,4 +77,7 @@ def test_only_the_newest_archives_are_kept(cache):
         p.write_bytes(b"x")
         os.utime(p, (1000 + i, 1000 + i))
     jvm.options(JAVA, {})  # starts a dump of its own key: trims the others
-    assert sorted(p.name for p in cache.glob("spark-*.jsa")) == ["spark-0000000000000002.jsa", "spark-0000000000000003.jsa"]
+    assert sorted(p.name for p in cache.glob("spark-*.jsa")) == [
+        "spark-0000000000000002.jsa",
+        "spark-0000000000000003.jsa",
+    ]

@@ -147,7 +147,7 @@ def test_no_import_circles():
         stack.append(m)
         for t in sorted(graph.get(m, ())):
             if state.get(t) == 1:
-                circles.append(" -> ".join(stack[stack.index(t):] + [t]))
+                circles.append(" -> ".join(stack[stack.index(t) :] + [t]))
             elif t not in state:
                 visit(t)
         stack.pop()

@@ -37,7 +37,10 @@ pytestmark = pytest.mark.unit
 )
 def test_specs(text, spec):
     assert parse_maintenance(text) == spec
-    assert maintenance_target(text) == (text.split("\n")[-1].split()[0].upper().replace("DESCRIBE", "DESCRIBE HISTORY"), spec.target)
+    assert maintenance_target(text) == (
+        text.split("\n")[-1].split()[0].upper().replace("DESCRIBE", "DESCRIBE HISTORY"),
+        spec.target,
+    )
     assert statement_target(text) is None  # not a write: the front door's write routing leaves it alone
 
 
@@ -104,7 +107,13 @@ def _snap(*states):
 
 
 def test_policy():
-    p = AutoCompactPolicy.of(Metadata("id", (), properties=(("auto_compact", "true"), ("target_tablet_rows", "100"), ("auto_compact_min_tablets", "3"))))
+    p = AutoCompactPolicy.of(
+        Metadata(
+            "id",
+            (),
+            properties=(("auto_compact", "true"), ("target_tablet_rows", "100"), ("auto_compact_min_tablets", "3")),
+        )
+    )
     assert p.enabled and p.target_tablet_rows == 100
     assert p.pick(_snap(TabletState(_add("a", 10)), TabletState(_add("b", 10)))) == []  # 2 small < 3
     assert p.pick(_snap(*(TabletState(_add(t, 10)) for t in "abc"))) == ["a", "b", "c"]

@@ -53,14 +53,17 @@ def test_describe_forms():
 
 def test_show_properties():
     assert parse_metadata("SHOW TBLPROPERTIES db.t") == ShowPropertiesSpec("db.t")
-    assert parse_metadata("SHOW TBLPROPERTIES db.t (delta.appendOnly)") == ShowPropertiesSpec("db.t", "delta.appendOnly")
+    assert parse_metadata("SHOW TBLPROPERTIES db.t (delta.appendOnly)") == ShowPropertiesSpec(
+        "db.t", "delta.appendOnly"
+    )
     assert parse_metadata("SHOW TBLPROPERTIES db.t ('a.b')") == ShowPropertiesSpec("db.t", "a.b")
 
 
 def test_set_and_unset_properties():
     spec = parse_metadata("ALTER TABLE t SET TBLPROPERTIES ('a' = 'x', b.c 'y', 'n' = 5, 'f' = TRUE, 'comment' = 'hi')")
     assert spec == AlterMetadataSpec(
-        "t", "SET TBLPROPERTIES",
+        "t",
+        "SET TBLPROPERTIES",
         MetadataChange(set_properties=(("a", "x"), ("b.c", "y"), ("n", "5"), ("f", "true")), comment="hi"),
     )
     spec = parse_metadata("ALTER TABLE t UNSET TBLPROPERTIES IF EXISTS ('a', 'comment')")
@@ -72,7 +75,7 @@ def test_comments_use_sparks_string_rules():
     text = "alter table db.t change column `2id` comment 'it\\'s \"quoted\"\n-- not a comment\n/* nor this */';"
     spec = parse_metadata(text)
     assert spec.operation == "CHANGE COLUMN"
-    assert spec.change.column_comments == (("2id", "it's \"quoted\"\n-- not a comment\n/* nor this */"),)
+    assert spec.change.column_comments == (("2id", 'it\'s "quoted"\n-- not a comment\n/* nor this */'),)
     assert parse_metadata("COMMENT ON TABLE t IS 'a' 'b\\nc'").change.comment == "ab\nc"  # adjacent literals join
     assert parse_metadata("COMMENT ON TABLE t IS NULL").change == MetadataChange(clear_comment=True)
     hive = parse_metadata("ALTER TABLE t CHANGE COLUMN v v decimal(10, 2) COMMENT 'x'")
@@ -88,7 +91,10 @@ def test_comments_use_sparks_string_rules():
         ("ALTER TABLE t SET TBLPROPERTIES 'a' = 'b'", "expected '(' and the properties"),
         ("ALTER TABLE t SET TBLPROPERTIES ('a' = )", "the value of a must be a string, number or boolean"),
         ("ALTER TABLE t ALTER COLUMN c COMMENT 'x' extra", "unexpected text at the end, not 'extra'"),
-        ("ALTER TABLE t CHANGE COLUMN c d int COMMENT 'x'", "only the column's comment can be changed on a tablet table"),
+        (
+            "ALTER TABLE t CHANGE COLUMN c d int COMMENT 'x'",
+            "only the column's comment can be changed on a tablet table",
+        ),
         ("DESCRIBE t a b", "DESCRIBE t: unexpected text at the end"),
     ],
 )

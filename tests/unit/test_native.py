@@ -19,9 +19,13 @@ def cache(tmp_path, monkeypatch):
 
 def test_settings_add_the_jar_and_the_extension_to_the_users_own(cache, monkeypatch):
     monkeypatch.setattr(native, "jar", lambda: "/c/tablets-native.jar")
-    conf = native.with_extension({
-        "spark.driver.extraClassPath": "/a.jar", "spark.sql.extensions": "x.Ext", "spark.master": "local[2]",
-    })
+    conf = native.with_extension(
+        {
+            "spark.driver.extraClassPath": "/a.jar",
+            "spark.sql.extensions": "x.Ext",
+            "spark.master": "local[2]",
+        }
+    )
     assert conf["spark.driver.extraClassPath"] == os.pathsep.join(["/a.jar", "/c/tablets-native.jar"])
     assert conf["spark.sql.extensions"] == "x.Ext,tablets.spark.TabletsExtensions"
     assert native.with_extension(conf) == conf  # once
@@ -46,8 +50,11 @@ def test_the_jar_is_compiled_once_per_source_and_spark_version(cache):
     assert path is not None and os.path.dirname(path) == str(cache)
     with zipfile.ZipFile(path) as z:
         names = set(z.namelist())
-    assert {"tablets/spark/NativeReads.class", "tablets/spark/TabletsExtensions.class",
-            "tablets/spark/ReadPlanner.class"} <= names
+    assert {
+        "tablets/spark/NativeReads.class",
+        "tablets/spark/TabletsExtensions.class",
+        "tablets/spark/ReadPlanner.class",
+    } <= names
     mtime = os.path.getmtime(path)
     assert native.jar() == path and os.path.getmtime(path) == mtime  # cached
     assert not [f for f in os.listdir(cache) if not f.endswith(".jar")]  # no work files left

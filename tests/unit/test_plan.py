@@ -46,7 +46,11 @@ def test_classification_case_in_statement_order():
         (1, "__tablets_t IS NULL AND (s.b < 11)"),
         (2, "__tablets_s IS NOT NULL AND __tablets_t IS NOT NULL"),
     ]
-    assert dict(p.branches[1].image) == {"a": "CAST(s.a AS int)", "b": "CAST(100 * s.b AS int)", "c": "CAST(NULL AS string)"}
+    assert dict(p.branches[1].image) == {
+        "a": "CAST(s.a AS int)",
+        "b": "CAST(100 * s.b AS int)",
+        "c": "CAST(NULL AS string)",
+    }
     assert dict(p.branches[2].image)["c"] == "CAST(t.`c` AS string)"  # unassigned: kept
 
 
@@ -71,7 +75,9 @@ def test_not_noop_with_one_real_action():
 
 
 def test_unqualified_columns_resolve_by_side():
-    p = plan_merge(spec(Clause(NM, INS, insert_values=("a", "d")), Clause(M, U, "d > 1", (("c", "d"),))), TARGET, SOURCE)
+    p = plan_merge(
+        spec(Clause(NM, INS, insert_values=("a", "d")), Clause(M, U, "d > 1", (("c", "d"),))), TARGET, SOURCE
+    )
     assert dict(p.branches[0].image)["a"] == "CAST(s.a AS int)"
     assert p.branches[1].condition == "s.d > 1"
 
@@ -133,24 +139,37 @@ def test_update_without_source_is_target_only():
 
 
 def test_explain_shows_streams():
-    text = explain(plan_merge(spec(Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True), Clause(NMS, D)), TARGET, SOURCE))
+    text = explain(
+        plan_merge(
+            spec(Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True), Clause(NMS, D)), TARGET, SOURCE
+        )
+    )
     assert "[Join] FULL OUTER ON t.a = s.a" in text
-    assert "[Delete stream] row ids <- __tablets_clause = 0 (UPDATE old image) UNION ALL __tablets_clause = 2 (DELETE)" in text
-    assert "[Insert stream] new tablets <- __tablets_clause = 0 (UPDATE new image) UNION ALL __tablets_clause = 1 (INSERT)" in text
+    assert (
+        "[Delete stream] row ids <- __tablets_clause = 0 (UPDATE old image) UNION ALL __tablets_clause = 2 (DELETE)"
+        in text
+    )
+    assert (
+        "[Insert stream] new tablets <- __tablets_clause = 0 (UPDATE new image) UNION ALL __tablets_clause = 1 (INSERT)"
+        in text
+    )
 
 
-@pytest.mark.parametrize("clauses, plain", [
-    ((Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True)), True),  # SET b = s.b, INSERT *
-    ((Clause(M, U, None, (("b", "s.b + 1"),)), Clause(NM, INS, star=True)), False),  # an expression
-    ((Clause(M, U, "s.b > 1", (("b", "s.b"),)), Clause(NM, INS, star=True)), False),  # a condition
-    ((Clause(M, D), Clause(NMS, D)), True),  # BY SOURCE, unconditional
-    ((Clause(M, D), Clause(NMS, D, "t.b % 10 = 0 OR t.c IS NULL")), True),  # a condition Arrow evaluates
-    ((Clause(M, D), Clause(NMS, U, "t.b > 1", (("c", "NULL"),))), True),  # a soft delete
-    ((Clause(M, D), Clause(NMS, D, "t.c = 1")), False),  # a string compared with a number: Spark's cast
-    ((Clause(M, D), Clause(NMS, D, "upper(t.c) = 'X'")), False),  # a function
-    ((Clause(M, D), Clause(NMS, U, None, (("b", "t.b + 1"),))), True),  # an expression Arrow evaluates
-    ((Clause(M, D), Clause(NMS, U, None, (("c", "upper(t.c)"),))), False),  # a function in the image
-])
+@pytest.mark.parametrize(
+    "clauses, plain",
+    [
+        ((Clause(M, U, None, (("b", "s.b"),)), Clause(NM, INS, star=True)), True),  # SET b = s.b, INSERT *
+        ((Clause(M, U, None, (("b", "s.b + 1"),)), Clause(NM, INS, star=True)), False),  # an expression
+        ((Clause(M, U, "s.b > 1", (("b", "s.b"),)), Clause(NM, INS, star=True)), False),  # a condition
+        ((Clause(M, D), Clause(NMS, D)), True),  # BY SOURCE, unconditional
+        ((Clause(M, D), Clause(NMS, D, "t.b % 10 = 0 OR t.c IS NULL")), True),  # a condition Arrow evaluates
+        ((Clause(M, D), Clause(NMS, U, "t.b > 1", (("c", "NULL"),))), True),  # a soft delete
+        ((Clause(M, D), Clause(NMS, D, "t.c = 1")), False),  # a string compared with a number: Spark's cast
+        ((Clause(M, D), Clause(NMS, D, "upper(t.c) = 'X'")), False),  # a function
+        ((Clause(M, D), Clause(NMS, U, None, (("b", "t.b + 1"),))), True),  # an expression Arrow evaluates
+        ((Clause(M, D), Clause(NMS, U, None, (("c", "upper(t.c)"),))), False),  # a function in the image
+    ],
+)
 def test_plain_statements_are_the_drivers_to_merge(clauses, plain):
     p = plan_merge(spec(*clauses), TARGET, SOURCE)
     assert p.plain is plain

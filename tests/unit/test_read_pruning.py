@@ -27,7 +27,9 @@ def test_references_name_spans_and_aliases():
         ("default.tab", "`default`.tab", True, (Cond("between", "id", (("int", 1), ("int", 5))),)),
         ("other", "other", False, ()),
     ]
-    assert refs("INSERT INTO out SELECT * FROM tab WHERE id < 5") == [("tab", "tab", False, (Cond("lt", "id", ("int", 5)),))]
+    assert refs("INSERT INTO out SELECT * FROM tab WHERE id < 5") == [
+        ("tab", "tab", False, (Cond("lt", "id", ("int", 5)),))
+    ]
     assert [r[0] for r in refs("CREATE TABLE out USING parquet AS SELECT * FROM a.tab")] == ["a.tab"]
     assert refs("SELECT * FROM tablets.`/data/t` WHERE id = 1")[0][:2] == ("tablets./data/t", "tablets.`/data/t`")
 
@@ -62,25 +64,35 @@ def test_predicates_only_where_they_cannot_drop_a_needed_row():
     # qualified by another name: an outer reference
     assert conds("SELECT * FROM tab t WHERE other.id = 1 AND t.id = 2") == [(Cond("eq", "id", ("int", 2)),)]
     # ORs, functions and column-to-column comparisons are not taken; the rest of the AND is
-    got = conds("SELECT * FROM tab WHERE (id = 1 OR id = 2) AND abs(k) = 3 AND k = j AND (s LIKE 'ab%') AND NOT d IS NULL")
+    got = conds(
+        "SELECT * FROM tab WHERE (id = 1 OR id = 2) AND abs(k) = 3 AND k = j AND (s LIKE 'ab%') AND NOT d IS NULL"
+    )
     assert got == [(Cond("starts_with", "s", ("str", "ab")), Cond("not_null", "d"))]
     got = conds("SELECT * FROM tab WHERE 5 > id AND id <> 7 AND NOT (k IN (1, -2)) AND x <=> 1.5 AND n IS NULL")
-    assert got == [(
-        Cond("lt", "id", ("int", 5)),
-        Cond("not", value=Cond("eq", "id", ("int", 7))),
-        Cond("not", value=Cond("in", "k", (("int", 1), ("int", -2)))),
-        Cond("eq_null_safe", "x", ("dec", decimal.Decimal("1.5"))),
-        Cond("is_null", "n"),
-    )]
+    assert got == [
+        (
+            Cond("lt", "id", ("int", 5)),
+            Cond("not", value=Cond("eq", "id", ("int", 7))),
+            Cond("not", value=Cond("in", "k", (("int", 1), ("int", -2)))),
+            Cond("eq_null_safe", "x", ("dec", decimal.Decimal("1.5"))),
+            Cond("is_null", "n"),
+        )
+    ]
 
 
 def test_predicates_as_sql_on_the_bare_columns():
     """``Cond.sql``: the conjunct as written, unqualified (the front door filters the table's own
     scan by it before the deletion vectors); none where a backslash might unescape otherwise."""
-    (ref,) = references("SELECT * FROM db.tab t WHERE t.k = 7 AND t.s LIKE 'a%' AND d >= DATE'2021-01-01' "
-                        "AND NOT (t.`id` IN (1, 2)) AND t.s <> 'a\\%' AND (t.k + 1 = 2 OR t.k IS NULL)")
+    (ref,) = references(
+        "SELECT * FROM db.tab t WHERE t.k = 7 AND t.s LIKE 'a%' AND d >= DATE'2021-01-01' "
+        "AND NOT (t.`id` IN (1, 2)) AND t.s <> 'a\\%' AND (t.k + 1 = 2 OR t.k IS NULL)"
+    )
     assert [c.sql for c in ref.conds] == [
-        "k = 7", "s LIKE 'a%'", "d >= CAST('2021-01-01' AS DATE)", "NOT (`id` IN (1, 2))", "",
+        "k = 7",
+        "s LIKE 'a%'",
+        "d >= CAST('2021-01-01' AS DATE)",
+        "NOT (`id` IN (1, 2))",
+        "",
     ]
 
 
@@ -92,9 +104,13 @@ def test_typed_keeps_literals_that_compare_as_spark_compares_them():
     kinds = {"id": "int", "k": "int", "s": "str", "d": "date"}  # x: a double, no kind
     got = typed(ref.conds, kinds, {c: c for c in [*kinds, "x"]})
     assert got == [
-        Pred("ge", "id", 1), Pred("le", "id", 5), Pred("eq", "s", "a"),
-        Pred("ge", "d", dt.date(2021, 6, 1)), Pred("lt", "d", dt.date(2022, 1, 1)),
-        Pred("eq", "k", decimal.Decimal("2.5")), Pred("in", "k", (1, 2)),
+        Pred("ge", "id", 1),
+        Pred("le", "id", 5),
+        Pred("eq", "s", "a"),
+        Pred("ge", "d", dt.date(2021, 6, 1)),
+        Pred("lt", "d", dt.date(2022, 1, 1)),
+        Pred("eq", "k", decimal.Decimal("2.5")),
+        Pred("in", "k", (1, 2)),
     ]  # s = 5, d = '2021-6-1', x > 1 and 1e3 (a double in Spark) are dropped
 
 
@@ -105,8 +121,15 @@ def test_timestamps_with_an_offset_are_instants_and_conditions_read_alone():
     columns, qualified by its alias or not."""
     kinds = {"ts": "ts_tz", "id": "int"}
     names = {c: c for c in kinds}
-    got = typed(condition("t.ts >= '2024-01-01 00:00:00+00:00' AND ts < '2024-01-01T01:30:00.5-02:00' "
-                          "AND ts > '2024-01-01 00:00:00' AND s.id = 1 AND id IN (1, 2) AND (id = 3 OR id = 4)", "t"), kinds, names)
+    got = typed(
+        condition(
+            "t.ts >= '2024-01-01 00:00:00+00:00' AND ts < '2024-01-01T01:30:00.5-02:00' "
+            "AND ts > '2024-01-01 00:00:00' AND s.id = 1 AND id IN (1, 2) AND (id = 3 OR id = 4)",
+            "t",
+        ),
+        kinds,
+        names,
+    )
     utc = dt.UTC
     assert got == [
         Pred("ge", "ts", dt.datetime(2024, 1, 1, tzinfo=utc)),
@@ -141,7 +164,13 @@ def _sql_value(pred, row):
         return None if None in pred.value else False
     if pred.op == "starts_with":
         return x.startswith(pred.value)
-    return {"eq": x == pred.value, "lt": x < pred.value, "le": x <= pred.value, "gt": x > pred.value, "ge": x >= pred.value}[pred.op]
+    return {
+        "eq": x == pred.value,
+        "lt": x < pred.value,
+        "le": x <= pred.value,
+        "gt": x > pred.value,
+        "ge": x >= pred.value,
+    }[pred.op]
 
 
 def _random_value(rng, col):
@@ -158,7 +187,9 @@ def _random_value(rng, col):
 
 def _random_pred(rng):
     col = rng.choice(["i", "s", "d", "m"])
-    op = rng.choice(["eq", "lt", "le", "gt", "ge", "in", "is_null", "not_null", "eq_null_safe", "not_eq", "not_in", "starts_with"])
+    op = rng.choice(
+        ["eq", "lt", "le", "gt", "ge", "in", "is_null", "not_null", "eq_null_safe", "not_eq", "not_in", "starts_with"]
+    )
     v = _random_value(rng, col)
     if op in ("is_null", "not_null"):
         return Pred(op, col)

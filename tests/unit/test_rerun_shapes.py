@@ -26,37 +26,64 @@ def check(*clauses, source=SOURCE, **kw):
     return idempotent(plan(*clauses, source=source, **kw), source)
 
 
-@pytest.mark.parametrize("clauses", [
-    (UPDATE_ALL, INSERT_ALL),
-    (UPDATE_ALL,),
-    (INSERT_ALL,),
-    (Clause(M, N), INSERT_ALL),
-    (UPDATE_ALL, INSERT_ALL, Clause(NMS, D)),
-    (Clause(M, U, assignments=(("v", "s.v"),)), Clause(NM, INS, insert_columns=("id", "v"), insert_values=("s.id", "s.v"))),
-    (Clause(M, U, assignments=(("s", "NULL"),)), Clause(NM, INS, insert_columns=("id",), insert_values=("s.id",))),
-    (Clause(M, U, assignments=(("v", "t.v"),)),),
-    (Clause(M, U, assignments=(("v", "s.v"),)), INSERT_ALL),  # an UPDATE that keeps what INSERT wrote
-], ids=["upsert", "update", "insert", "insert-new", "sync", "some-columns", "nulls", "own-value", "keeps-inserted"])
+@pytest.mark.parametrize(
+    "clauses",
+    [
+        (UPDATE_ALL, INSERT_ALL),
+        (UPDATE_ALL,),
+        (INSERT_ALL,),
+        (Clause(M, N), INSERT_ALL),
+        (UPDATE_ALL, INSERT_ALL, Clause(NMS, D)),
+        (
+            Clause(M, U, assignments=(("v", "s.v"),)),
+            Clause(NM, INS, insert_columns=("id", "v"), insert_values=("s.id", "s.v")),
+        ),
+        (Clause(M, U, assignments=(("s", "NULL"),)), Clause(NM, INS, insert_columns=("id",), insert_values=("s.id",))),
+        (Clause(M, U, assignments=(("v", "t.v"),)),),
+        (Clause(M, U, assignments=(("v", "s.v"),)), INSERT_ALL),  # an UPDATE that keeps what INSERT wrote
+    ],
+    ids=["upsert", "update", "insert", "insert-new", "sync", "some-columns", "nulls", "own-value", "keeps-inserted"],
+)
 def test_idempotent_shapes(clauses):
     assert check(*clauses) == {"id": "id"}
 
 
-@pytest.mark.parametrize("clauses, on", [
-    ((Clause(M, U, "s.v > t.v", star=True), INSERT_ALL), "t.id = s.id"),  # a condition on values that change
-    ((Clause(M, U, assignments=(("v", "t.v + s.v"),)),), "t.id = s.id"),  # adds again
-    ((Clause(M, U, assignments=(("v", "CAST(s.s AS INT)"),)),), "t.id = s.id"),  # an expression
-    ((Clause(M, U, assignments=(("s", "NULL"),)), INSERT_ALL), "t.id = s.id"),  # the inserted value, then NULL
-    ((Clause(M, U, assignments=(("s", "t.v"),)),), "t.id = s.id"),  # another column's value
-    ((Clause(M, D), INSERT_ALL), "t.id = s.id"),  # deletes, then inserts it again
-    ((UPDATE_ALL, INSERT_ALL, Clause(NMS, U, assignments=(("v", "0"),))), "t.id = s.id"),
-    ((UPDATE_ALL, INSERT_ALL, Clause(NMS, D, "t.v > 1")), "t.id = s.id"),
-    ((Clause(NM, INS, insert_columns=("v",), insert_values=("s.v",)),), "t.id = s.id"),  # NULL key: inserted every time
-    ((Clause(M, U, assignments=(("id", "s.id + 1"),)),), "t.id = s.id"),  # moves the key away
-    ((UPDATE_ALL, INSERT_ALL), "t.id = s.id AND t.v > 0"),  # ON reads more than keys
-    ((UPDATE_ALL, INSERT_ALL), "t.id = s.id + 1"),  # a key that is an expression
-    ((UPDATE_ALL, INSERT_ALL), "t.id <=> s.id"),
-], ids=["condition", "accumulate", "expression", "update-nulls-what-insert-sets", "swap", "matched-delete",
-        "by-source-update", "by-source-condition", "null-key", "moved-key", "on-more", "key-expression", "null-safe"])
+@pytest.mark.parametrize(
+    "clauses, on",
+    [
+        ((Clause(M, U, "s.v > t.v", star=True), INSERT_ALL), "t.id = s.id"),  # a condition on values that change
+        ((Clause(M, U, assignments=(("v", "t.v + s.v"),)),), "t.id = s.id"),  # adds again
+        ((Clause(M, U, assignments=(("v", "CAST(s.s AS INT)"),)),), "t.id = s.id"),  # an expression
+        ((Clause(M, U, assignments=(("s", "NULL"),)), INSERT_ALL), "t.id = s.id"),  # the inserted value, then NULL
+        ((Clause(M, U, assignments=(("s", "t.v"),)),), "t.id = s.id"),  # another column's value
+        ((Clause(M, D), INSERT_ALL), "t.id = s.id"),  # deletes, then inserts it again
+        ((UPDATE_ALL, INSERT_ALL, Clause(NMS, U, assignments=(("v", "0"),))), "t.id = s.id"),
+        ((UPDATE_ALL, INSERT_ALL, Clause(NMS, D, "t.v > 1")), "t.id = s.id"),
+        (
+            (Clause(NM, INS, insert_columns=("v",), insert_values=("s.v",)),),
+            "t.id = s.id",
+        ),  # NULL key: inserted every time
+        ((Clause(M, U, assignments=(("id", "s.id + 1"),)),), "t.id = s.id"),  # moves the key away
+        ((UPDATE_ALL, INSERT_ALL), "t.id = s.id AND t.v > 0"),  # ON reads more than keys
+        ((UPDATE_ALL, INSERT_ALL), "t.id = s.id + 1"),  # a key that is an expression
+        ((UPDATE_ALL, INSERT_ALL), "t.id <=> s.id"),
+    ],
+    ids=[
+        "condition",
+        "accumulate",
+        "expression",
+        "update-nulls-what-insert-sets",
+        "swap",
+        "matched-delete",
+        "by-source-update",
+        "by-source-condition",
+        "null-key",
+        "moved-key",
+        "on-more",
+        "key-expression",
+        "null-safe",
+    ],
+)
 def test_not_idempotent(clauses, on):
     assert check(*clauses, on=on) is None
 
@@ -65,7 +92,9 @@ def test_types_must_match_the_target():
     assert check(UPDATE_ALL, INSERT_ALL, source={**SOURCE, "v": "bigint"}) is None  # a cast: not a copy
     assert check(UPDATE_ALL, INSERT_ALL, source={**SOURCE, "id": "int"}) is None
     floats = [("id", "double"), ("v", "int"), ("s", "string")]
-    assert check(UPDATE_ALL, INSERT_ALL, target=floats, source={**SOURCE, "id": "double"}) is None  # -0.0 = 0.0 in a join
+    assert (
+        check(UPDATE_ALL, INSERT_ALL, target=floats, source={**SOURCE, "id": "double"}) is None
+    )  # -0.0 = 0.0 in a join
     decimals = [("id", "decimal(10,2)"), ("v", "int"), ("s", "string")]
     assert check(UPDATE_ALL, INSERT_ALL, target=decimals, source={**SOURCE, "id": "decimal(10,2)"}) == {"id": "id"}
 

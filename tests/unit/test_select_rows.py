@@ -20,11 +20,15 @@ def table(tmp_path, monkeypatch):
     monkeypatch.setattr(tablet, "ROW_GROUP_ROWS", 100)  # ten row groups
     t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
     ids = list(range(1000))
-    t.append(pa.table({
-        "id": pa.array([None if i % 97 == 0 else i for i in ids], pa.int64()),
-        "k": pa.array([i % 10 for i in ids], pa.int32()),
-        "s": pa.array([f"s{i}" for i in ids]),
-    }))
+    t.append(
+        pa.table(
+            {
+                "id": pa.array([None if i % 97 == 0 else i for i in ids], pa.int64()),
+                "k": pa.array([i % 10 for i in ids], pa.int32()),
+                "s": pa.array([f"s{i}" for i in ids]),
+            }
+        )
+    )
     (tid,) = t.snapshot().tablets
     handle = t.begin_delete()
     sink = RowLevelSink(handle)
@@ -79,7 +83,9 @@ def test_others_selects_the_live_rows_without_a_value_it_holds_for(table):
         return pc.fill_null(pc.equal(pc.bit_wise_and(group.column("k"), 1), 1), False)  # odd k
 
     (st,) = table.snapshot().tablets.values()
-    got = select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id"], {"id": pa.array([5, 6, 333], pa.int64())}, others, ["k"])
+    got = select_rows(
+        table.io, table.root, st.add, st.dv, SCHEMA, ["id"], {"id": pa.array([5, 6, 333], pa.int64())}, others, ["k"]
+    )
     live = [i for i in range(1000) if i % 10]
     want = sorted({i for i in live if i % 2} | {5, 6, 333})
     assert got.positions.to_pylist() == want
@@ -93,10 +99,17 @@ def test_parts_of_a_tablet_select_its_rows_between_them(table):
     (st,) = table.snapshot().tablets.values()
     values = {"id": pa.array(range(0, 1000, 3), pa.int64())}
     whole = select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id", "s"], values)
-    parts = [select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id", "s"], values, part=(i, 3)) for i in range(3)]
+    parts = [
+        select_rows(table.io, table.root, st.add, st.dv, SCHEMA, ["id", "s"], values, part=(i, 3)) for i in range(3)
+    ]
     assert all(p.positions.to_pylist() for p in parts)  # ten row groups: each part has some
-    got = sorted(zip(pa.concat_arrays([p.positions for p in parts]).to_pylist(),
-                     pa.concat_tables([p.rows for p in parts]).column("s").to_pylist(), strict=True))
+    got = sorted(
+        zip(
+            pa.concat_arrays([p.positions for p in parts]).to_pylist(),
+            pa.concat_tables([p.rows for p in parts]).column("s").to_pylist(),
+            strict=True,
+        )
+    )
     assert got == list(zip(whole.positions.to_pylist(), whole.rows.column("s").to_pylist(), strict=True))
 
 
@@ -116,16 +129,23 @@ def test_a_key_column_the_tablet_predates_holds_no_value(table):
     table.add_columns([("late", "bigint")])
     schema = SCHEMA.append(pa.field("late", pa.int64()))
     (st,) = table.snapshot().tablets.values()
-    rows, _, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"late": pa.array([1], pa.int64())})
+    rows, _, _ = select_rows(
+        table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"late": pa.array([1], pa.int64())}
+    )
     assert rows.num_rows == 0
-    rows, _, _ = select_rows(table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())})
+    rows, _, _ = select_rows(
+        table.io, table.root, st.add, st.dv, schema, ["id", "late"], {"id": pa.array([1], pa.int64())}
+    )
     assert rows.to_pylist() == [{"id": 1, "late": None}]
 
 
-@pytest.mark.parametrize("values", [
-    [5, -3, 12, 7],  # a narrow span: the byte map
-    [-(2**63), 2**63 - 1, 0, 12],  # the whole int64 range: is_in
-])
+@pytest.mark.parametrize(
+    "values",
+    [
+        [5, -3, 12, 7],  # a narrow span: the byte map
+        [-(2**63), 2**63 - 1, 0, 12],  # the whole int64 range: is_in
+    ],
+)
 @pytest.mark.parametrize("column_type", [pa.int8(), pa.int32(), pa.int64()])
 def test_key_sets_agree_with_is_in(values, column_type):
     info = np.iinfo(column_type.to_pandas_dtype())

@@ -87,8 +87,18 @@ def test_a_worker_needs_only_the_zip_and_the_worker_extra(tmp_path):
 
 @pytest.mark.parametrize(
     ("text", "expected"),
-    [("10MB", 10 << 20), ("10485760b", 10485760), ("10485760", 10485760), ("-1", -1), ("1g", 1 << 30),
-     (" 2 kb ", 2048), ("lots", None), ("", None), (None, None), ("1.5MB", None)],
+    [
+        ("10MB", 10 << 20),
+        ("10485760b", 10485760),
+        ("10485760", 10485760),
+        ("-1", -1),
+        ("1g", 1 << 30),
+        (" 2 kb ", 2048),
+        ("lots", None),
+        ("", None),
+        (None, None),
+        ("1.5MB", None),
+    ],
 )
 def test_byte_settings_parse_like_spark(text, expected):
     from tablets.spark.sizes import parse_bytes

@@ -29,7 +29,12 @@ def test_stock_daily_sales():
         "WHEN MATCHED THEN UPDATE SET QtyOnHand = QtyOnHand - QtySold "
         "WHEN NOT MATCHED THEN INSERT VALUES (Item, QtySold)"
     )
-    assert (spec.target, spec.target_alias, spec.source, spec.source_alias) == ("Stock", "S", Source(table="DailySales"), "DS")
+    assert (spec.target, spec.target_alias, spec.source, spec.source_alias) == (
+        "Stock",
+        "S",
+        Source(table="DailySales"),
+        "DS",
+    )
     assert spec.on == "S.Item = DS.Item"
     assert spec.clauses == (
         Clause(M, D, "(QtyOnHand - QtySold = 0)"),
@@ -47,7 +52,12 @@ def test_all_categories_and_forms():
     assert spec.target == "db.t" and spec.target_alias == "t"
     assert spec.source == Source(query="SELECT a, b FROM db.s WHERE b > 0") and spec.source_alias == "src"
     assert spec.null_safe
-    assert [(c.category, c.action, c.star) for c in spec.clauses] == [(NMS, D, False), (M, U, True), (NM, INS, True), (NM, N, False)]
+    assert [(c.category, c.action, c.star) for c in spec.clauses] == [
+        (NMS, D, False),
+        (M, U, True),
+        (NM, INS, True),
+        (NM, N, False),
+    ]
     assert spec.clauses[3].condition == "src.a = 2"
 
 
@@ -87,9 +97,9 @@ def test_update_and_delete_are_target_only_specs():
 
 
 def test_ddl_and_appends():
-    assert parse_statement("CREATE OR REPLACE TABLE db.t USING tablets TBLPROPERTIES ('key_columns'='a') AS SELECT 1 AS a") == CreateSpec(
-        "db.t", None, "SELECT 1 AS a", replace=True, properties=(("key_columns", "a"),)
-    )
+    assert parse_statement(
+        "CREATE OR REPLACE TABLE db.t USING tablets TBLPROPERTIES ('key_columns'='a') AS SELECT 1 AS a"
+    ) == CreateSpec("db.t", None, "SELECT 1 AS a", replace=True, properties=(("key_columns", "a"),))
     create = parse_statement("CREATE TABLE IF NOT EXISTS db.t (a INT, b STRING) USING tablets LOCATION '/x'")
     assert (create.columns_ddl, create.if_not_exists, create.location) == ("`a` INT, `b` STRING", True, "/x")
     assert parse_statement("DROP TABLE IF EXISTS db.t") == DropSpec("db.t", if_exists=True)
@@ -101,11 +111,15 @@ def test_ddl_and_appends():
 def test_rename_and_drop_columns():
     assert parse_statement("ALTER TABLE db.t RENAME COLUMN a TO `b c`") == RenameColumnSpec("db.t", "a", "b c")
     assert parse_statement("ALTER TABLE t DROP COLUMN c") == DropColumnsSpec("t", ("c",))
-    assert parse_statement("alter table t drop columns if exists (c, `d`)") == DropColumnsSpec("t", ("c", "d"), if_exists=True)
+    assert parse_statement("alter table t drop columns if exists (c, `d`)") == DropColumnsSpec(
+        "t", ("c", "d"), if_exists=True
+    )
     assert statement_target("ALTER TABLE db.t RENAME COLUMN a TO b") == ("ALTER", "db.t")
     with pytest.raises(StatementParseError, match="fields of struct columns cannot be renamed or dropped"):
         parse_statement("ALTER TABLE t RENAME COLUMN s.x TO y")
-    with pytest.raises(StatementParseError, match="ALTER COLUMN c TYPE BIGINT' is not supported on tablet tables \(one of: ADD"):
+    with pytest.raises(
+        StatementParseError, match="ALTER COLUMN c TYPE BIGINT' is not supported on tablet tables \(one of: ADD"
+    ):
         parse_statement("ALTER TABLE t ALTER COLUMN c TYPE BIGINT")
 
 
@@ -140,11 +154,27 @@ def test_create_provider():
 @pytest.mark.parametrize(
     ("text", "error", "match"),
     [
-        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN INSERT *", MergeSpecError, "WHEN MATCHED clause #1.*INSERT is not allowed"),
-        ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN UPDATE SET a = 1", MergeSpecError, "UPDATE is not allowed under WHEN NOT MATCHED"),
+        (
+            "MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN INSERT *",
+            MergeSpecError,
+            "WHEN MATCHED clause #1.*INSERT is not allowed",
+        ),
+        (
+            "MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN UPDATE SET a = 1",
+            MergeSpecError,
+            "UPDATE is not allowed under WHEN NOT MATCHED",
+        ),
         ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET s.a = 1", MergeSpecError, "not of the target"),
-        ("MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET a = 1, a = 2", MergeSpecError, "more than once"),
-        ("MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)", MergeSpecError, "2 columns but gives 1"),
+        (
+            "MERGE INTO t USING s ON t.a = s.a WHEN MATCHED THEN UPDATE SET a = 1, a = 2",
+            MergeSpecError,
+            "more than once",
+        ),
+        (
+            "MERGE INTO t USING s ON t.a = s.a WHEN NOT MATCHED THEN INSERT (a, b) VALUES (1)",
+            MergeSpecError,
+            "2 columns but gives 1",
+        ),
         ("MERGE INTO t USING s ON WHEN", StatementParseError, "ON needs a condition"),
         ("SELECT 1", StatementParseError, "not a statement that writes"),
     ],

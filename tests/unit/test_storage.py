@@ -107,7 +107,9 @@ def test_tablets_carry_their_row_ids(base):
     assert pf.read(columns=[ROW_ID]).column(0).to_numpy().tolist() == list(range(base_id, base_id + n))
     meta = pf.metadata
     for g in range(meta.num_row_groups):
-        by_path = {meta.row_group(g).column(i).path_in_schema: meta.row_group(g).column(i) for i in range(meta.num_columns)}
+        by_path = {
+            meta.row_group(g).column(i).path_in_schema: meta.row_group(g).column(i) for i in range(meta.num_columns)
+        }
         assert "DELTA_BINARY_PACKED" in by_path[ROW_ID].encodings and by_path[ROW_ID].total_compressed_size < 1024
         for leaf in ("id", "st.a", "l.list.element"):
             assert "RLE_DICTIONARY" in by_path[leaf].encodings, leaf
@@ -268,7 +270,10 @@ def test_outside_share_is_what_a_range_filter_could_skip():
     assert outside_share(add(None, None, 10), "id", 0, 10) == 0.0  # only NULLs
     assert outside_share(add("a", "b"), "id", 0, 10) is None  # values that do not compare
     assert outside_share(AddTablet("t", "tablets/t.parquet", 10, 100), "id", 0, 10) is None  # no stats
-    assert outside_share(add("2024-01-01", "2024-01-11"), "id", datetime.date(2024, 1, 6), datetime.date(2024, 2, 1)) == 0.5
+    assert (
+        outside_share(add("2024-01-01", "2024-01-11"), "id", datetime.date(2024, 1, 6), datetime.date(2024, 2, 1))
+        == 0.5
+    )
     assert outside_share(add("aa", "zz"), "id", "ab", "zy") < 0.01
     assert outside_share(add("aa", "zz"), "id", "m", "n") > 0.9
 
@@ -297,8 +302,13 @@ def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
     assert outside(tablet, [("k", end + datetime.timedelta(microseconds=1), end + datetime.timedelta(days=1))])
     naive = datetime.datetime(2023, 11, 14, 22)
     assert not outside(tablet, [("k", naive, naive)])  # a wall time against instants: cannot tell
-    assert outside(add("2023-11-14T22:00:00", "2023-11-14T23:00:00"), [("k", naive + datetime.timedelta(hours=2), naive + datetime.timedelta(hours=3))])
-    assert not outside(add("2024-01-01", "2024-01-31"), [("k", datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 2, 1))])
+    assert outside(
+        add("2023-11-14T22:00:00", "2023-11-14T23:00:00"),
+        [("k", naive + datetime.timedelta(hours=2), naive + datetime.timedelta(hours=3))],
+    )
+    assert not outside(
+        add("2024-01-01", "2024-01-31"), [("k", datetime.datetime(2024, 1, 31, 0, 0), datetime.datetime(2024, 2, 1))]
+    )
     d = decimal.Decimal
     assert not outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.5"))])
     assert outside(add("2.50", "9.75"), [("k", d("0.1"), d("2.49999"))])

@@ -38,7 +38,9 @@ def test_issue_repro_vacuum_deletes_a_staged_deletion_vector(base):
     time.sleep(0 if t.io.local else 1.1)  # whole seconds in a bucket: let VACUUM's second come
     removed = t.vacuum(retention_hours=0, enforce_retention=False)
     assert [r.split("/")[0] for r in removed] == ["dv"]
-    with pytest.raises(VacuumConflict, match="version 2 is a VACUUM .* it may have deleted files this DELETE staged") as err:
+    with pytest.raises(
+        VacuumConflict, match="version 2 is a VACUUM .* it may have deleted files this DELETE staged"
+    ) as err:
         t.finish(h, f)
     assert isinstance(err.value, CommitConflict) and "Help: Run the statement again" in str(err.value)
     assert sorted(t.read().column("id").to_pylist()) == list(range(9))
@@ -107,7 +109,9 @@ def test_restore_that_read_before_a_vacuum_conflicts(tmp_path):
     t.append(pa.table({"id": pa.array([100], pa.int32())}))
     t.overwrite(pa.table({"id": pa.array([7], pa.int32())}))
     snap = t.snapshot()
-    h = transaction.begin(snap, t.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=t.io)
+    h = transaction.begin(
+        snap, t.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=t.io
+    )
     orphan = join(t.root, "dv", "0" * 32 + "-" + "1" * 32 + ".bin")
     t.io.write(orphan, b"x")
     two_hours_ago = time.time() - 2 * 3600
@@ -206,7 +210,10 @@ def test_writer_and_vacuum_processes_race(base):
     ctx = mp.get_context("spawn")
     vacuums, stop, out = ctx.Value("i", 0), ctx.Event(), ctx.Queue()
     start = time.time()
-    procs = [ctx.Process(target=_writer, args=(t.root, n, vacuums, out)), ctx.Process(target=_vacuumer, args=(t.root, vacuums, stop, out))]
+    procs = [
+        ctx.Process(target=_writer, args=(t.root, n, vacuums, out)),
+        ctx.Process(target=_vacuumer, args=(t.root, vacuums, stop, out)),
+    ]
     for p in procs:
         p.start()
     results = []
@@ -226,7 +233,9 @@ def test_writer_and_vacuum_processes_race(base):
     assert sorted(t.read().column("id").to_pylist()) == expected
     assert all(r[4] == 100 for r in oks)  # each statement deletes one row and inserts one
     ops = [e.commit.operation for e in t.history()]
-    print(f"{n} statements: {len(oks)} committed, {len(conflicts)} VacuumConflict, "
-          f"{ops.count(vacuum.VACUUM_START)} vacuums that deleted files, {results[-1][1]} files deleted, "
-          f"{time.time() - start:.0f} s")
+    print(
+        f"{n} statements: {len(oks)} committed, {len(conflicts)} VacuumConflict, "
+        f"{ops.count(vacuum.VACUUM_START)} vacuums that deleted files, {results[-1][1]} files deleted, "
+        f"{time.time() - start:.0f} s"
+    )
     assert log.latest_version(t.io, t.root) == t.version

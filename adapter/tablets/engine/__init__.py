@@ -11,4 +11,3 @@ May import: ``tablets.spark``, ``tablets.spec``, ``tablets.storage`` and the lea
 (``exceptions``, ``settings``, ``sqltext``); never ``tablets.sql``, the front door or dbt
 (``tests/unit/test_layers.py``).
 """
-

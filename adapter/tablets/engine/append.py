@@ -85,12 +85,16 @@ def append(
             help="Drop them from the query, or add them to the table first (on_schema_change / ALTER TABLE ADD COLUMNS).",
         )
     cols = [
-        (F.col(quote_ident(have[n.lower()])) if n.lower() in have else F.lit(None)).cast(types[n]).alias(n) for n in names
+        (F.col(quote_ident(have[n.lower()])) if n.lower() in have else F.lit(None)).cast(types[n]).alias(n)
+        for n in names
     ]
     keys = list(snap.metadata.key_columns)
     if keys and not overwrite and snap.live_rows:
         on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
-        clauses = (Clause(Category.MATCHED, ActionKind.REFUSE), Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True))
+        clauses = (
+            Clause(Category.MATCHED, ActionKind.REFUSE),
+            Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True),
+        )
         spec = MergeSpec(name or table.root, "t", Source(query="<rows>"), "s", on, clauses, operation=operation)
         return execute(spark, table, spec, frame.select(*cols), options, snapshot=snap)
     stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
@@ -122,7 +126,9 @@ def append(
         if rows is None:
             rows = stream.mapInArrow(task, INSERT_RESULT).collect()
     except AnalysisException as e:
-        raise MergeSpecError(f"{operation} {name or table.root}: {first_line(e)}", help="Check the query and its column types.") from e
+        raise MergeSpecError(
+            f"{operation} {name or table.root}: {first_line(e)}", help="Check the query and its column types."
+        ) from e
     except PySparkException as e:
         raise job_failed(f"{operation} {name or table.root}", e) from e
     frags = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
@@ -132,7 +138,8 @@ def append(
         example = next((r["key_example"] for r in rows if r["key_example"]), None)
         raise KeyViolation(
             f"{operation} {name or table.root}: {bad} row(s) repeat a key of ({', '.join(keys)})"
-            + (f", e.g. {example}" if example else "") + "; nothing was written"
+            + (f", e.g. {example}" if example else "")
+            + "; nothing was written"
         )
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
@@ -143,5 +150,7 @@ def append(
     if overwrite:
         m.rows_deleted = snap.live_rows
     m.timings_ms["write"] = round((time.perf_counter() - t0) * 1000, 1)
-    m.version = table.finish(handle, frags, extra_actions=removes, parameters=dict(options.parameters), metrics=m.to_commit())
+    m.version = table.finish(
+        handle, frags, extra_actions=removes, parameters=dict(options.parameters), metrics=m.to_commit()
+    )
     return m

@@ -56,21 +56,36 @@ _FLOATS = ("float", "double")
 _DECIMAL = "decimal literal"  # 1.5: DECIMAL in Spark, usable here only where Spark makes it DOUBLE
 _VOID = "void"  # the type of NULL
 _ARROW = {
-    "tinyint": pa.int8(), "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
-    "float": pa.float32(), "double": pa.float64(), "string": pa.string(), "boolean": pa.bool_(),
-    "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"), "timestamp_ntz": pa.timestamp("us"),
+    "tinyint": pa.int8(),
+    "smallint": pa.int16(),
+    "int": pa.int32(),
+    "bigint": pa.int64(),
+    "float": pa.float32(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "date": pa.date32(),
+    "timestamp": pa.timestamp("us", tz="UTC"),
+    "timestamp_ntz": pa.timestamp("us"),
     _VOID: pa.null(),
 }
 _TYPE_NAMES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
 _RANGE = {t: (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for t, b in zip(_INTS, (8, 16, 32, 64), strict=True)}
 _CAST_TO = {
-    exp.DataType.Type.TINYINT: "tinyint", exp.DataType.Type.SMALLINT: "smallint",
-    exp.DataType.Type.INT: "int", exp.DataType.Type.BIGINT: "bigint",
-    exp.DataType.Type.DOUBLE: "double", exp.DataType.Type.DATE: "date",
+    exp.DataType.Type.TINYINT: "tinyint",
+    exp.DataType.Type.SMALLINT: "smallint",
+    exp.DataType.Type.INT: "int",
+    exp.DataType.Type.BIGINT: "bigint",
+    exp.DataType.Type.DOUBLE: "double",
+    exp.DataType.Type.DATE: "date",
 }
 _COMPARE = {
-    exp.EQ: "equal", exp.NEQ: "not_equal", exp.LT: "less", exp.LTE: "less_equal",
-    exp.GT: "greater", exp.GTE: "greater_equal",
+    exp.EQ: "equal",
+    exp.NEQ: "not_equal",
+    exp.LT: "less",
+    exp.LTE: "less_equal",
+    exp.GT: "greater",
+    exp.GTE: "greater_equal",
 }
 _ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
 _NO_VALUE = object()
@@ -158,7 +173,13 @@ def _tokens_match(tokens: list, tree: exp.Expr) -> bool:
 
 def _input(col: pa.ChunkedArray, typ: pa.DataType, label: str) -> pa.Array:
     """One contiguous array of the column, of the Arrow type its Spark type promises."""
-    if pa.types.is_timestamp(typ) and typ.tz and pa.types.is_timestamp(col.type) and col.type.unit == "us" and col.type.tz:
+    if (
+        pa.types.is_timestamp(typ)
+        and typ.tz
+        and pa.types.is_timestamp(col.type)
+        and col.type.unit == "us"
+        and col.type.tz
+    ):
         col = col.cast(typ)  # UTC microseconds whatever zone the type names: only the label changes
     if typ == pa.string():
         if col.type == pa.string_view() or (col.type == pa.string() and col.num_chunks > 1):
@@ -347,12 +368,25 @@ class _Walker:
 
 
 _DISPATCH: dict[type, Callable[..., _Node]] = {
-    exp.Column: _Walker.column, exp.Literal: _Walker.literal, exp.Neg: _Walker.neg,
-    exp.Cast: _Walker.cast, exp.TryCast: _Walker.cast, exp.Paren: _Walker.paren, exp.Boolean: _Walker.boolean,
-    exp.Null: _Walker.null, exp.NullSafeEQ: _Walker.null_safe, exp.NullSafeNEQ: _Walker.null_safe,
-    exp.And: _Walker.logic, exp.Or: _Walker.logic, exp.Not: _Walker.not_, exp.Is: _Walker.is_,
-    exp.In: _Walker.in_, exp.Between: _Walker.between, exp.Mod: _Walker.mod,
-    **dict.fromkeys(_COMPARE, _Walker.compare), **dict.fromkeys(_ARITH, _Walker.arith),
+    exp.Column: _Walker.column,
+    exp.Literal: _Walker.literal,
+    exp.Neg: _Walker.neg,
+    exp.Cast: _Walker.cast,
+    exp.TryCast: _Walker.cast,
+    exp.Paren: _Walker.paren,
+    exp.Boolean: _Walker.boolean,
+    exp.Null: _Walker.null,
+    exp.NullSafeEQ: _Walker.null_safe,
+    exp.NullSafeNEQ: _Walker.null_safe,
+    exp.And: _Walker.logic,
+    exp.Or: _Walker.logic,
+    exp.Not: _Walker.not_,
+    exp.Is: _Walker.is_,
+    exp.In: _Walker.in_,
+    exp.Between: _Walker.between,
+    exp.Mod: _Walker.mod,
+    **dict.fromkeys(_COMPARE, _Walker.compare),
+    **dict.fromkeys(_ARITH, _Walker.arith),
 }
 
 

@@ -67,7 +67,12 @@ def appends_match(run: Run, source: DataFrame | None, adds: list[AddTablet]) -> 
     snap = replace(run.snapshot, tablets={a.tablet_id: TabletState(a) for a in adds})
     probe = replace(run, snapshot=snap, metrics=MergeMetrics(operation=run.metrics.operation))
     try:
-        rows = classified_pairs(probe, source, [a.tablet_id for a in adds]).filter(F.col(TID).isNotNull()).limit(1).collect()
+        rows = (
+            classified_pairs(probe, source, [a.tablet_id for a in adds])
+            .filter(F.col(TID).isNotNull())
+            .limit(1)
+            .collect()
+        )
     except Exception:  # noqa: BLE001 - cannot tell
         return True
     return bool(rows)

@@ -65,21 +65,45 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= driver_scan_bytes(run.spark):
             limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
             if not run.plan.by_source:
-                rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.intake.keys, limit,
-                                   skip_by_stats=may_prune(run))
+                rows = driver_rows(
+                    run.table,
+                    run.snapshot,
+                    run.plan.target_columns,
+                    tablets,
+                    run.intake.keys,
+                    limit,
+                    skip_by_stats=may_prune(run),
+                )
             elif (
                 run.plan.on_is_keys
                 and setting_on(run, ARROW_EVAL_CONF)
                 and (clauses := driver_clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None
             ):
-                columns = sorted({c for dc in clauses if dc.condition is not True for c in dc.condition.columns.get(target_key(run), ())})
+                columns = sorted(
+                    {
+                        c
+                        for dc in clauses
+                        if dc.condition is not True
+                        for c in dc.condition.columns.get(target_key(run), ())
+                    }
+                )
 
                 def acted(rows: pa.Table) -> pa.Array:  # some BY SOURCE clause acts on the row
                     return pa.array(first_clause({target_key(run): rows}, rows.num_rows, clauses) >= 0)
 
                 try:
-                    rows = driver_rows(run.table, run.snapshot, run.plan.target_columns, tablets, run.intake.keys, limit,
-                                       acted, columns, DRIVER_BY_SOURCE_ROWS, skip_by_stats=may_prune(run))
+                    rows = driver_rows(
+                        run.table,
+                        run.snapshot,
+                        run.plan.target_columns,
+                        tablets,
+                        run.intake.keys,
+                        limit,
+                        acted,
+                        columns,
+                        DRIVER_BY_SOURCE_ROWS,
+                        skip_by_stats=may_prune(run),
+                    )
                 except EvalUnsupported:  # (an overflow, say): Spark evaluates the statement
                     rows = None
         run.driver.selected[at] = rows
@@ -93,7 +117,11 @@ def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
     """``Plan.driver_clauses`` of ``category`` over the collected source's types, compiled once
     a statement."""
     if category not in run.driver.clauses:
-        source = {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields} if run.intake.local is not None else None
+        source = (
+            {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields}
+            if run.intake.local is not None
+            else None
+        )
         run.driver.clauses[category] = run.plan.driver_clauses(category, source)
     return run.driver.clauses[category]
 
@@ -260,11 +288,19 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 same = pc.and_(same, _same_values(t.column(col), new))
             kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
         else:
-            code = {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(action, K_MATCHED) if action is not None else K_MATCHED
+            code = (
+                {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(
+                    action, K_MATCHED
+                )
+                if action is not None
+                else K_MATCHED
+            )
             kind = pa.array([code] * n, pa.string())
         return part(tid, row, values, kind)
 
-    def classified(category: Category, tables: dict[str, pa.Table], t: pa.Table | None, src: pa.Table) -> list[pa.Table] | None:
+    def classified(
+        category: Category, tables: dict[str, pa.Table], t: pa.Table | None, src: pa.Table
+    ) -> list[pa.Table] | None:
         """Rows of ``category`` (``t`` paired with ``src``; ``t`` None for source rows alone),
         each by the first clause that holds; pairs no clause acts on as K_MATCHED (the result
         depends on them). None: Spark must decide."""
@@ -276,8 +312,12 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             first = first_clause(tables, n, these)
         except EvalUnsupported:
             return None
-        groups: list[tuple[DriverClause | None, np.ndarray]] = [(None, first < 0)] if category is Category.MATCHED else []
-        groups += [(dc, first == i) for i, dc in enumerate(these) if dc.branch.clause.action is not ActionKind.DO_NOTHING]
+        groups: list[tuple[DriverClause | None, np.ndarray]] = (
+            [(None, first < 0)] if category is Category.MATCHED else []
+        )
+        groups += [
+            (dc, first == i) for i, dc in enumerate(these) if dc.branch.clause.action is not ActionKind.DO_NOTHING
+        ]
         out = []
         for dc, where in groups:
             if not where.any():
@@ -287,7 +327,13 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 assert dc is not None
                 values = image(dc, None, src.filter(pick))
                 m = int(where.sum())
-                p = None if values is None else part(pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string()))
+                p = (
+                    None
+                    if values is None
+                    else part(
+                        pa.nulls(m, pa.string()), pa.nulls(m, pa.int64()), values, pa.array([K_INSERT] * m, pa.string())
+                    )
+                )
             else:
                 p = target_part(dc, t.filter(pick), src.filter(pick))
             if p is None:
@@ -327,7 +373,9 @@ def _unpaired_target_rows(run: Run, tablets: Sequence[str], paired: pa.Table) ->
     tid, row = TabletScan.row_ids(rows)
     ptid, prow = TabletScan.row_ids(paired)
     ids = pa.table({"t": tid, "r": row, "i": pa.array(np.arange(rows.num_rows, dtype=np.int64))})
-    hit = ids.join(pa.table({"t": ptid, "r": prow}).group_by(["t", "r"]).aggregate([]), keys=["t", "r"], join_type="left semi")
+    hit = ids.join(
+        pa.table({"t": ptid, "r": prow}).group_by(["t", "r"]).aggregate([]), keys=["t", "r"], join_type="left semi"
+    )
     keep = np.ones(rows.num_rows, dtype=bool)
     keep[hit.column("i").to_numpy()] = False
     return rows.filter(pa.array(keep))

@@ -61,11 +61,15 @@ def job_failed(what: str, e: Exception) -> TabletsError:
         body = text.split("JVM stacktrace:", 1)[0]
         raised = re.findall(r"^([A-Za-z_][\w.]*: .*)$", body, re.MULTILINE)
         where = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', body)
-        at = f' ({where[-1][0]}, line {where[-1][1]}, in {where[-1][2]})' if where else ""
+        at = f" ({where[-1][0]}, line {where[-1][1]}, in {where[-1][2]})" if where else ""
         if raised:
             return ExecutionError(f"{what} failed: a Python function raised {raised[-1][:500]}{at}")
     # py4j's first line is "An error occurred while calling o123.x": the JVM's message follows
-    lines = [ln.lstrip(": ") for ln in text.splitlines() if ln.strip() and not ln.startswith("An error occurred while calling")]
+    lines = [
+        ln.lstrip(": ")
+        for ln in text.splitlines()
+        if ln.strip() and not ln.startswith("An error occurred while calling")
+    ]
     return ExecutionError(f"{what} failed while running: {lines[0][:500] if lines else type(e).__name__}")
 
 

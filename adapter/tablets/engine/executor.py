@@ -160,6 +160,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             target_tablet_rows=run.options.target_tablet_rows,
             sort_by=run.options.cluster_by,
         )
+
         def spark_source() -> DataFrame | None:  # the collected rows as a frame, once Spark needs them
             nonlocal source
             if has_source and source is None:

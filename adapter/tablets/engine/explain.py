@@ -72,22 +72,34 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
     def branch_list(kinds: tuple[ActionKind, ...], what: str) -> str:
         items = []
         for b in plan.actions(*kinds):
-            role = {ActionKind.UPDATE: f"UPDATE {what} image", ActionKind.DELETE: "DELETE", ActionKind.INSERT: "INSERT"}[b.clause.action]
+            role = {
+                ActionKind.UPDATE: f"UPDATE {what} image",
+                ActionKind.DELETE: "DELETE",
+                ActionKind.INSERT: "INSERT",
+            }[b.clause.action]
             items.append(f"{CLAUSE} = {b.index} ({role})")
         return " UNION ALL ".join(items)
 
     if plan.has_deletes:
-        skip = " (UPDATEs whose new image equals the old row are skipped: rows_unchanged)" if skip_unchanged and plan.actions(ActionKind.UPDATE) else ""
+        skip = (
+            " (UPDATEs whose new image equals the old row are skipped: rows_unchanged)"
+            if skip_unchanged and plan.actions(ActionKind.UPDATE)
+            else ""
+        )
         lines.append(
-            "[Delete stream] row ids <- " + branch_list((ActionKind.DELETE, ActionKind.UPDATE), "old") + skip +
-            "\n   \\_ [Shuffle] homecoming: hash by tablet id, one task writes each tablet's new deletion vector (old DV OR new deletes)"
+            "[Delete stream] row ids <- "
+            + branch_list((ActionKind.DELETE, ActionKind.UPDATE), "old")
+            + skip
+            + "\n   \\_ [Shuffle] homecoming: hash by tablet id, one task writes each tablet's new deletion vector (old DV OR new deletes)"
             "\n   \\_ [Check] a row id seen twice: target row modified more than once -> error, nothing committed"
         )
     if plan.has_inserts:
         lines.append("[Insert stream] new tablets <- " + branch_list((ActionKind.INSERT, ActionKind.UPDATE), "new"))
     nothing = [b for b in plan.branches if b.clause.action is ActionKind.DO_NOTHING]
     if nothing:
-        lines.append("[Do nothing] " + ", ".join(f"{CLAUSE} = {b.index}" for b in nothing) + " (classified, never written)")
+        lines.append(
+            "[Do nothing] " + ", ".join(f"{CLAUSE} = {b.index}" for b in nothing) + " (classified, never written)"
+        )
     lines.append("[Commit] fragments -> one new version (add_tablet + set_dv + commit_info)")
     lines += route or []
     return "\n".join(lines)

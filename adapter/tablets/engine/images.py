@@ -34,7 +34,12 @@ def update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _I
     for col, value in clause.assignments:
         name = lower_t.get(col.split(".")[-1].strip("`").lower())
         if name is None:
-            raise plan_error(spec, part, f"SET assigns {col!r}, which is not a column of the target ({', '.join(tcols)})", help="Assign only target columns.")
+            raise plan_error(
+                spec,
+                part,
+                f"SET assigns {col!r}, which is not a column of the target ({', '.join(tcols)})",
+                help="Assign only target columns.",
+            )
         tree = scope.qualify(value, clause.category, part)
         needed |= scope.target_refs(tree)
         assigned[name] = tree.sql(dialect="spark")
@@ -54,13 +59,28 @@ def insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
     else:
         cols = list(clause.insert_columns) or tcols[: len(clause.insert_values)]
         if len(clause.insert_values) > len(tcols):
-            raise plan_error(spec, part, f"INSERT has {len(clause.insert_values)} values but the target has {len(tcols)} columns", help="Give one value per target column.")
+            raise plan_error(
+                spec,
+                part,
+                f"INSERT has {len(clause.insert_values)} values but the target has {len(tcols)} columns",
+                help="Give one value per target column.",
+            )
         if len(cols) != len(clause.insert_values):
-            raise plan_error(spec, part, f"INSERT names {len(cols)} columns but gives {len(clause.insert_values)} values", help="Give one value per named column.")
+            raise plan_error(
+                spec,
+                part,
+                f"INSERT names {len(cols)} columns but gives {len(clause.insert_values)} values",
+                help="Give one value per named column.",
+            )
         for col, value in zip(cols, clause.insert_values, strict=True):
             name = lower_t.get(col.strip("`").lower())
             if name is None:
-                raise plan_error(spec, part, f"INSERT names {col!r}, which is not a column of the target ({', '.join(tcols)})", help="Insert only target columns.")
+                raise plan_error(
+                    spec,
+                    part,
+                    f"INSERT names {col!r}, which is not a column of the target ({', '.join(tcols)})",
+                    help="Insert only target columns.",
+                )
             if name in values:
                 raise plan_error(spec, part, f"INSERT names column {col!r} twice", help="Name each column once.")
             tree = scope.qualify(value, clause.category, part)

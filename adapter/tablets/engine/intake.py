@@ -88,7 +88,9 @@ def source_frame(run: Run, original: DataFrame) -> DataFrame:
 _ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal", "timestamp")
 
 
-def collect_local_source(run: Run, source: DataFrame) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
+def collect_local_source(
+    run: Run, source: DataFrame
+) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
     """A source that Spark estimates below ``LOCAL_SOURCE_BYTES`` is collected to the driver
     once (Arrow) and used as a local relation: one job instead of a cached copy filled and
     aggregated (three jobs), its size exact, its row ids plain positions, its count and key
@@ -155,7 +157,9 @@ def ran_before(run: Run, digest: str, keys: dict[str, str]) -> bool:
         return False
     if run.plan.actions(ActionKind.UPDATE):
         prior = commit.metrics_dict()
-        run.metrics.rows_unchanged = int(sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted")))
+        run.metrics.rows_unchanged = int(
+            sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted"))
+        )
     run.metrics.same_source = True
     return True
 

@@ -33,7 +33,8 @@ def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, fou
             if _same_sql(value, sql_cast(matched, types[col])) or _same_sql(value, matched):
                 continue
             raise plan_error(
-                spec, part,
+                spec,
+                part,
                 f"the INSERT computes key column {col!r} (the table's key is ({', '.join(keys)})) instead of "
                 f"inserting {matched}, the source value ON matches it with: a computed key could repeat one of the table's",
                 help=f"Compute the key in the source query (USING (SELECT ..., <expression> AS {col} ...)) and insert {matched}.",
@@ -44,7 +45,9 @@ def _same_sql(a: str, b: str) -> bool:
     return a.replace("`", "").lower() == b.replace("`", "").lower()
 
 
-def _key_matches(spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]) -> tuple[dict[str, str], list[exp.Expr]]:
+def _key_matches(
+    spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]
+) -> tuple[dict[str, str], list[exp.Expr]]:
     """The ON condition's ``target.key = <source expression>`` conjuncts, by key column, and
     the other conjuncts."""
     t = spec.target_alias.lower()
@@ -79,20 +82,25 @@ def check_conflict_target(spec: MergeSpec, keys: Sequence[str]) -> None:
     target = ", ".join(spec.conflict_keys)
     if not keys:
         raise plan_error(
-            spec, f"ON CONFLICT ({target})",
+            spec,
+            f"ON CONFLICT ({target})",
             f"the table has no key columns, so no row can conflict on ({target})",
             help=f"Declare the key when you create the table: TBLPROPERTIES ('key_columns' = '{target}') "
             "(dbt: merge_tablets' unique_key), or use MERGE.",
         )
     raise plan_error(
-        spec, f"ON CONFLICT ({target})",
+        spec,
+        f"ON CONFLICT ({target})",
         f"({target}) is not the table's key ({', '.join(keys)})",
         help=f"Write ON CONFLICT ({', '.join(keys)}), or use MERGE to match on other columns.",
     )
 
 
 def keyed(
-    spec: MergeSpec, target_schema: Sequence[tuple[str, str]], source_columns: Sequence[str] | None, keys: tuple[str, ...]
+    spec: MergeSpec,
+    target_schema: Sequence[tuple[str, str]],
+    source_columns: Sequence[str] | None,
+    keys: tuple[str, ...],
 ) -> MergeSpec:
     """Check ``spec`` against the table's key and make inserts checkable.
 
@@ -131,7 +139,8 @@ def keyed(
             ):
                 continue
             raise plan_error(
-                spec, part,
+                spec,
+                part,
                 f"SET assigns key column {key!r} (the table's key is ({key_list})): a key never changes, so that "
                 "no statement can leave two rows with one key",
                 help="Delete the row and insert it with its new key, or leave the key out of SET "
@@ -143,10 +152,13 @@ def keyed(
     missing = [k for k in keys if k.lower() not in found]
     if missing:
         raise plan_error(
-            spec, "ON condition",
+            spec,
+            "ON condition",
             f"the statement inserts rows, but {spec.on!r} does not match on key column(s) {missing} "
             f"(the table's key is ({key_list})): an inserted row could repeat a key the table has",
-            help="Match on every key column: ON " + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys) + ".",
+            help="Match on every key column: ON "
+            + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys)
+            + ".",
         )
     _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, found)
     if not rest:
@@ -154,7 +166,8 @@ def keyed(
     by_source = Category.NOT_MATCHED_BY_SOURCE in spec.categories()
     if by_source and any(c.table.lower() != spec.target_alias.lower() for r in rest for c in r.find_all(exp.Column)):
         raise plan_error(
-            spec, "ON condition",
+            spec,
+            "ON condition",
             f"on a table with a key ({key_list}), a MERGE that inserts and has WHEN NOT MATCHED BY SOURCE "
             f"clauses must match on the key and target columns only, not also on "
             f"{' AND '.join(r.sql(dialect='spark') for r in rest)}",
@@ -172,16 +185,26 @@ def keyed(
     for c in spec.clauses:
         if c.category is not Category.NOT_MATCHED:
             continue
-        when = scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark") if c.condition else "TRUE"
+        when = (
+            scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark")
+            if c.condition
+            else "TRUE"
+        )
         whens.append(f"WHEN {when} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
     outside = f"NOT COALESCE({extra}, FALSE)"
-    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)"))
+    clauses.append(
+        Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)")
+    )
     # a target row whose key matches but whose own columns fail the other conjuncts was NOT
     # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
     for c in spec.clauses:
         if c.category is Category.NOT_MATCHED_BY_SOURCE:
             part = "NOT MATCHED BY SOURCE clause"
-            by_src = f"{outside} AND ({scope.qualify(c.condition, c.category, part).sql(dialect='spark')})" if c.condition else outside
+            by_src = (
+                f"{outside} AND ({scope.qualify(c.condition, c.category, part).sql(dialect='spark')})"
+                if c.condition
+                else outside
+            )
             sets = tuple((col, scope.qualify(v, c.category, part).sql(dialect="spark")) for col, v in c.assignments)
             clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets))
     return replace(spec, on=on, clauses=tuple(clauses))

@@ -30,7 +30,11 @@ class MergeMetrics:
         return self.rows_inserted + self.rows_updated + self.rows_deleted
 
     def to_commit(self) -> dict[str, float]:
-        out = {k: float(v) for k, v in asdict(self).items() if isinstance(v, int) and not isinstance(v, bool) and k != "version"}
+        out = {
+            k: float(v)
+            for k, v in asdict(self).items()
+            if isinstance(v, int) and not isinstance(v, bool) and k != "version"
+        }
         out.update({f"time_{k}_ms": v for k, v in self.timings_ms.items()})
         return out
 

@@ -75,7 +75,9 @@ def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
     if rows is not None:
         return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
-    scan = tablet_scan(run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True)
+    scan = tablet_scan(
+        run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True
+    )
     frame = scan.frame
     adds = [run.snapshot.named_stats(t) for t in tablets] if run.intake.ranges else []
     for col, lo, hi in run.intake.ranges or ():
@@ -156,9 +158,15 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
     names = [n for n, _ in plan.column_types]
     if any(b.image for b in plan.branches):
         for i, name in enumerate(names):
-            whens = " ".join(f"WHEN {plan.guard(b)} THEN {dict(b.image)[name] if b.image else 'NULL'}" for b in plan.branches)
+            whens = " ".join(
+                f"WHEN {plan.guard(b)} THEN {dict(b.image)[name] if b.image else 'NULL'}" for b in plan.branches
+            )
             cols.append(f"CAST(CASE {whens} END AS {types[name]}) AS {IMAGE_PREFIX}{i}")
-    matched = f"CASE WHEN {S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL THEN '{K_MATCHED}' END" if plan.join is not None else "NULL"
+    matched = (
+        f"CASE WHEN {S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL THEN '{K_MATCHED}' END"
+        if plan.join is not None
+        else "NULL"
+    )
     kinds = []
     for b in plan.branches:
         a = b.clause.action
@@ -166,16 +174,25 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
             same = " AND ".join(f"({v} <=> {t}.{quote_ident(n)})" for n, v in b.image)
             kind = f"CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END"
         else:
-            kind = {ActionKind.DELETE: f"'{K_DELETE}'", ActionKind.INSERT: f"'{K_INSERT}'", ActionKind.REFUSE: f"'{K_REFUSE}'",
-                    ActionKind.UPDATE: f"'{K_UPDATE}'"}.get(a, matched)
+            kind = {
+                ActionKind.DELETE: f"'{K_DELETE}'",
+                ActionKind.INSERT: f"'{K_INSERT}'",
+                ActionKind.REFUSE: f"'{K_REFUSE}'",
+                ActionKind.UPDATE: f"'{K_UPDATE}'",
+            }.get(a, matched)
         kinds.append(f"WHEN {plan.guard(b)} THEN {kind}")
     cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
     # only inserts, new images of updates and refused pairs (their key, for the message) use an
     # image: the other rows go home without one (a no-op re-merge shuffled 10.7 MiB of them at 10M)
     written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}')"
-    out = [c if not c.startswith(IMAGE_PREFIX) else f"CASE WHEN {written} THEN {c} END AS {c}" for c, _ in _pair_columns(run, sid=sid)]
-    return (f"SELECT {', '.join(out)} FROM (SELECT {', '.join(cols)} FROM {from_item}{f' WHERE {where}' if where else ''}) "
-            f"WHERE {KIND} IS NOT NULL")
+    out = [
+        c if not c.startswith(IMAGE_PREFIX) else f"CASE WHEN {written} THEN {c} END AS {c}"
+        for c, _ in _pair_columns(run, sid=sid)
+    ]
+    return (
+        f"SELECT {', '.join(out)} FROM (SELECT {', '.join(cols)} FROM {from_item}{f' WHERE {where}' if where else ''}) "
+        f"WHERE {KIND} IS NOT NULL"
+    )
 
 
 _PAIR = "__tablets_pair"  # a pair of the driver's join (else a source row alone)
@@ -195,28 +212,34 @@ def driver_pairs_view(run: Run, tablets: Sequence[str]) -> str | None:
     everyone = data.combine_chunks()
 
     def struct(table: pa.Table) -> pa.StructArray:
-        return pa.StructArray.from_arrays([c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns],
-                                          fields=list(table.schema))
+        return pa.StructArray.from_arrays(
+            [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns], fields=list(table.schema)
+        )
 
     t_type = struct(t_rows.slice(0, 0)).type
     n, m = t_rows.num_rows, everyone.num_rows
     flag = pa.bool_()
-    frame = pa.table([
-        pa.concat_arrays([struct(t_rows), pa.nulls(m, t_type)]),
-        pa.concat_arrays([struct(s_rows), struct(everyone)]),
-        pa.array([True] * n + [None] * m, flag),
-        pa.array([True] * (n + m), flag),
-        pa.array([True] * n + [False] * m, flag),
-    ], names=[run.plan.spec.target_alias, run.plan.spec.source_alias, T_MARK, S_MARK, _PAIR])
+    frame = pa.table(
+        [
+            pa.concat_arrays([struct(t_rows), pa.nulls(m, t_type)]),
+            pa.concat_arrays([struct(s_rows), struct(everyone)]),
+            pa.array([True] * n + [None] * m, flag),
+            pa.array([True] * (n + m), flag),
+            pa.array([True] * n + [False] * m, flag),
+        ],
+        names=[run.plan.spec.target_alias, run.plan.spec.source_alias, T_MARK, S_MARK, _PAIR],
+    )
 
     def nullable(struct: StructType) -> StructType:  # a NULL struct's fields are NULL too
         return StructType([StructField(f.name, f.dataType, True) for f in struct.fields])
 
-    spark_type = StructType([
-        StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.plan.target_columns))),
-        StructField(run.plan.spec.source_alias, nullable(source_type)),
-        *(StructField(c, BooleanType()) for c in (T_MARK, S_MARK, _PAIR)),
-    ])
+    spark_type = StructType(
+        [
+            StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.plan.target_columns))),
+            StructField(run.plan.spec.source_alias, nullable(source_type)),
+            *(StructField(c, BooleanType()) for c in (T_MARK, S_MARK, _PAIR)),
+        ]
+    )
     return temp_view(run, local_relation(run.spark, frame, spark_type))
 
 
@@ -236,7 +259,9 @@ def classified_pairs(run: Run, source: DataFrame | None, tablets: Sequence[str])
     on = plan.on or "TRUE"
     if not run.intake.broadcast:
         # deleted target rows go before the join: a source row paired only with them is NOT MATCHED
-        live_target = f"(SELECT {t}.* FROM {_target_rows(run, scan, target)}{dv_join}{f' WHERE {live}' if live else ''}) AS {t}"
+        live_target = (
+            f"(SELECT {t}.* FROM {_target_rows(run, scan, target)}{dv_join}{f' WHERE {live}' if live else ''}) AS {t}"
+        )
         src = _source_rows(run, temp_view(run, source))
         return run.spark.sql(_pairs_sql(run, f"{src} {JOIN_NAMES[plan.join or 'inner']} JOIN {live_target} ON {on}"))
     # The source is small: stream the target once through a broadcast of it, and apply deletion
@@ -254,7 +279,9 @@ def classified_pairs(run: Run, source: DataFrame | None, tablets: Sequence[str])
     run.temps.persisted.append(pairs)
     pairs.count()  # fill the cache now: both branches below read it, and would each compute it
     pairs_view = temp_view(run, pairs)
-    paired = temp_view(run, F.broadcast(run.spark.sql(f"SELECT DISTINCT {SID} FROM {pairs_view} WHERE {SID} IS NOT NULL")))
+    paired = temp_view(
+        run, F.broadcast(run.spark.sql(f"SELECT DISTINCT {SID} FROM {pairs_view} WHERE {SID} IS NOT NULL"))
+    )
     alone = f"{_source_rows(run, src_view, anti=paired)} LEFT OUTER JOIN {_target_rows(run, scan, target, empty=True)} ON FALSE"
     names = ", ".join(c for c, _ in _pair_columns(run, sid=False))
     return run.spark.sql(f"SELECT {names} FROM {pairs_view} UNION ALL {_pairs_sql(run, alone)}")
@@ -270,10 +297,16 @@ def unjoined_pairs(run: Run, source: DataFrame, tablets: Sequence[str]) -> DataF
     parts = []
     if plan.join in ("right", "full"):  # NOT MATCHED BY SOURCE clauses
         dv_join, live = scan.live_sql(lambda f: temp_view(run, f), target_alias(run))
-        rows = f"{_target_rows(run, scan, target)} LEFT OUTER JOIN {_source_rows(run, src, empty=True)} ON FALSE{dv_join}"
+        rows = (
+            f"{_target_rows(run, scan, target)} LEFT OUTER JOIN {_source_rows(run, src, empty=True)} ON FALSE{dv_join}"
+        )
         parts.append(_pairs_sql(run, rows, live))
     if plan.join in ("left", "full"):  # NOT MATCHED clauses
-        parts.append(_pairs_sql(run, f"{_source_rows(run, src)} LEFT OUTER JOIN {_target_rows(run, scan, target, empty=True)} ON FALSE"))
+        parts.append(
+            _pairs_sql(
+                run, f"{_source_rows(run, src)} LEFT OUTER JOIN {_target_rows(run, scan, target, empty=True)} ON FALSE"
+            )
+        )
     return run.spark.sql(" UNION ALL ".join(parts))
 
 
@@ -305,12 +338,20 @@ def one_shuffle_pairs(run: Run, source: DataFrame, tablets: Sequence[str]) -> Da
         by_source = plan.join == "full"
         joined = f"{_target_rows(run, scan, target)} {'LEFT OUTER' if by_source else 'INNER'} JOIN {_source_rows(run, src)} ON {plan.on or 'TRUE'}{dv_join}"
         pairs = _pairs_sql(run, joined, live, sid=True)
-        alone = _pairs_sql(run, f"{_source_rows(run, src)} LEFT OUTER JOIN {_target_rows(run, scan, target, empty=True)} ON FALSE", sid=True)
+        alone = _pairs_sql(
+            run,
+            f"{_source_rows(run, src)} LEFT OUTER JOIN {_target_rows(run, scan, target, empty=True)} ON FALSE",
+            sid=True,
+        )
     cols = _pair_columns(run, sid=True)
     row = "named_struct(" + ", ".join(f"'{c}', {c}" for c, _ in cols) + ")"
-    marker = "named_struct(" + ", ".join(
-        f"'{c}', " + (SID if c == SID else f"'{K_PAIRED}'" if c == KIND else f"CAST(NULL AS {t})") for c, t in cols
-    ) + ")"
+    marker = (
+        "named_struct("
+        + ", ".join(
+            f"'{c}', " + (SID if c == SID else f"'{K_PAIRED}'" if c == KIND else f"CAST(NULL AS {t})") for c, t in cols
+        )
+        + ")"
+    )
     names = ", ".join(c for c, _ in cols if c != KIND)
     return run.spark.sql(
         f"SELECT inline(CASE WHEN {SID} IS NOT NULL THEN array({row}, {marker}) ELSE array({row}) END) "

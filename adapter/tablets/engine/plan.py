@@ -110,7 +110,9 @@ class Plan:
             if b.clause.category is category:
                 cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
                 values = tuple(compile_expr(sql, sides) if side == "expr" else None for side, sql in b.copies or ())
-                if cond is None or any(v is None for v, (side, _) in zip(values, b.copies or (), strict=True) if side == "expr"):
+                if cond is None or any(
+                    v is None for v, (side, _) in zip(values, b.copies or (), strict=True) if side == "expr"
+                ):
                     return None
                 out.append(DriverClause(b, cond, values))
         return tuple(out)
@@ -199,7 +201,12 @@ def plan_merge(
     types = dict(target_schema)
     lower_t = {c.lower(): c for c in tcols}
     if spec.source is not None and spec.source_alias.lower() == spec.target_alias.lower():
-        raise plan_error(spec, "aliases", f"source and target both use the alias {spec.target_alias!r}", help="Give the source a different alias (USING ... AS s).")
+        raise plan_error(
+            spec,
+            "aliases",
+            f"source and target both use the alias {spec.target_alias!r}",
+            help="Give the source a different alias (USING ... AS s).",
+        )
     scope = Scope(spec, tcols, source_columns)
     needed: set[str] = set()
     branches: list[Branch] = []
@@ -215,11 +222,15 @@ def plan_merge(
     for i, clause in enumerate(spec.clauses):
         part = f"clause #{i + 1} ({clause.describe()})"
         if clause.category in seen_always_true:  # SQL runs it, and it acts on no row
-            dropped.append((clause, f"unreachable: an earlier WHEN {clause.category.value} clause's condition is always true"))
+            dropped.append(
+                (clause, f"unreachable: an earlier WHEN {clause.category.value} clause's condition is always true")
+            )
             continue
         if clause.category in seen_unconditional:
             raise plan_error(
-                spec, part, f"unreachable: it follows an unconditional WHEN {clause.category.value} clause",
+                spec,
+                part,
+                f"unreachable: it follows an unconditional WHEN {clause.category.value} clause",
                 help="Add an AND condition to the earlier clause, or move this clause before it.",
             )
         cond_sql = None
@@ -241,7 +252,9 @@ def plan_merge(
         elif clause.action is ActionKind.INSERT:
             image, copies = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
-            image = tuple((c, f"{spec.target_alias}.`{c}`" if c in key_columns else sql_cast("NULL", types[c])) for c in tcols)
+            image = tuple(
+                (c, f"{spec.target_alias}.`{c}`" if c in key_columns else sql_cast("NULL", types[c])) for c in tcols
+            )
             copies = tuple(("t", c) if c in key_columns else ("null", "") for c in tcols)
         branches.append(Branch(i, clause, cond_sql, image, copies))
 

@@ -33,7 +33,11 @@ def prune_by_key_ranges(run: Run, tablets: list[str], ranges: list[tuple[str, ob
 
 
 def acting_by_source(plan: Plan) -> list[Branch]:
-    return [b for b in plan.branches if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING]
+    return [
+        b
+        for b in plan.branches
+        if b.clause.category is Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING
+    ]
 
 
 def range_keys(run: Run) -> tuple[tuple[str, str], ...]:
@@ -62,9 +66,14 @@ def drop_unacted_tablets(
     if not acting or not all(b.condition for b in acting) or not may_prune(run):
         return tablets
     # whether a source row has a pair decides MATCHED clauses and which rows NOT MATCHED inserts
-    pairs = has_source and not plan.pairs_nothing and any(
-        b.clause.category is not Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING
-        for b in plan.branches)
+    pairs = (
+        has_source
+        and not plan.pairs_nothing
+        and any(
+            b.clause.category is not Category.NOT_MATCHED_BY_SOURCE and b.clause.action is not ActionKind.DO_NOTHING
+            for b in plan.branches
+        )
+    )
     if pairs and not pair_ranges:
         return tablets
     kinds, names = pruning.column_kinds(schema_to_arrow(run.snapshot.metadata.schema))

@@ -40,7 +40,18 @@ from tablets.spec import ActionKind, Category
 SOURCE_DIGEST = "source_digest"  # the commit parameter
 # key types whose equality in Spark's join is the bytes' equality that Arrow's group-by tests
 # (floats: -0.0 = 0.0 and NaN = NaN in a join; collated strings: not byte equality)
-_KEY_TYPES = ("tinyint", "smallint", "int", "bigint", "string", "date", "timestamp", "timestamp_ntz", "boolean", "binary")
+_KEY_TYPES = (
+    "tinyint",
+    "smallint",
+    "int",
+    "bigint",
+    "string",
+    "date",
+    "timestamp",
+    "timestamp_ntz",
+    "boolean",
+    "binary",
+)
 
 
 def _key_type(spark: str) -> bool:
@@ -101,7 +112,11 @@ def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, KeyError):
         return None
     h = hashlib.sha256()
-    h.update(repr((plan.on, plan.branches, plan.column_types, plan.key_columns, plan.spec.conflict_keys, source_type)).encode())
+    h.update(
+        repr(
+            (plan.on, plan.branches, plan.column_types, plan.key_columns, plan.spec.conflict_keys, source_type)
+        ).encode()
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, ordered.schema) as writer:
         writer.write_table(ordered)

@@ -63,12 +63,17 @@ def local_limit(spark: SparkSession) -> int:
         rules = spark.conf.get(EXCLUDED_RULES_CONF, None) or ""
     except Exception:  # noqa: BLE001 - cannot tell: the rule runs
         rules = ""
-    return LOCAL_SOURCE_BYTES_NO_RULE if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")} else LOCAL_SOURCE_BYTES
+    return (
+        LOCAL_SOURCE_BYTES_NO_RULE
+        if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")}
+        else LOCAL_SOURCE_BYTES
+    )
 
 
 def driver_scan_bytes(spark: SparkSession) -> int:
     """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
     in local mode (not over Spark Connect), else ``DRIVER_SCAN_BYTES``."""
+
     def conf(key: str) -> str:
         try:
             return spark.conf.get(key, None) or ""
@@ -92,16 +97,21 @@ def _driver_key(target: str, source: str) -> bool:
     t, s = target.lower(), source.lower()
     if t in _INTEGRAL and s in _INTEGRAL:
         return True
-    return t == s and (t in ("string", "date", "timestamp", "timestamp_ntz")) or (
-        t.startswith("decimal") and s.startswith("decimal"))
+    return (
+        t == s
+        and (t in ("string", "date", "timestamp", "timestamp_ntz"))
+        or (t.startswith("decimal") and s.startswith("decimal"))
+    )
 
 
 def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFrame | None) -> list[str]:
     """EXPLAIN's lines on the plan the statement will take, with the reason, as ``executor``
     decides it (the row limits are only known as it runs), and the switches that force the
     long way."""
-    switches = (f"   switches: {DRIVER_SCAN_CONF}=0 (Spark's plan), {ARROW_EVAL_CONF}=false, {PRUNE_CONF}=false, "
-                f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false")
+    switches = (
+        f"   switches: {DRIVER_SCAN_CONF}=0 (Spark's plan), {ARROW_EVAL_CONF}=false, {PRUNE_CONF}=false, "
+        f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false"
+    )
 
     def spark_plan(why: str) -> list[str]:
         return [f"[Route] Spark's plan: {why}", switches]
@@ -115,25 +125,43 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
     if limit is None or limit < 0 or size is None:
         return spark_plan("the source is not collected (no size estimate, or broadcasts are off)")
     alone = plan.plain and target_bytes <= scan
-    collect = min(limit, local_limit(spark)) if not alone else max(min(limit, local_limit(spark)), DRIVER_MERGE_SOURCE_BYTES)
+    collect = (
+        min(limit, local_limit(spark)) if not alone else max(min(limit, local_limit(spark)), DRIVER_MERGE_SOURCE_BYTES)
+    )
     if size > collect:
-        return spark_plan(f"the source (Spark estimates {size:,} bytes) is above the {collect:,} bytes collected to the driver")
+        return spark_plan(
+            f"the source (Spark estimates {size:,} bytes) is above the {collect:,} bytes collected to the driver"
+        )
     types = dict(plan.column_types)
     source_types = {f.name.lower(): f.dataType.simpleString() for f in source.schema.fields}
-    keys = [c for c, e in plan.join_keys
-            if (name := source_column(plan.spec, e)) is not None and _driver_key(types.get(c, ""), source_types.get(name.lower(), ""))]
+    keys = [
+        c
+        for c, e in plan.join_keys
+        if (name := source_column(plan.spec, e)) is not None
+        and _driver_key(types.get(c, ""), source_types.get(name.lower(), ""))
+    ]
     if not keys:
         return spark_plan("ON has no `t.col = s.col` of types the driver compares as Spark does")
     if target_bytes > scan:
-        return spark_plan(f"the target's tablets take {target_bytes:,} bytes, above {DRIVER_SCAN_CONF} ({scan:,}),"
-                          " unless pruning by the source's key range leaves less")
+        return spark_plan(
+            f"the target's tablets take {target_bytes:,} bytes, above {DRIVER_SCAN_CONF} ({scan:,}),"
+            " unless pruning by the source's key range leaves less"
+        )
     arrow = conf_flag(spark, ARROW_EVAL_CONF)
-    if plan.by_source and not (plan.on_is_keys and arrow and plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None):
+    if plan.by_source and not (
+        plan.on_is_keys and arrow and plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
+    ):
         return spark_plan("a BY SOURCE clause acts on target rows without a pair, which the driver cannot select here")
     rows = f"more than {DRIVER_SCAN_ROWS:,} rows (or 4 per source row)"
     if plan.on_is_keys and arrow and len(keys) == len(plan.join_keys):
-        return [f"[Route] driver plan: the source is collected; the driver reads the target rows holding its keys"
-                f" ({', '.join(keys)}) and classifies and writes them in Arrow, with no Spark job after the source's;"
-                f" Spark's plan instead if it selects {rows} or a clause's values are not exact in Arrow", switches]
-    return [f"[Route] driver selection: the driver reads the target rows holding the source's keys ({', '.join(keys)});"
-            f" one Spark job checks ON and classifies them (Spark's plan if it selects {rows})", switches]
+        return [
+            f"[Route] driver plan: the source is collected; the driver reads the target rows holding its keys"
+            f" ({', '.join(keys)}) and classifies and writes them in Arrow, with no Spark job after the source's;"
+            f" Spark's plan instead if it selects {rows} or a clause's values are not exact in Arrow",
+            switches,
+        ]
+    return [
+        f"[Route] driver selection: the driver reads the target rows holding the source's keys ({', '.join(keys)});"
+        f" one Spark job checks ON and classifies them (Spark's plan if it selects {rows})",
+        switches,
+    ]

@@ -57,14 +57,18 @@ class Scope:
                 return  # a struct column's field: col.field
             aliases = [self.t] + ([self.s] if self.spec.source is not None else [])
             raise plan_error(
-                self.spec, part, f"{col.sql(dialect='spark')} refers to {alias!r}, which is not a table of this statement",
+                self.spec,
+                part,
+                f"{col.sql(dialect='spark')} refers to {alias!r}, which is not a table of this statement",
                 help=f"Qualify columns with {' or '.join(aliases)}.",
             )
         what, cols = side
         if name.lower() not in cols:
             raise self._unknown(
-                part, f"{col.sql(dialect='spark')}: the {what} ({alias}) has no column {name!r}",
-                list(cols.values()), name,
+                part,
+                f"{col.sql(dialect='spark')}: the {what} ({alias}) has no column {name!r}",
+                list(cols.values()),
+                name,
             )
 
     def qualify(self, text: str, category: Category | None, part: str) -> exp.Expr:
@@ -84,8 +88,10 @@ class Scope:
                 if self.known and name not in _NILADIC:
                     sides = "target" + (" or the source" if self.spec.source is not None else "")
                     raise self._unknown(
-                        part, f"column {col.name!r} is not a column of the {sides}",
-                        list(self.tcols.values()) + [c for c in self.scols.values() if c.lower() not in self.tcols], col.name,
+                        part,
+                        f"column {col.name!r} is not a column of the {sides}",
+                        list(self.tcols.values()) + [c for c in self.scols.values() if c.lower() not in self.tcols],
+                        col.name,
                     )
                 continue
             if category is Category.NOT_MATCHED:
@@ -120,7 +126,8 @@ class Scope:
                 continue  # a subquery's own columns (UPDATE t SET v = (SELECT max(v) FROM s))
             if col.table.lower() == banned[0].lower():
                 raise plan_error(
-                    self.spec, part,
+                    self.spec,
+                    part,
                     f"refers to {col.sql(dialect='spark')}, but a WHEN {category.value} row has no {banned[1]} row",  # type: ignore[union-attr]
                     help=f"Use only {'source' if banned[1] == 'target' else 'target'} columns in this clause.",
                 )

@@ -112,7 +112,9 @@ def insert_stream(run: Run, base: DataFrame, handle) -> list:
     return fragments
 
 
-def _spread(spark: SparkSession, stream: DataFrame, bound: int, rows_per: int, cluster_by: Sequence[str], keys: Sequence[str]) -> DataFrame:
+def _spread(
+    spark: SparkSession, stream: DataFrame, bound: int, rows_per: int, cluster_by: Sequence[str], keys: Sequence[str]
+) -> DataFrame:
     """The insert stream's partitions: by range of ``cluster_by``; one task when it fits one
     tablet; else, with ``keys``, hashed by key so one task sees every row of a key."""
     if cluster_by and not keys:

@@ -146,11 +146,16 @@ def store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> p
     from pyspark.sql.types import StructType
 
     if isinstance(schema, str):
-        struct = StructType.fromDDL(schema) if hasattr(StructType, "fromDDL") else spark.createDataFrame([], schema).schema
+        struct = (
+            StructType.fromDDL(schema) if hasattr(StructType, "fromDDL") else spark.createDataFrame([], schema).schema
+        )
     else:
         struct = schema
     if not isinstance(struct, StructType):
-        raise SchemaMismatch(f"not a table schema: {schema!r}", help="Give columns as Spark DDL (`a BIGINT, b STRING`) or a pyarrow schema.")
+        raise SchemaMismatch(
+            f"not a table schema: {schema!r}",
+            help="Give columns as Spark DDL (`a BIGINT, b STRING`) or a pyarrow schema.",
+        )
     return [(f.name, f.dataType.simpleString(), True) for f in struct.fields]
 
 
@@ -204,22 +209,30 @@ def create_table(
     at that path only, with no catalog entry."""
     path = path_of(name)
     if path is not None:
-        return _create_at_path(spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists)
+        return _create_at_path(
+            spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists
+        )
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
     if not spark.catalog.databaseExists(db):
-        raise TableNotFound(f"database {db} does not exist (creating {qualified})", help=f"Create it first: CREATE DATABASE {db}.")
+        raise TableNotFound(
+            f"database {db} does not exist (creating {qualified})", help=f"Create it first: CREATE DATABASE {db}."
+        )
     known = _load(spark).by_name.get(qualified)
     in_catalog = _exists(spark, db, table)
     if in_catalog or known is not None:
         if if_not_exists and in_catalog:
             if known is None or not _has_log(spark, known.path):
-                raise TableAlreadyExists(f"{qualified} exists and is not a tablet table", help="Pick another name, or drop it first.")
+                raise TableAlreadyExists(
+                    f"{qualified} exists and is not a tablet table", help="Pick another name, or drop it first."
+                )
             return storage(spark).table(known.path)
         if replace or not in_catalog:  # not in the catalog: a stale registry entry
             drop_table(spark, qualified, if_exists=True, keep_data=not replace and not in_catalog)
         else:
-            raise TableAlreadyExists(f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first.")
+            raise TableAlreadyExists(
+                f"table {qualified} already exists", help="Use CREATE OR REPLACE, or drop it first."
+            )
     root = normalize(location) if location else default_location(spark, db, table)
     store = storage(spark).table(root)
     if location is not None and not replace:  # a Delta table written by another engine: adopted
@@ -246,16 +259,25 @@ def create_table(
                 )
     if not store.exists():
         if schema is None:
-            raise SchemaMismatch(f"no columns given for the new table {qualified}", help="Give the columns (Spark DDL or a pyarrow schema).")
+            raise SchemaMismatch(
+                f"no columns given for the new table {qualified}",
+                help="Give the columns (Spark DDL or a pyarrow schema).",
+            )
         store = TabletTable.create(
-            root, store_schema(spark, schema), key_columns=key_columns, properties=properties,
+            root,
+            store_schema(spark, schema),
+            key_columns=key_columns,
+            properties=properties,
             storage_options=storage(spark).options,
         )
         created = True
     provider = provider_name(root)
     other = _load(spark).by_provider.get(provider)
     if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
-        raise TableAlreadyExists(f"the tablet table at {root} is already the catalog table {other.name}", help="Use that name, or another LOCATION.")
+        raise TableAlreadyExists(
+            f"the tablet table at {root} is already the catalog table {other.name}",
+            help="Use that name, or another LOCATION.",
+        )
     # managed: a table made at its default location by another path (a shallow clone)
     entry = _Entry(qualified, root, provider, external=location is not None and not managed)
     _write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
@@ -302,7 +324,9 @@ def _create_at_path(
         if if_not_exists:
             return store
         if not replace:
-            raise TableAlreadyExists(f"a tablet table exists at {path}", help="Use CREATE OR REPLACE TABLE, or another path.")
+            raise TableAlreadyExists(
+                f"a tablet table exists at {path}", help="Use CREATE OR REPLACE TABLE, or another path."
+            )
         store.drop()
     elif describe_path(spark, path) != f"nothing is at {path}":
         raise TableAlreadyExists(
@@ -310,9 +334,14 @@ def _create_at_path(
             help="Choose an empty or new directory.",
         )
     if schema is None:
-        raise SchemaMismatch(f"no columns given for the new table at {path}", help="Give the columns (Spark DDL or a pyarrow schema).")
+        raise SchemaMismatch(
+            f"no columns given for the new table at {path}", help="Give the columns (Spark DDL or a pyarrow schema)."
+        )
     return TabletTable.create(
-        path, store_schema(spark, schema), key_columns=key_columns, properties=properties,
+        path,
+        store_schema(spark, schema),
+        key_columns=key_columns,
+        properties=properties,
         storage_options=storage(spark).options,
     )
 
@@ -406,7 +435,7 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
         return
     head = [(n.lower(), t) for n, t in want[: len(have)]]
     if head == [(n.lower(), t) for n, t in have] and not keys_changed:
-        added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have):])
+        added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have) :])
         _quiet_hive_alter(spark)
         spark.sql(f"ALTER TABLE {_sql_name(db, table)} ADD COLUMNS ({added})")
         return

@@ -18,7 +18,9 @@ def physical_struct(struct: StructType, mapping: ColumnMapping) -> StructType:
     tablets keep them by: the schema to read with (a column a tablet lacks reads as NULL)."""
     if mapping.identity:
         return struct
-    return StructType([StructField(mapping.physical_of(f.name), f.dataType, f.nullable, f.metadata) for f in struct.fields])
+    return StructType(
+        [StructField(mapping.physical_of(f.name), f.dataType, f.nullable, f.metadata) for f in struct.fields]
+    )
 
 
 def named(column: str, mapping: ColumnMapping) -> Column:

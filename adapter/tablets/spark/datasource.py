@@ -93,7 +93,10 @@ def _version_option(options: object) -> int | None:
             try:
                 return int(v)
             except ValueError:
-                raise TabletsError(f"option {key}={v!r} is not a version number", help="Pass an integer version (see the table's history).") from None
+                raise TabletsError(
+                    f"option {key}={v!r} is not a version number",
+                    help="Pass an integer version (see the table's history).",
+                ) from None
     return None
 
 
@@ -145,7 +148,11 @@ class TabletsReader(DataSourceReader):
         return state
 
     def partitions(self) -> list[InputPartition]:
-        snap = self._snapshot if getattr(self, "_snapshot", None) is not None else TabletTable(self.root, io=self.io).snapshot(self.version)
+        snap = (
+            self._snapshot
+            if getattr(self, "_snapshot", None) is not None
+            else TabletTable(self.root, io=self.io).snapshot(self.version)
+        )
         groups: list[list[tuple[AddTablet, SetDV | None]]] = []
         current: list[tuple[AddTablet, SetDV | None]] = []
         rows = 0
@@ -305,8 +312,13 @@ class TabletsDataSource(DataSource):
         rename = _column_mapping(schema, snap.metadata.schema, table.root)
         if overwrite:
             handle = transaction.begin(
-                snap, table.root, "INSERT OVERWRITE", delete_from=(), io=table.io,
-                read_tablets=snap.tablets.keys(), reads_appends=True,
+                snap,
+                table.root,
+                "INSERT OVERWRITE",
+                delete_from=(),
+                io=table.io,
+                read_tablets=snap.tablets.keys(),
+                reads_appends=True,
             )
             return TabletsWriter(handle, rename, tuple(snap.tablets), snap.live_rows)
         return TabletsWriter(transaction.begin(snap, table.root, "INSERT", delete_from=(), io=table.io), rename)

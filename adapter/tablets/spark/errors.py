@@ -113,6 +113,7 @@ def install(spark: Any) -> None:
         _uris[id(sc._gateway._gateway_client)] = uris  # noqa: SLF001
         capture = captured.capture_sql_exception
         if not getattr(capture, "_tablets", False):
+
             def capture_translated(f: Callable[..., Any]) -> Callable[..., Any]:
                 return _wrap(capture(f))
 

@@ -112,7 +112,7 @@ def hadoop_location(spark: SparkSession, location: str) -> str:
         return location
     scheme = scheme_of(location)
     mapped = spark.conf.get(HADOOP_SCHEME_CONF + scheme, None) or _HADOOP_DEFAULTS.get(scheme, scheme)
-    return mapped + location[len(scheme):]
+    return mapped + location[len(scheme) :]
 
 
 def _hadoop_knows(spark: SparkSession, tablet: str) -> bool:
@@ -145,7 +145,9 @@ def _hadoop_knows(spark: SparkSession, tablet: str) -> bool:
             "tablets: Spark has no Hadoop file system for %s:// here, so tablets in %s:// are read by the "
             "tablets Arrow reader in Python tasks (install the connector, or map the scheme with %s, "
             "for Spark's native Parquet scan)",
-            scheme, scheme_of(tablet), HADOOP_SCHEME_CONF + scheme_of(tablet),
+            scheme,
+            scheme_of(tablet),
+            HADOOP_SCHEME_CONF + scheme_of(tablet),
         )
     return ok
 
@@ -158,7 +160,9 @@ def native_scan(spark: SparkSession, table: TabletTable, probe: str) -> bool:
     return is_local(table.root) or _hadoop_knows(spark, probe)
 
 
-def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str]) -> DataFrame:
+def _arrow_frame(
+    spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str]
+) -> DataFrame:
     """The native scan's frame (``cols``, file name, row index), read by Python tasks through
     the tablets store: one task per tablet."""
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -185,7 +189,6 @@ def _arrow_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, st
     return ids.repartition(len(adds)).mapInArrow(read, out)
 
 
-
 def _dv_positions(table: TabletTable, st: TabletState) -> np.ndarray:
     assert st.dv is not None
     bm = read_dv(table.io, join(table.root, st.dv.path), DVInfo(st.dv.size, st.dv.checksum, st.dv.cardinality))
@@ -208,11 +211,13 @@ def _words_frame(spark: SparkSession, table: TabletTable, states: Sequence[Table
         files.append(pa.array([_file_name(st)] * len(uniq), pa.string()))
         words.append(pa.array(uniq, pa.int64()))
         bits.append(pa.array(ored.view(np.int64), pa.int64()))
-    data = pa.table({
-        _DEL_FILE: pa.concat_arrays(files),
-        _DEL_WORD: pa.concat_arrays(words),
-        _BITS: pa.concat_arrays(bits),
-    })
+    data = pa.table(
+        {
+            _DEL_FILE: pa.concat_arrays(files),
+            _DEL_WORD: pa.concat_arrays(words),
+            _BITS: pa.concat_arrays(bits),
+        }
+    )
     return spark.createDataFrame(data)
 
 
@@ -227,7 +232,9 @@ def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: 
     return joined.filter(live).drop(_DEL_FILE, _DEL_WORD, _BITS)
 
 
-def empty_frame(spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns: Sequence[str], extra: Sequence[str] = ()) -> DataFrame:
+def empty_frame(
+    spark: SparkSession, schema: Sequence[tuple[str, str, bool]], columns: Sequence[str], extra: Sequence[str] = ()
+) -> DataFrame:
     """No rows, of ``columns`` (and the SQL expressions ``extra``): a SQL statement, whose empty
     local relation Spark's optimizer folds (an aggregate over it runs no scan); an empty
     ``createDataFrame`` is an RDD whose tasks start Python workers (a ``count(*)`` of it took
@@ -340,7 +347,11 @@ def tablet_scan(
         return TabletScan(spark, table, frame, tuple(cols), with_dv)
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     mapping = snapshot.metadata.mapping  # the tablets' columns by physical name, named here
-    df = spark.read.schema(physical_struct(struct, mapping)).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
+    df = (
+        spark.read.schema(physical_struct(struct, mapping))
+        .options(**VERIFY_OPTIONS)
+        .parquet(*[hadoop_location(spark, p) for p in paths])
+    )
     keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
@@ -387,8 +398,20 @@ def driver_rows(
 
     def select(unit: tuple[TabletState, tuple[int, int]]):
         st, part = unit
-        return select_rows(table.io, table.root, st.add, st.dv, arrow_schema, cols, sets, others, other_columns, part,
-                           mapping=snapshot.metadata.mapping, skip_by_stats=skip_by_stats)
+        return select_rows(
+            table.io,
+            table.root,
+            st.add,
+            st.dv,
+            arrow_schema,
+            cols,
+            sets,
+            others,
+            other_columns,
+            part,
+            mapping=snapshot.metadata.mapping,
+            skip_by_stats=skip_by_stats,
+        )
 
     parts, n, m = [], 0, 0
     with ThreadPoolExecutor(max_workers=max(1, min(len(units), workers))) as pool:
@@ -411,13 +434,21 @@ def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
     struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
     assert isinstance(struct, StructType)
     by_name = {f.name: f for f in struct.fields}
-    return StructType([by_name[c] for c in columns] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)])
+    return StructType(
+        [by_name[c] for c in columns] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)]
+    )
 
 
-def driver_scan(spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table) -> TabletScan:
+def driver_scan(
+    spark: SparkSession, table: TabletTable, snapshot: Snapshot, columns: Sequence[str], rows: pa.Table
+) -> TabletScan:
     """A ``TabletScan`` of ``driver_rows``' rows: a local relation, no deletion vector left to apply."""
     struct = scan_struct(snapshot, columns)
-    frame = local_relation(spark, rows, struct) if rows.num_rows else empty_frame(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
+    frame = (
+        local_relation(spark, rows, struct)
+        if rows.num_rows
+        else empty_frame(spark, snapshot.metadata.schema, columns, _NO_ROW_IDS)
+    )
     return TabletScan(spark, table, frame, tuple(columns), ())
 
 

@@ -70,7 +70,9 @@ def java_version() -> str:
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
-        raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {e}", help=JAVA_HELP) from e
+        raise TabletsError(
+            f"Java 17 is required to run Spark, but `{java} -version` failed: {e}", help=JAVA_HELP
+        ) from e
     text = (out.stderr or out.stdout).strip()
     if out.returncode != 0 or not text:
         raise TabletsError(f"Java 17 is required to run Spark, but `{java} -version` failed: {text}", help=JAVA_HELP)
@@ -94,9 +96,14 @@ def key(java: str, conf: Mapping[str, str]) -> str:
     import pyspark
 
     jars = os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "jars")
-    listing = sorted((n, os.path.getsize(os.path.join(jars, n))) for n in os.listdir(jars)) if os.path.isdir(jars) else []
+    listing = (
+        sorted((n, os.path.getsize(os.path.join(jars, n))) for n in os.listdir(jars)) if os.path.isdir(jars) else []
+    )
     parts = [java, pyspark.__version__, repr(listing), os.environ.get("SPARK_HOME", "")]
-    parts += [str(conf.get(k, "")) for k in ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.memory")]
+    parts += [
+        str(conf.get(k, ""))
+        for k in ("spark.driver.extraClassPath", "spark.jars", "spark.jars.packages", "spark.driver.memory")
+    ]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 

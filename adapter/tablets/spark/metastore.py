@@ -150,7 +150,9 @@ class MetastoreInUse(TabletsError):
             where = f"The metastore at {meta} (the old layout's place of warehouse {warehouse}'s metastore)"
         if holder.serves:
             message = f"{where} is served by a metastore server, {holder.describe()}, at {holder.serves}."
-            help = f'Connect through it: metastore_uri="{holder.serves}" (dbt profile: `metastore_uri: {holder.serves}`).'
+            help = (
+                f'Connect through it: metastore_uri="{holder.serves}" (dbt profile: `metastore_uri: {holder.serves}`).'
+            )
         else:
             message = (
                 f"{where} is in use by another process: {holder.describe()}. An embedded metastore "
@@ -301,8 +303,11 @@ def claim(warehouse: str, *, serves: str = "") -> str:
             adopt_legacy(warehouse)
             _wait_for_derby(normalize(warehouse), meta, os.path.join(meta, "metastore_db"))
             owner = {
-                "pid": os.getpid(), "host": socket.gethostname(), "command": _command_line(),
-                "since": _now(), "serves": serves,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+                "command": _command_line(),
+                "since": _now(),
+                "serves": serves,
             }
             os.ftruncate(got, 0)
             os.pwrite(got, json.dumps(owner).encode(), 0)
@@ -337,7 +342,11 @@ def _other_warehouses(parent: str, warehouse: str) -> list[str]:
         path = os.path.join(parent, name)
         if name in keep or not os.path.isdir(path):
             continue
-        if len(name) == 12 and all(c in "0123456789abcdef" for c in name) and os.path.isdir(os.path.join(path, "metastore_db")):
+        if (
+            len(name) == 12
+            and all(c in "0123456789abcdef" for c in name)
+            and os.path.isdir(os.path.join(path, "metastore_db"))
+        ):
             continue
         out.append(name)
     return out
@@ -457,7 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--warehouse", required=True, help="the warehouse (a directory or an object store URI)")
     parser.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free port)")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any free port)"
+    )
     ns = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -44,7 +44,9 @@ def split_name(name: str) -> list[str]:
         i += 1
     parts.append("".join(cur).strip())
     if quoted or any(p == "" for p in parts):
-        raise TabletsError(f"invalid table name {name!r}", help="Use `table`, `database.table` or `spark_catalog.database.table`.")
+        raise TabletsError(
+            f"invalid table name {name!r}", help="Use `table`, `database.table` or `spark_catalog.database.table`."
+        )
     return parts
 
 
@@ -57,7 +59,10 @@ def qualify(spark: SparkSession, name: str) -> tuple[str, str]:
         return spark.catalog.currentDatabase().lower(), parts[0].lower()
     if len(parts) == 2:
         return parts[0].lower(), parts[1].lower()
-    raise TabletsError(f"table name {name!r} is not in the session catalog", help="Tablet tables live in spark_catalog: use `database.table`.")
+    raise TabletsError(
+        f"table name {name!r} is not in the session catalog",
+        help="Tablet tables live in spark_catalog: use `database.table`.",
+    )
 
 
 def _sql_name(db: str, table: str) -> str:
@@ -110,6 +115,8 @@ def _quiet_hive_alter(spark: SparkSession) -> None:
         if jvm is None:
             return
         level = jvm.org.apache.logging.log4j.Level.OFF
-        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel("org.apache.hadoop.hive.metastore.HiveAlterHandler", level)
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(
+            "org.apache.hadoop.hive.metastore.HiveAlterHandler", level
+        )
     except Exception:  # noqa: BLE001 - cosmetic only (and no JVM under Spark Connect)
         pass

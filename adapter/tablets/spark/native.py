@@ -109,11 +109,16 @@ def jar() -> str | None:
         classes = os.path.join(work, "classes")
         done = subprocess.run(
             [javac, "-nowarn", "--release", "17", "-d", classes, "-cp", jars, *_sources()],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         if done.returncode != 0:
-            logger.warning("tablets: compiling the native-read extension failed; plain Spark SQL reads keep the "
-                           "Python data source:\n%s", done.stderr[-2000:])
+            logger.warning(
+                "tablets: compiling the native-read extension failed; plain Spark SQL reads keep the "
+                "Python data source:\n%s",
+                done.stderr[-2000:],
+            )
             return None
         tmp = os.path.join(work, "out.jar")
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
@@ -189,8 +194,11 @@ class _Planner:
         except FormatError:  # a damaged tablet: the Python source reads the table and raises it
             logger.debug("tablets: no native read of %s", provider, exc_info=True)
         except Exception:  # noqa: BLE001 - the Python source reads it (right rows, slower)
-            logger.warning("tablets: planning a native read of %s failed; it reads through the Python source",
-                           provider, exc_info=True)
+            logger.warning(
+                "tablets: planning a native read of %s failed; it reads through the Python source",
+                provider,
+                exc_info=True,
+            )
         return None
 
     @staticmethod
@@ -223,7 +231,13 @@ def plan_read(
     frame = read_frame(spark, table, snap, keep, early)
     if frame is None:
         return None
-    logger.debug("tablets: %s read natively at version %d: %d of %d tablets", provider, snap.version, len(keep), len(keep) + pruned)
+    logger.debug(
+        "tablets: %s read natively at version %d: %d of %d tablets",
+        provider,
+        snap.version,
+        len(keep),
+        len(keep) + pruned,
+    )
     return frame._jdf  # noqa: SLF001
 
 

@@ -151,7 +151,10 @@ def _no_float_pushdown(df: DataFrame, struct: StructType) -> DataFrame:
 
 def _no_float_columns(struct: StructType) -> list[str]:
     floats = {f.name for f in struct.fields if f.dataType.typeName() in ("float", "double")}
-    return [f"nanvl({quote_ident(n)}, {quote_ident(n)}) AS {quote_ident(n)}" if n in floats else quote_ident(n) for n in struct.names]
+    return [
+        f"nanvl({quote_ident(n)}, {quote_ident(n)}) AS {quote_ident(n)}" if n in floats else quote_ident(n)
+        for n in struct.names
+    ]
 
 
 _LIVE = "__tablets_live"
@@ -167,7 +170,9 @@ class _ReadParts:
 def _live(scan: DataFrame, struct: StructType, where: Sequence[str] = ()) -> DataFrame:
     """The live rows of ``scan`` (the tablets' rows with column _LIVE) that meet ``where``,
     tested before _LIVE, with the floats as ``nanvl``. Strings: one JVM analysis a call."""
-    return scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)])).selectExpr(*_no_float_columns(struct))
+    return scan.filter(" AND ".join([*(f"({w})" for w in where), quote_ident(_LIVE)])).selectExpr(
+        *_no_float_columns(struct)
+    )
 
 
 READ_FRAMES_KEPT = 16
@@ -194,11 +199,16 @@ def long_array(spark: SparkSession, values: np.ndarray) -> Column:
         literal = exprs.Literal(block, jvm.org.apache.spark.sql.types.DataType.fromDDL("array<bigint>"))
         return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
     except Exception:  # noqa: BLE001 - py4j: no such class or method in this Spark
-        logger.debug("tablets: no UnsafeArrayData literal in this Spark; the deletion vectors' words as folded text", exc_info=True)
+        logger.debug(
+            "tablets: no UnsafeArrayData literal in this Spark; the deletion vectors' words as folded text",
+            exc_info=True,
+        )
     return F.split(F.lit(",".join(map(str, values.tolist()))), ",").cast("array<bigint>")
 
 
-def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]) -> _ReadParts:
+def _read_frame(
+    spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState]
+) -> _ReadParts:
     struct = StructType.fromDDL(spark_ddl(snapshot.metadata.schema))
     assert isinstance(struct, StructType)
     located = [hadoop_location(spark, table.tablet_path(st)) for st in states]
@@ -210,7 +220,10 @@ def _read_frame(spark: SparkSession, table: TabletTable, snapshot: Snapshot, sta
 
     if not with_dv:
         scan = parquet(struct)
-        return _ReadParts(_no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct), struct)
+        return _ReadParts(
+            _no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct),
+            struct,
+        )
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)

@@ -63,7 +63,7 @@ def table_source(root: str, storage_options: Mapping[str, str] | None = None) ->
     provider = provider_name(root)
     _provider_roots[provider] = root
     return type(
-        f"TabletsTable_{provider[len(PROVIDER_PREFIX):]}",
+        f"TabletsTable_{provider[len(PROVIDER_PREFIX) :]}",
         (TabletsDataSource,),
         {
             "provider": provider,
@@ -114,7 +114,9 @@ _storage: weakref.WeakKeyDictionary[Any, Storage] = weakref.WeakKeyDictionary()
 _registered: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 
 
-def configure(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> Storage:
+def configure(
+    spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None
+) -> Storage:
     """Set where ``spark``'s tablet tables live (default: ``spark.tablets.warehouse``, else
     ``spark.sql.warehouse.dir``) and the storage options (credentials, endpoint) to reach them."""
     with _lock:
@@ -127,7 +129,9 @@ def configure(spark: SparkSession, warehouse: str | None = None, storage_options
 
 
 def _conf_warehouse(spark: SparkSession) -> str:
-    return normalize(spark.conf.get(WAREHOUSE_CONF, None) or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse")
+    return normalize(
+        spark.conf.get(WAREHOUSE_CONF, None) or spark.conf.get("spark.sql.warehouse.dir") or "spark-warehouse"
+    )
 
 
 def storage(spark: SparkSession) -> Storage:

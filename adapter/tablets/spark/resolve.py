@@ -54,7 +54,9 @@ def describe_path(spark: SparkSession, path: str) -> str:
     if io.local and os.path.isfile(path):
         return f"{path} is a file, not a table directory"
     if io.list(join(path, "_delta_log")):
-        return f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
+        return (
+            f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
+        )
     if io.list(join(path, "metadata")):
         return f"{path} looks like an Iceberg table (it has metadata/)"
     if io.list(log_dir(path)):
@@ -98,7 +100,7 @@ def path_views(spark: SparkSession, text: str) -> str:
         if path is None:
             return None
         root = require(spark, f"tablets.`{path}`")
-        return TableView(root, PATH_VIEW_PREFIX + provider_name(root)[len(PROVIDER_PREFIX):])
+        return TableView(root, PATH_VIEW_PREFIX + provider_name(root)[len(PROVIDER_PREFIX) :])
 
     return table_views(spark, text, at_path)
 

@@ -45,6 +45,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_WAREHOUSE = os.path.join(".tablets", "warehouse")
+
+
 def default_warehouse() -> str:
     return normalize(os.environ.get("TABLETS_WAREHOUSE") or DEFAULT_WAREHOUSE)
 
@@ -112,8 +114,6 @@ def session_conf(
     return conf
 
 
-
-
 def _loopback(master: str | None) -> bool:
     """``local[*]`` or a master on this host's loopback address."""
     if not master or master.startswith("local"):
@@ -135,7 +135,10 @@ def _prepare_env(master: str | None = None, conf: Mapping[str, str] | None = Non
     conf = dict(conf or {})
     if _loopback(master):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    for key, var in (("spark.pyspark.python", "PYSPARK_PYTHON"), ("spark.pyspark.driver.python", "PYSPARK_DRIVER_PYTHON")):
+    for key, var in (
+        ("spark.pyspark.python", "PYSPARK_PYTHON"),
+        ("spark.pyspark.driver.python", "PYSPARK_DRIVER_PYTHON"),
+    ):
         python = conf.get(key) or os.environ.get(var) or sys.executable
         os.environ[var] = python
         conf[key] = python
@@ -178,12 +181,16 @@ def build_session(
         java = java_version()  # a clear error instead of the JVM gateway's when Java is missing
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)
-        full = session_conf(wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri)
+        full = session_conf(
+            wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri
+        )
         if SparkContext._active_spark_context is None:  # a JVM to start: native reads, the class archive
             full = native.with_extension(full)
             archive = jvm.options(java, full)
             if archive:
-                full["spark.driver.extraJavaOptions"] = f"{full.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
+                full["spark.driver.extraJavaOptions"] = (
+                    f"{full.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
+                )
         if hive:
             _metastore_ready(wh, full, user_conf=conf)
             builder = builder.enableHiveSupport()
@@ -192,10 +199,14 @@ def build_session(
     spark = builder.getOrCreate()
     if not remote:
         spark.sparkContext.setLogLevel("ERROR")
-    return adopt(spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options)
+    return adopt(
+        spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options
+    )
 
 
-def adopt(spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None) -> SparkSession:
+def adopt(
+    spark: SparkSession, warehouse: str | None = None, storage_options: Mapping[str, str] | None = None
+) -> SparkSession:
     """Set ``spark`` up for tablet tables, whoever built it: the package shipped to its
     executors (``tablets.spark.ship``), its warehouse and store settings where given
     (``catalog.configure``; else those it has, or its conf's), and every tablets source and the
@@ -251,6 +262,11 @@ def get_or_create_session(
     if active is not None:
         return adopt(active, warehouse, storage_options)
     return build_session(
-        warehouse, master=master, remote=remote, conf=conf, hive=hive, storage_options=storage_options,
+        warehouse,
+        master=master,
+        remote=remote,
+        conf=conf,
+        hive=hive,
+        storage_options=storage_options,
         metastore_uri=metastore_uri,
     )

@@ -11,8 +11,20 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tablets.spark.backend import is_connect
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
-          "t": 1 << 40, "tb": 1 << 40, "p": 1 << 50, "pb": 1 << 50}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+    "p": 1 << 50,
+    "pb": 1 << 50,
+}
 _SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
 _STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.E+]+) ?([KMGTPE]?i?B)\b")
 
@@ -55,8 +67,22 @@ def size_bytes(frame: DataFrame) -> int | None:
         return None
 
 
-_WIDTHS = {"boolean": 1, "byte": 1, "tinyint": 1, "short": 2, "smallint": 2, "int": 4, "integer": 4, "date": 4,
-           "float": 4, "long": 8, "bigint": 8, "double": 8, "timestamp": 8, "timestamp_ntz": 8}
+_WIDTHS = {
+    "boolean": 1,
+    "byte": 1,
+    "tinyint": 1,
+    "short": 2,
+    "smallint": 2,
+    "int": 4,
+    "integer": 4,
+    "date": 4,
+    "float": 4,
+    "long": 8,
+    "bigint": 8,
+    "double": 8,
+    "timestamp": 8,
+    "timestamp_ntz": 8,
+}
 
 
 def row_width(source: DataFrame) -> int:

@@ -35,9 +35,7 @@ class ActionKind(StrEnum):
 ALLOWED_ACTIONS: dict[Category, frozenset[ActionKind]] = {
     Category.MATCHED: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING, ActionKind.REFUSE}),
     Category.NOT_MATCHED: frozenset({ActionKind.INSERT, ActionKind.DO_NOTHING}),
-    Category.NOT_MATCHED_BY_SOURCE: frozenset(
-        {ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING}
-    ),
+    Category.NOT_MATCHED_BY_SOURCE: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING}),
 }
 
 

@@ -29,6 +29,7 @@ _ISO_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?[
 _INT = re.compile(r"^\d+$")
 _DEC = re.compile(r"^\d+\.\d*$|^\.\d+$")
 
+
 @dataclass(frozen=True)
 class Cond:
     """A predicate as written: ``op`` (a ``Pred`` op, or ``between``) on a lower-case column name

@@ -28,7 +28,11 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
     if len(actions) == 1 and isinstance(actions[0], exp.RenameColumn):
         rename = actions[0]
         return RenameColumnSpec(target, _column(rename.this, where), _column(rename.args.get("to"), where))
-    if len(actions) == 1 and isinstance(actions[0], exp.Drop) and str(actions[0].args.get("kind", "")).upper().startswith("COLUMN"):
+    if (
+        len(actions) == 1
+        and isinstance(actions[0], exp.Drop)
+        and str(actions[0].args.get("kind", "")).upper().startswith("COLUMN")
+    ):
         drop = actions[0]
         names = []
         for item in drop.args.get("tables") or ():

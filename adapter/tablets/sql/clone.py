@@ -82,7 +82,11 @@ def _parse(text: str, toks: list[Token], *, probe: bool) -> CloneSpec | None:
     def name() -> str:
         nonlocal i
         parts: list[str] = []
-        while i < n and toks[i].token_type in _NAME_TOKENS and not (parts and toks[i].token_type != TokenType.DOT and parts[-1] != "."):
+        while (
+            i < n
+            and toks[i].token_type in _NAME_TOKENS
+            and not (parts and toks[i].token_type != TokenType.DOT and parts[-1] != ".")
+        ):
             parts.append(toks[i].text if toks[i].token_type != TokenType.IDENTIFIER else f"`{toks[i].text}`")
             i += 1
         if not parts or parts[-1] == ".":

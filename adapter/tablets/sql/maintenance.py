@@ -40,7 +40,7 @@ def maintenance_target(text: str) -> tuple[str, str] | None:
         return None
     kind = " ".join(m.group("kind").upper().split()).replace("RESTORE TABLE", "RESTORE")
     try:
-        tokens = sqlglot.tokenize(text[m.end():], read=DIALECT)
+        tokens = sqlglot.tokenize(text[m.end() :], read=DIALECT)
         name, _ = _name_tokens(tokens, 0)
     except (sqlglot.errors.SqlglotError, StatementParseError):
         return kind, ""
@@ -81,18 +81,18 @@ def _as_of_tokens(head: str, text: str, tokens: list, i: int) -> AsOf:
             f"{head}: expected VERSION AS OF <version> or TIMESTAMP AS OF '<timestamp>'",
             help="Write RESTORE TABLE t TO VERSION AS OF 3, or TO TIMESTAMP AS OF '2024-05-01 12:00:00'.",
         )
-    rest = tokens[i + 3:]
+    rest = tokens[i + 3 :]
     if not rest:
         raise StatementParseError(f"{head}: {words[0]} AS OF needs a value", help=f"Write {words[0]} AS OF <value>.")
     if words[0] == "VERSION":
         if len(rest) != 1 or rest[0].token_type.name != "NUMBER" or not rest[0].text.isdigit():
-            shown = text[rest[0].start:].strip()
+            shown = text[rest[0].start :].strip()
             raise StatementParseError(
                 f"{head}: VERSION AS OF {shown!r}: a version is a whole number >= 0",
                 help="Pick a version from DESCRIBE HISTORY.",
             )
         return AsOf(version=int(rest[0].text))
-    return AsOf(timestamp=text[rest[0].start:].strip().rstrip(";").strip())
+    return AsOf(timestamp=text[rest[0].start :].strip().rstrip(";").strip())
 
 
 def parse_maintenance(text: str) -> MaintenanceSpec:
@@ -103,7 +103,7 @@ def parse_maintenance(text: str) -> MaintenanceSpec:
         raise StatementParseError(f"not a maintenance statement: {text.strip()[:80]!r}")
     kind = " ".join(m.group("kind").upper().split())
     kind = "RESTORE" if kind.startswith("RESTORE") else kind
-    body = text[m.end():].strip().rstrip(";")
+    body = text[m.end() :].strip().rstrip(";")
     try:
         tokens = sqlglot.tokenize(body, read=DIALECT)
     except sqlglot.errors.SqlglotError as e:
@@ -118,7 +118,9 @@ def parse_maintenance(text: str) -> MaintenanceSpec:
         if not words:
             return HistorySpec(name)
         if words[0] != "LIMIT" or len(words) != 2 or not words[1].isdigit():
-            raise StatementParseError(f"{head}: expected LIMIT <number of versions> after the table name, not {body[tokens[i].start:]!r}")
+            raise StatementParseError(
+                f"{head}: expected LIMIT <number of versions> after the table name, not {body[tokens[i].start :]!r}"
+            )
         return HistorySpec(name, limit=int(words[1]))
     if kind.startswith("RESTORE"):
         if words[:1] == ["TO"]:
@@ -141,7 +143,9 @@ def parse_maintenance(text: str) -> MaintenanceSpec:
             elif words[:2] == ["DRY", "RUN"]:
                 dry, words = True, words[2:]
             else:
-                raise StatementParseError(f"{head}: unexpected {words[0]!r}", help="Write VACUUM t [RETAIN <hours> HOURS] [DRY RUN].")
+                raise StatementParseError(
+                    f"{head}: unexpected {words[0]!r}", help="Write VACUUM t [RETAIN <hours> HOURS] [DRY RUN]."
+                )
         return VacuumSpec(name, retain, dry)
     if words:
         what = {"WHERE": "OPTIMIZE ... WHERE", "ZORDER": "OPTIMIZE ... ZORDER BY"}.get(words[0], f"{words[0]!r}")
@@ -162,11 +166,14 @@ def as_of(version: exp.Expr) -> AsOf:
     kind = str(version.name).upper()
     value = version.args.get("expression")
     if str(version.args.get("kind", "")).upper() != "AS OF" or not isinstance(value, exp.Expr):
-        raise StatementParseError(f"{kind} {version.args.get('kind')}: only VERSION AS OF and TIMESTAMP AS OF are supported")
+        raise StatementParseError(
+            f"{kind} {version.args.get('kind')}: only VERSION AS OF and TIMESTAMP AS OF are supported"
+        )
     if kind == "VERSION":
         if not (isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit()):
             raise StatementParseError(
-                f"VERSION AS OF {_sql(value)}: a version is a whole number >= 0", help="Pick a version from DESCRIBE HISTORY."
+                f"VERSION AS OF {_sql(value)}: a version is a whole number >= 0",
+                help="Pick a version from DESCRIBE HISTORY.",
             )
         return AsOf(version=int(value.name))
     return AsOf(timestamp=_sql(value))

@@ -97,7 +97,7 @@ class _Tokens:
         return self.i >= len(self.tokens) or (self.kind() == "SEMICOLON" and self.i == len(self.tokens) - 1)
 
     def rest(self) -> str:
-        return self.text[self.tokens[self.i].start:].strip() if self.i < len(self.tokens) else ""
+        return self.text[self.tokens[self.i].start :].strip() if self.i < len(self.tokens) else ""
 
     def error(self, message: str, example: str) -> StatementParseError:
         found = f", not {self.rest()[:60]!r}" if self.rest() else ""
@@ -168,7 +168,7 @@ def metadata_target(text: str) -> tuple[str, str] | None:
     kind = " ".join(m.group("kind").upper().split())
     kind = "DESCRIBE" if kind.startswith("DESC") else kind
     try:
-        spec_head = _head_of(kind, text[m.end():])
+        spec_head = _head_of(kind, text[m.end() :])
     except StatementParseError:
         return None
     return spec_head
@@ -206,7 +206,7 @@ def parse_metadata(text: str) -> MetadataSpec:
         raise StatementParseError(f"not a statement about table metadata: {text.strip()[:80]!r}")
     kind = " ".join(m.group("kind").upper().split())
     kind = "DESCRIBE" if kind.startswith("DESC") else kind
-    t = _Tokens(kind, text[m.end():])
+    t = _Tokens(kind, text[m.end() :])
     if kind == "DESCRIBE":
         return _describe(t)
     if kind == "SHOW TBLPROPERTIES":
@@ -333,11 +333,9 @@ def _column_comment(t: _Tokens, target: str) -> AlterMetadataSpec:
                 f"{t.head}: only the column's comment can be changed on a tablet table",
                 help=f"Write {example}; to rename or retype columns, rebuild the table (dbt --full-refresh).",
             )
-        type_text = t.text[t.tokens[start].start:t.tokens[t.i - 1].end + 1]
+        type_text = t.text[t.tokens[start].start : t.tokens[t.i - 1].end + 1]
     t.expect("COMMENT", example)
     text = t.string("the comment", example)
     t.end(example)
     change = MetadataChange(column_comments=((column, text),))
-    return AlterMetadataSpec(
-        target, "CHANGE COLUMN", change, column_type=(column, type_text) if type_text else None
-    )
+    return AlterMetadataSpec(target, "CHANGE COLUMN", change, column_type=(column, type_text) if type_text else None)

@@ -30,7 +30,10 @@ from tablets.sql.create import _create
 from tablets.sql.syntax import _needs_quotes, _parse, _parsed, _sql, table_name
 from tablets.sqltext import quote_ident
 
-_WRITE_START = re.compile(r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b", re.IGNORECASE | re.DOTALL)
+_WRITE_START = re.compile(
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AlterColumnsSpec
 
 
@@ -89,7 +92,6 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
     if isinstance(tree, exp.Drop):
         return DropSpec(table_name(tree.args["tables"][0]), if_exists=bool(tree.args.get("exists")))
     if isinstance(tree, exp.Alter):
-
         return alter_columns(tree)
     raise StatementParseError(f"not a statement that writes a tablet table: {text.strip()[:80]!r}")
 
@@ -121,7 +123,9 @@ def _source(using: exp.Expr, default_alias: str) -> tuple[Source, str]:
         return Source(query=_sql(using.this)), alias or default_alias
     if isinstance(using, exp.Values):
         return Source(query=f"SELECT * FROM {_sql(using)}"), alias or default_alias
-    raise StatementParseError(f"USING: unsupported source {_sql(using)!r}", help="Use a table, a view, a subquery or VALUES.")
+    raise StatementParseError(
+        f"USING: unsupported source {_sql(using)!r}", help="Use a table, a view, a subquery or VALUES."
+    )
 
 
 def _category(when: exp.When) -> Category:
@@ -164,20 +168,29 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
             names = [p[0].lower() for p in pairs]
             dup = {n for n in names if names.count(n) > 1}
             if dup:
-                raise MergeSpecError(f"MERGE INTO {target}: {part}: column(s) {sorted(dup)} assigned more than once", help="Assign each column once.")
+                raise MergeSpecError(
+                    f"MERGE INTO {target}: {part}: column(s) {sorted(dup)} assigned more than once",
+                    help="Assign each column once.",
+                )
             clause = Clause(category, ActionKind.UPDATE, condition, assignments=tuple(pairs))
     elif isinstance(then, exp.Insert):
         values = then.args.get("expression")  # sqlglot leaves False when VALUES is missing
         if not isinstance(then.this, exp.Star) and not isinstance(values, exp.Expr):
             named = f" ({_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
             raise StatementParseError(
-                f"MERGE INTO {target}: {part}: INSERT{named} needs VALUES (...)" if named else f"MERGE INTO {target}: {part}: INSERT needs * or VALUES (...)",
+                f"MERGE INTO {target}: {part}: INSERT{named} needs VALUES (...)"
+                if named
+                else f"MERGE INTO {target}: {part}: INSERT needs * or VALUES (...)",
                 help="Write THEN INSERT * or THEN INSERT (col, ...) VALUES (value, ...).",
             )
         if isinstance(then.this, exp.Star):
             clause = Clause(category, ActionKind.INSERT, condition, star=True)
         else:
-            cols = tuple(_column_name(c) for c in then.this.expressions) if isinstance(then.this, (exp.Schema, exp.Tuple)) else ()
+            cols = (
+                tuple(_column_name(c) for c in then.this.expressions)
+                if isinstance(then.this, (exp.Schema, exp.Tuple))
+                else ()
+            )
             vals_node = values
             vals = tuple(_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
             if cols and len(cols) != len(vals):
@@ -217,11 +230,11 @@ def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
     source, source_alias = _source(tree.args["using"], default_source_alias)
     on = tree.args.get("on")
     if on is None:
-        raise StatementParseError(f"MERGE INTO {target}: no ON condition", help="Add ON <target>.<key> = <source>.<key>.")
+        raise StatementParseError(
+            f"MERGE INTO {target}: no ON condition", help="Add ON <target>.<key> = <source>.<key>."
+        )
     whens = tree.args.get("whens")
-    clauses = tuple(
-        _clause(w, i + 1, target, target_alias) for i, w in enumerate(whens.expressions if whens else ())
-    )
+    clauses = tuple(_clause(w, i + 1, target, target_alias) for i, w in enumerate(whens.expressions if whens else ()))
     return MergeSpec(
         target=target,
         target_alias=target_alias,
@@ -247,7 +260,10 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     if isinstance(query_node, exp.Values):
         widths = {len(r.expressions) if isinstance(r, exp.Tuple) else 1 for r in query_node.expressions}
         if len(widths) > 1:
-            raise StatementParseError(f"INSERT INTO {target}: VALUES rows of different lengths {sorted(widths)}", help="Give every row the same number of values.")
+            raise StatementParseError(
+                f"INSERT INTO {target}: VALUES rows of different lengths {sorted(widths)}",
+                help="Give every row the same number of values.",
+            )
         if columns and widths != {len(columns)}:
             raise StatementParseError(
                 f"INSERT INTO {target}: names {len(columns)} columns ({', '.join(columns)}) but VALUES gives {widths.pop()}",
@@ -273,12 +289,21 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
         alias = "existing"
     keys = [k.this if isinstance(k, exp.Ordered) else k for k in conflict.args.get("conflict_keys") or ()]
     if not keys:
-        raise MergeSpecError(f"INSERT INTO {target}: ON CONFLICT needs the conflict columns", help="Write ON CONFLICT (key, ...).")
-    on = " AND ".join(f"{quote_ident(alias)}.{quote_ident(_column_name(k))} = excluded.{quote_ident(_column_name(k))}" for k in keys)
+        raise MergeSpecError(
+            f"INSERT INTO {target}: ON CONFLICT needs the conflict columns", help="Write ON CONFLICT (key, ...)."
+        )
+    on = " AND ".join(
+        f"{quote_ident(alias)}.{quote_ident(_column_name(k))} = excluded.{quote_ident(_column_name(k))}" for k in keys
+    )
     if columns:
         cols = ", ".join(quote_ident(c) for c in columns)
         query = f"SELECT * FROM ({query}) AS excluded({cols})"
-        insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, insert_columns=columns, insert_values=tuple(f"excluded.{quote_ident(c)}" for c in columns))
+        insert = Clause(
+            Category.NOT_MATCHED,
+            ActionKind.INSERT,
+            insert_columns=columns,
+            insert_values=tuple(f"excluded.{quote_ident(c)}" for c in columns),
+        )
     else:
         insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True)
     action = conflict.args.get("action")
@@ -293,6 +318,7 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
         clauses = (insert,)
     elif word == "DO UPDATE":
         _check_set(conflict.expressions, f"INSERT INTO {target}: ON CONFLICT DO UPDATE")
+
         def existing_row(e: exp.Expr) -> str:
             """PostgreSQL's scoping: ``excluded.c`` is the incoming row, a bare ``c`` the existing one."""
             e = e.copy()
@@ -311,9 +337,17 @@ def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: ex
         condition = existing_row(where) if isinstance(where, exp.Expr) else None
         clauses = (Clause(Category.MATCHED, ActionKind.UPDATE, condition, tuple(pairs)), insert)
     else:
-        raise StatementParseError(f"INSERT INTO {target}: unsupported ON CONFLICT action {word!r}", help="Use DO NOTHING or DO UPDATE SET ...")
+        raise StatementParseError(
+            f"INSERT INTO {target}: unsupported ON CONFLICT action {word!r}", help="Use DO NOTHING or DO UPDATE SET ..."
+        )
     return MergeSpec(
-        target, alias, Source(query=query), "excluded", on, clauses, operation="INSERT",
+        target,
+        alias,
+        Source(query=query),
+        "excluded",
+        on,
+        clauses,
+        operation="INSERT",
         conflict_keys=tuple(_column_name(k) for k in keys),
     )
 
@@ -344,7 +378,9 @@ def _update(tree: exp.Update) -> MergeSpec:
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name
     if isinstance(tree.args.get("from_"), exp.Expr) or isinstance(tree.args.get("from"), exp.Expr):
-        raise StatementParseError(f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING.")
+        raise StatementParseError(
+            f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING."
+        )
     _check_set(tree.expressions, f"UPDATE {target}")
     pairs = tuple((_column_name(eq.this), _sql(eq.expression)) for eq in tree.expressions)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
@@ -355,7 +391,10 @@ def _delete(tree: exp.Delete) -> MergeSpec:
     if not isinstance(tree.this, exp.Table):
         raise StatementParseError("DELETE: no table", help="Write DELETE FROM table [WHERE condition].")
     if isinstance(tree.args.get("using"), exp.Expr):
-        raise StatementParseError(f"DELETE FROM {table_name(tree.this)}: DELETE ... USING is not supported", help="Write it as MERGE INTO ... USING ... WHEN MATCHED THEN DELETE.")
+        raise StatementParseError(
+            f"DELETE FROM {table_name(tree.this)}: DELETE ... USING is not supported",
+            help="Write it as MERGE INTO ... USING ... WHEN MATCHED THEN DELETE.",
+        )
     _current(tree.this, "DELETE FROM")
     target = table_name(tree.this)
     alias = _alias_of(tree.this) or tree.this.name

@@ -54,7 +54,9 @@ def references(text: str) -> list[TableRef] | None:
     tree = trees[0]
     if isinstance(tree, exp.Query):
         body: exp.Expr = tree
-    elif isinstance(tree, exp.Insert) or (isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE"):
+    elif isinstance(tree, exp.Insert) or (
+        isinstance(tree, exp.Create) and str(tree.args.get("kind", "")).upper() == "TABLE"
+    ):
         q = tree.expression
         if not isinstance(q, exp.Query):
             return None

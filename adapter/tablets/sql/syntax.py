@@ -27,8 +27,6 @@ class _CommandFallback(logging.Filter):
 logging.getLogger("sqlglot").addFilter(_CommandFallback())
 
 
-
-
 @functools.lru_cache(maxsize=4)
 def _parsed(text: str) -> exp.Expr:
     """One parse per statement text: routing, the provider check and the spec all read it."""
@@ -107,7 +105,7 @@ def _check_tokens(text: str) -> None:
     head = _head(text)
 
     def fail(i: int, what: str) -> StatementParseError:
-        before = text[tokens[max(0, i - 4)].start: tokens[i].end + 1]
+        before = text[tokens[max(0, i - 4)].start : tokens[i].end + 1]
         return StatementParseError(f"{head}: {what} (after {before!r})")
 
     for i, tok in enumerate(tokens):
@@ -132,7 +130,9 @@ def _check_tokens(text: str) -> None:
             if depth == 0 and name == "WHERE":
                 seen_where = True
             if depth == 0 and name == "SET" and seen_where:
-                raise StatementParseError(f"{head}: SET must come before WHERE (UPDATE t SET col = value WHERE condition)")
+                raise StatementParseError(
+                    f"{head}: SET must come before WHERE (UPDATE t SET col = value WHERE condition)"
+                )
 
 
 def table_name(table: exp.Expr) -> str:

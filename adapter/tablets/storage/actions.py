@@ -70,7 +70,9 @@ class Metadata:
         if not self.physical_names:
             object.__setattr__(self, "physical_names", self.column_names)
         if len(self.column_ids) != n or len(self.physical_names) != n:
-            raise ValueError(f"metadata of {n} columns with {len(self.column_ids)} ids and {len(self.physical_names)} physical names")
+            raise ValueError(
+                f"metadata of {n} columns with {len(self.column_ids)} ids and {len(self.physical_names)} physical names"
+            )
         object.__setattr__(self, "max_column_id", max(self.max_column_id, *self.column_ids, 0))
 
     @property
@@ -132,6 +134,7 @@ class Metadata:
     def renamed(self, old: str, new: str) -> Metadata:
         """Column ``old`` called ``new``: the same id and physical name (no tablet changes);
         key columns and comments follow it."""
+
         def name(n: str) -> str:
             return new if n == old else n
 
@@ -270,7 +273,7 @@ def decode_actions(data: bytes, where: str = "") -> tuple[Action, ...]:
     try:
         text = data.decode()
     except UnicodeDecodeError as e:
-        raise FormatError(f"log {where}: not UTF-8 text (byte {e.start} is {data[e.start:e.start + 1]!r})") from None
+        raise FormatError(f"log {where}: not UTF-8 text (byte {e.start} is {data[e.start : e.start + 1]!r})") from None
     if not text.endswith("\n"):
         raise FormatError(f"log {where}: truncated version file (no final newline)")
     return tuple(action_from_json(line, where) for line in text.splitlines() if line)

@@ -74,14 +74,21 @@ class VersionChanges:
 def change_schema(metadata: Metadata) -> pa.Schema:
     """The schema of ``changes``: the table's columns, then Delta's three change columns."""
     base = schema_to_arrow(metadata.schema)
-    return base.append(pa.field(CHANGE_TYPE, pa.string(), False)).append(
-        pa.field(COMMIT_VERSION, pa.int64(), False)
-    ).append(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), False))
+    return (
+        base.append(pa.field(CHANGE_TYPE, pa.string(), False))
+        .append(pa.field(COMMIT_VERSION, pa.int64(), False))
+        .append(pa.field(COMMIT_TIMESTAMP, pa.timestamp("us", tz="UTC"), False))
+    )
 
 
 def version_range(
-    commits: Sequence[tuple[int, int]], start: int | None, end: int | None, what: str,
-    *, start_ms: int | None = None, end_ms: int | None = None,
+    commits: Sequence[tuple[int, int]],
+    start: int | None,
+    end: int | None,
+    what: str,
+    *,
+    start_ms: int | None = None,
+    end_ms: int | None = None,
 ) -> tuple[int, int]:
     """[start, end] as versions: ``start_ms`` is the first version committed at or after it,
     ``end_ms`` the last at or before it (Delta's reading of timestamps); ``end`` None: the
@@ -115,13 +122,18 @@ def version_range(
     end = latest if end is None else min(end, latest)
     if end < start:
         raise ChangesUnavailable(
-            f"{what}: end version {end} is before start version {start}", help="Give the start first: table_changes(t, start, end)."
+            f"{what}: end version {end} is before start version {start}",
+            help="Give the start first: table_changes(t, start, end).",
         )
     return start, end
 
 
 def changes(
-    table: TabletTable, start: int, end: int | None = None, *, where: str | None = None,
+    table: TabletTable,
+    start: int,
+    end: int | None = None,
+    *,
+    where: str | None = None,
 ) -> pa.Table:
     """The rows each version in [``start``, ``end``] inserted, deleted and updated (``table``: a
     ``TabletTable``), with ``_change_type``, ``_commit_version`` and ``_commit_timestamp``;
@@ -279,7 +291,10 @@ def tag_changes(vc: VersionChanges, key_columns: Sequence[str]) -> pa.Table:
             out.append(
                 rows.append_column(CHANGE_TYPE, pa.array(kinds, pa.string()))
                 .append_column(COMMIT_VERSION, pa.array([vc.version] * n, pa.int64()))
-                .append_column(COMMIT_TIMESTAMP, pa.array([vc.timestamp_ms * 1000] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC")))
+                .append_column(
+                    COMMIT_TIMESTAMP,
+                    pa.array([vc.timestamp_ms * 1000] * n, pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+                )
             )
     if not out:
         return pa.table({})

@@ -88,8 +88,10 @@ def decode(data: bytes, path: str, version: int, hint: Hint | None) -> Snapshot:
     ``verified=False`` and no ``metadata_version``."""
     named = hint is not None and hint.version == version and hint.size is not None
     if hint is not None and named and (hint.size != len(data) or hint.crc != crc(data)):
-        raise Rejected(f"it is not the file _last_checkpoint names ({len(data)} bytes, CRC {crc(data)}; "
-                           f"the hint says {hint.size} bytes, CRC {hint.crc})")
+        raise Rejected(
+            f"it is not the file _last_checkpoint names ({len(data)} bytes, CRC {crc(data)}; "
+            f"the hint says {hint.size} bytes, CRC {hint.crc})"
+        )
     first, _, body = data.partition(b"\n")
     header = None
     if first.startswith(b'{"' + HEADER.encode() + b'"'):
@@ -99,10 +101,14 @@ def decode(data: bytes, path: str, version: int, hint: Hint | None) -> Snapshot:
         except (ValueError, TypeError, KeyError, AttributeError, FormatError) as e:
             raise Rejected(f"its header is unreadable ({e})") from None
         if header.get("version") != version:
-            raise Rejected(f"its header says it holds version {header.get('version')}, not {version} (a stale checkpoint)")
+            raise Rejected(
+                f"its header says it holds version {header.get('version')}, not {version} (a stale checkpoint)"
+            )
         if header.get("crc") != crc(body):
-            raise Rejected(f"its content does not match its checksum (CRC {crc(body)}, the header says {header.get('crc')}): "
-                           "cut, edited or damaged")
+            raise Rejected(
+                f"its content does not match its checksum (CRC {crc(body)}, the header says {header.get('crc')}): "
+                "cut, edited or damaged"
+            )
     else:
         body = data
     try:

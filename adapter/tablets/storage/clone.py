@@ -52,7 +52,9 @@ def owner_root(path: str) -> str:
     return parent(parent(path))
 
 
-def clone_actions(source_root: str, snap: Snapshot, clone_id: str, properties: Mapping[str, str] | None = None) -> list[Action]:
+def clone_actions(
+    source_root: str, snap: Snapshot, clone_id: str, properties: Mapping[str, str] | None = None
+) -> list[Action]:
     """Version 0 of a clone of ``snap`` (without its commit_info); ``properties`` are set on
     top of the source's."""
     props = tuple(sorted({**dict(snap.metadata.properties), **(properties or {})}.items()))
@@ -70,8 +72,13 @@ def _marker(root: str, clone_id: str) -> str:
 
 
 def shallow_clone(
-    source: TabletTable, target_root: str, version: int | None = None, *, properties: Mapping[str, str] | None = None,
-    replace_table: bool = False, statement: str = "",
+    source: TabletTable,
+    target_root: str,
+    version: int | None = None,
+    *,
+    properties: Mapping[str, str] | None = None,
+    replace_table: bool = False,
+    statement: str = "",
 ) -> int:
     """Clone ``source`` at ``version`` (default: the newest) to
     ``target_root``, no file copied: its version 0, or with ``replace_table`` and a table there,
@@ -86,7 +93,9 @@ def shallow_clone(
             help="Put the clone on the same file system or bucket as its source (a shallow clone references its files).",
         )
     if target.root == source.root or target.root.startswith(source.root.rstrip("/") + "/"):
-        raise TabletsError(f"{what}: the clone's location {target.root} is inside its source's root", help="Use another location.")
+        raise TabletsError(
+            f"{what}: the clone's location {target.root} is inside its source's root", help="Use another location."
+        )
     old = target.snapshot() if target.exists() else None
     if old is not None and not replace_table:
         raise TableAlreadyExists(f"{what}: a tablet table already exists at {target.root}")
@@ -103,18 +112,32 @@ def shallow_clone(
     files = [a.path for a in actions if isinstance(a, AddTablet | SetDV)]
     owners = sorted({owner_root(p) for p in files} | {source.root})
     body = json.dumps(
-        {"root": target.root, "source": source.root, "source_version": snap.version, "created_ms": int(time.time() * 1000)}
+        {
+            "root": target.root,
+            "source": source.root,
+            "source_version": snap.version,
+            "created_ms": int(time.time() * 1000),
+        }
     ).encode()
     for owner in owners:  # first: a VACUUM of an owner that starts from now on keeps these files
         source.io.write(_marker(owner, clone_id), body, sync=True)
     params = {"source": source.root, "source_table_id": snap.metadata.table_id, "source_version": str(snap.version)}
-    metrics = {"num_tablets": float(len(snap.tablets)), "source_table_size": float(sum(st.add.bytes for st in snap.tablets.values()))}
+    metrics = {
+        "num_tablets": float(len(snap.tablets)),
+        "source_table_size": float(sum(st.add.bytes for st in snap.tablets.values())),
+    }
     try:
         for owner in owners:  # a VACUUM already deleting (its marker up), or files already gone
             vacuum.check_foreign(source.io, owner, [p for p in files if owner_root(p) == owner], what)
         if old is not None:
             handle = transaction.begin(
-                old, target.root, CLONE, delete_from=(), read_tablets=old.tablets.keys(), reads_appends=True, io=target.io
+                old,
+                target.root,
+                CLONE,
+                delete_from=(),
+                read_tablets=old.tablets.keys(),
+                reads_appends=True,
+                io=target.io,
             )
             committed = transaction.commit(handle, [], extra_actions=actions, parameters=params, metrics=metrics)
             assert committed is not None
@@ -168,7 +191,7 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
     mine = normalize(root).rstrip("/") + "/"
 
     def here(paths: Iterable[str]) -> set[str]:
-        return {p[len(mine):] for p in paths if p.startswith(mine)}
+        return {p[len(mine) :] for p in paths if p.startswith(mine)}
 
     keep: set[str] = set()
     for marker, body in clones(io, root):

@@ -73,7 +73,8 @@ class ColumnMapping:
         ids = dict(zip(self.names, self.ids, strict=True))
         fields = [
             pa.field(self.physical_of(f.name), f.type, f.nullable, {FIELD_ID: str(ids[f.name]).encode()})
-            if f.name in ids else f
+            if f.name in ids
+            else f
             for f in data.schema
         ]
         return pa.Table.from_arrays(data.columns, schema=pa.schema(fields))

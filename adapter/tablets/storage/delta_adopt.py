@@ -56,11 +56,19 @@ _JSON_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 # what tablets maintains when it writes: a Delta table needing anything else is refused
 READER_FEATURES = {"deletionVectors", "columnMapping", "timestampNtz"}
-WRITER_FEATURES = READER_FEATURES | {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}
+WRITER_FEATURES = READER_FEATURES | {
+    "appendOnly",
+    "invariants",
+    "checkConstraints",
+    "changeDataFeed",
+    "generatedColumns",
+}
 _STATS_TYPES = {"tinyint", "smallint", "int", "bigint", "date"}  # bounds taken as Delta wrote them
 _STATS_STRING_MAX = 31  # delta-rs and Delta Spark truncate longer strings (a prefix is no upper bound)
-HELP = ("tablets writes only Delta tables whose features it maintains; read this table with a Delta reader, "
-        "or copy its rows into a new tablet table (CREATE TABLE ... USING tablets AS SELECT ...).")
+HELP = (
+    "tablets writes only Delta tables whose features it maintains; read this table with a Delta reader, "
+    "or copy its rows into a new tablet table (CREATE TABLE ... USING tablets AS SELECT ...)."
+)
 
 
 def is_delta_table(io: FileIO, root: str) -> bool:
@@ -89,10 +97,12 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
     config = m.get("configuration") or {}
     if m.get("partitionColumns"):
         raise _refuse(root, "partition columns (" + ", ".join(m["partitionColumns"]) + ")")
-    for key, feature in (("delta.enableChangeDataFeed", "changeDataFeed (delta.enableChangeDataFeed)"),
-                         ("delta.enableRowTracking", "rowTracking (delta.enableRowTracking)"),
-                         ("delta.appendOnly", "appendOnly (delta.appendOnly)"),
-                         ("delta.enableTypeWidening", "typeWidening (delta.enableTypeWidening)")):
+    for key, feature in (
+        ("delta.enableChangeDataFeed", "changeDataFeed (delta.enableChangeDataFeed)"),
+        ("delta.enableRowTracking", "rowTracking (delta.enableRowTracking)"),
+        ("delta.appendOnly", "appendOnly (delta.appendOnly)"),
+        ("delta.enableTypeWidening", "typeWidening (delta.enableTypeWidening)"),
+    ):
         if _true(config, key):
             raise _refuse(root, feature)
     constraints = sorted(k for k in config if k.startswith("delta.constraints."))
@@ -101,8 +111,12 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
     if config.get(MAPPING_MODE, "none") not in ("none", "name"):
         raise _refuse(root, f"column mapping mode {config[MAPPING_MODE]!r}")
     keys = field_metadata_keys(m["schemaString"])
-    for key, feature in (("delta.generationExpression", "generatedColumns"), ("delta.invariants", "invariants"),
-                         ("delta.identity.start", "identityColumns"), ("CURRENT_DEFAULT", "allowColumnDefaults")):
+    for key, feature in (
+        ("delta.generationExpression", "generatedColumns"),
+        ("delta.invariants", "invariants"),
+        ("delta.identity.start", "identityColumns"),
+        ("CURRENT_DEFAULT", "allowColumnDefaults"),
+    ):
         if key in keys:
             raise _refuse(root, feature)
 
@@ -117,14 +131,18 @@ def _stats(meta: Metadata, raw: str | None) -> tuple[tuple[str, ColumnStats], ..
     if not raw:
         return ()
     body = json.loads(raw)
-    types = {p: _ALIASES.get(t.lower(), t.lower()) for (_, t, _), p in zip(meta.schema, meta.physical_names, strict=True)}
+    types = {
+        p: _ALIASES.get(t.lower(), t.lower()) for (_, t, _), p in zip(meta.schema, meta.physical_names, strict=True)
+    }
     mins, maxs, nulls = body.get("minValues") or {}, body.get("maxValues") or {}, body.get("nullCount") or {}
     out = []
     for p, t in types.items():
         if p not in nulls or isinstance(nulls[p], dict):
             continue
         lo, hi = mins.get(p), maxs.get(p)
-        ok = t in _STATS_TYPES or (t == "string" and all(isinstance(v, str) and len(v) < _STATS_STRING_MAX for v in (lo, hi)))
+        ok = t in _STATS_TYPES or (
+            t == "string" and all(isinstance(v, str) and len(v) < _STATS_STRING_MAX for v in (lo, hi))
+        )
         out.append((p, ColumnStats(lo if ok else None, hi if ok else None, int(nulls[p]))))
     return tuple(out)
 
@@ -147,7 +165,7 @@ def _dv(io: FileIO, root: str, tablet_id: str, d: dict[str, Any]) -> SetDV:
         else:
             raise FormatError(f"deletion vector of {tablet_id}: unknown storage type {kind!r}")
         offset = int(d.get("offset") or 0)
-        blob = src.read(path)[offset:offset + 8 + size]
+        blob = src.read(path)[offset : offset + 8 + size]
     bitmap = decode(b"\x01" + blob, f"deletion vector of {tablet_id} ({where})")
     if len(bitmap) != int(d["cardinality"]):
         raise FormatError(f"deletion vector of {tablet_id}: {len(bitmap)} rows, the Delta log says {d['cardinality']}")
@@ -160,16 +178,22 @@ def _metadata(m: dict[str, Any], before: Metadata | None) -> Metadata:
     config = {k: str(v) for k, v in (m.get("configuration") or {}).items()}
     cols = from_delta(m["schemaString"], config.get(MAPPING_MODE, "none"))
     return Metadata(
-        table_id=m.get("id") or new_id(), schema=cols.schema, physical_names=cols.physical_names,
-        column_ids=cols.column_ids, max_column_id=int(config.get(MAX_COLUMN_ID, 0)),
+        table_id=m.get("id") or new_id(),
+        schema=cols.schema,
+        physical_names=cols.physical_names,
+        column_ids=cols.column_ids,
+        max_column_id=int(config.get(MAX_COLUMN_ID, 0)),
         key_columns=tuple(k for k in (before.key_columns if before else ()) if k in {c[0] for c in cols.schema}),
         properties=tuple(sorted((k, v) for k, v in config.items() if not k.startswith("delta.columnMapping."))),
-        created_ms=int(m.get("createdTime") or 0), comment=m.get("description") or None,
+        created_ms=int(m.get("createdTime") or 0),
+        comment=m.get("description") or None,
         column_comments=cols.comments,
     )
 
 
-def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any]], before: Snapshot | None) -> list[Action]:
+def translate(
+    io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any]], before: Snapshot | None
+) -> list[Action]:
     """Our actions of one Delta version (its commitInfo last, with a placeholder state)."""
     out: list[Action] = []
     meta = before.metadata if before else None
@@ -187,8 +211,10 @@ def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any
             tid = _tablet_id(body["path"])
             path = unquote(body["path"])
             if live.get(tid, path) != path:  # the engine's scan knows a file by its name alone
-                raise FormatError(f"the Delta table at {root} has two live data files named {basename(path)} "
-                                  f"({live[tid]}, {path})", help=HELP)
+                raise FormatError(
+                    f"the Delta table at {root} has two live data files named {basename(path)} ({live[tid]}, {path})",
+                    help=HELP,
+                )
             stats = _stats(meta, body.get("stats"))
             rows = json.loads(body["stats"]).get("numRecords") if body.get("stats") else None
             if rows is None:
@@ -211,10 +237,16 @@ def translate(io: FileIO, root: str, version: int, lines: Iterable[dict[str, Any
     params = {k: v if isinstance(v, str) else json.dumps(v) for k, v in (info.get("operationParameters") or {}).items()}
     params[ADOPTED] = str(info.get("engineInfo") or info.get("clientVersion") or "unknown")
     metrics = {k: float(v) for k, v in (info.get("operationMetrics") or {}).items() if isinstance(v, (int, float))}
-    out.append(CommitInfo(
-        operation=str(info.get("operation") or "UNKNOWN"), txid=new_id(), timestamp_ms=int(info.get("timestamp") or 0),
-        read_version=version - 1, parameters=tuple(sorted(params.items())), metrics=tuple(sorted(metrics.items())),
-    ))
+    out.append(
+        CommitInfo(
+            operation=str(info.get("operation") or "UNKNOWN"),
+            txid=new_id(),
+            timestamp_ms=int(info.get("timestamp") or 0),
+            read_version=version - 1,
+            parameters=tuple(sorted(params.items())),
+            metrics=tuple(sorted(metrics.items())),
+        )
+    )
     return out
 
 
@@ -234,7 +266,9 @@ def _read_versions(io: FileIO, root: str) -> tuple[int, list[tuple[int, list[dic
         whole = [c for c in checkpoints if all(v in have for v in range(c + 1, newest + 1))]
         if not whole:
             missing = [v for v in range(newest + 1) if v not in have]
-            raise FormatError(f"the Delta log of {root} is missing version(s) {missing[:5]} and no checkpoint covers them")
+            raise FormatError(
+                f"the Delta log of {root} is missing version(s) {missing[:5]} and no checkpoint covers them"
+            )
         start = whole[-1]
     out = []
     if start > 0:
@@ -259,19 +293,25 @@ def _check_keys(io: FileIO, root: str, snap: Snapshot, keys: tuple[str, ...]) ->
     """The key tablets is asked to keep must already hold: no two live rows with one key."""
     missing = [k for k in keys if k not in snap.metadata.column_names]
     if missing:
-        raise SchemaMismatch(f"key column(s) {missing} are not columns of the Delta table at {root}",
-                             help=f"Name columns of the table ({', '.join(snap.metadata.column_names)}).")
+        raise SchemaMismatch(
+            f"key column(s) {missing} are not columns of the Delta table at {root}",
+            help=f"Name columns of the table ({', '.join(snap.metadata.column_names)}).",
+        )
     schema = schema_to_arrow(snap.metadata.schema)
-    parts = [read_tablet(io, root, st.add, st.dv, schema, list(keys), mapping=snap.metadata.mapping)
-             for st in snap.tablets.values()]
+    parts = [
+        read_tablet(io, root, st.add, st.dv, schema, list(keys), mapping=snap.metadata.mapping)
+        for st in snap.tablets.values()
+    ]
     if not parts:
         return
     counts = pa.concat_tables(parts).group_by(list(keys)).aggregate([([], "count_all")])
     dups = counts.filter(pc.greater(counts.column("count_all"), 1))
     if dups.num_rows:
-        raise KeyViolation(f"the Delta table at {root} has {dups.num_rows} key value(s) held by several rows "
-                           f"(e.g. {dups.slice(0, 1).to_pylist()[0]}), so ({', '.join(keys)}) is no key of it",
-                           help="Remove the duplicates first, or adopt the table without key_columns.")
+        raise KeyViolation(
+            f"the Delta table at {root} has {dups.num_rows} key value(s) held by several rows "
+            f"(e.g. {dups.slice(0, 1).to_pylist()[0]}), so ({', '.join(keys)}) is no key of it",
+            help="Remove the duplicates first, or adopt the table without key_columns.",
+        )
 
 
 def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
@@ -299,8 +339,10 @@ def adopt(io: FileIO, root: str, key_columns: tuple[str, ...] = ()) -> int:
     for after, actions in staged:
         v = after.version
         if not log.write_version(io, root, v, actions):
-            raise FormatError(f"the Delta table at {root} is being adopted by another writer (version {v} of _log exists)",
-                              help="Wait for it to finish, then use the table.")
+            raise FormatError(
+                f"the Delta table at {root} is being adopted by another writer (version {v} of _log exists)",
+                help="Wait for it to finish, then use the table.",
+            )
         if (v == start and start > 0) or (v and v % log.CHECKPOINT_INTERVAL == 0):
             log.write_checkpoint(io, root, after)  # (our log starts where Delta's does)
     return snap.version
@@ -325,7 +367,9 @@ def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
     from tablets.storage.delta_log import ENGINE, delta_name  # (delta_log imports nothing of this)
 
     snap, taken = before, 0
-    while io.exists(join(delta_dir(root), delta_name(version))) and not io.exists(join(log.log_dir(root), log.version_name(version))):
+    while io.exists(join(delta_dir(root), delta_name(version))) and not io.exists(
+        join(log.log_dir(root), log.version_name(version))
+    ):
         text = io.read(join(delta_dir(root), delta_name(version))).decode()
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         if any(line.get("commitInfo", {}).get("engineInfo") == ENGINE for line in lines):

@@ -19,31 +19,74 @@ from tablets.storage.fileio import FileIO, join
 from tablets.storage.snapshot import Snapshot
 
 _STR_MAP = pa.map_(pa.string(), pa.string())
-_DV = pa.struct([
-    ("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
-    ("sizeInBytes", pa.int32()), ("cardinality", pa.int64()),
-])
-SCHEMA = pa.schema([
-    ("protocol", pa.struct([
-        ("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
-        ("readerFeatures", pa.list_(pa.string())), ("writerFeatures", pa.list_(pa.string())),
-    ])),
-    ("metaData", pa.struct([
-        ("id", pa.string()), ("name", pa.string()), ("description", pa.string()),
-        ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
-        ("schemaString", pa.string()), ("partitionColumns", pa.list_(pa.string())),
-        ("configuration", _STR_MAP), ("createdTime", pa.int64()),
-    ])),
-    ("add", pa.struct([
-        ("path", pa.string()), ("partitionValues", _STR_MAP), ("size", pa.int64()), ("modificationTime", pa.int64()),
-        ("dataChange", pa.bool_()), ("stats", pa.string()), ("tags", _STR_MAP), ("deletionVector", _DV),
-    ])),
-    ("remove", pa.struct([
-        ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
-        ("extendedFileMetadata", pa.bool_()), ("partitionValues", _STR_MAP), ("size", pa.int64()),
-        ("deletionVector", _DV),
-    ])),
-])
+_DV = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+    ]
+)
+SCHEMA = pa.schema(
+    [
+        (
+            "protocol",
+            pa.struct(
+                [
+                    ("minReaderVersion", pa.int32()),
+                    ("minWriterVersion", pa.int32()),
+                    ("readerFeatures", pa.list_(pa.string())),
+                    ("writerFeatures", pa.list_(pa.string())),
+                ]
+            ),
+        ),
+        (
+            "metaData",
+            pa.struct(
+                [
+                    ("id", pa.string()),
+                    ("name", pa.string()),
+                    ("description", pa.string()),
+                    ("format", pa.struct([("provider", pa.string()), ("options", _STR_MAP)])),
+                    ("schemaString", pa.string()),
+                    ("partitionColumns", pa.list_(pa.string())),
+                    ("configuration", _STR_MAP),
+                    ("createdTime", pa.int64()),
+                ]
+            ),
+        ),
+        (
+            "add",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("partitionValues", _STR_MAP),
+                    ("size", pa.int64()),
+                    ("modificationTime", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("stats", pa.string()),
+                    ("tags", _STR_MAP),
+                    ("deletionVector", _DV),
+                ]
+            ),
+        ),
+        (
+            "remove",
+            pa.struct(
+                [
+                    ("path", pa.string()),
+                    ("deletionTimestamp", pa.int64()),
+                    ("dataChange", pa.bool_()),
+                    ("extendedFileMetadata", pa.bool_()),
+                    ("partitionValues", _STR_MAP),
+                    ("size", pa.int64()),
+                    ("deletionVector", _DV),
+                ]
+            ),
+        ),
+    ]
+)
 
 
 def name(version: int) -> str:
@@ -55,8 +98,14 @@ def _maps(body: dict[str, Any], *keys: str) -> dict[str, Any]:
     return {**body, **{k: list((body.get(k) or {}).items()) for k in keys}}
 
 
-def write(io: FileIO, root: str, snap: Snapshot, adds: list[dict[str, Any]], protocol: dict[str, Any],
-          metadata: dict[str, Any]) -> bool:
+def write(
+    io: FileIO,
+    root: str,
+    snap: Snapshot,
+    adds: list[dict[str, Any]],
+    protocol: dict[str, Any],
+    metadata: dict[str, Any],
+) -> bool:
     """Create the Delta checkpoint of ``snap`` (exclusively: False if it exists) and point
     ``_last_checkpoint`` at it."""
     meta = _maps({**metadata, "format": _maps(metadata["format"], "options")}, "configuration")

@@ -55,7 +55,7 @@ def z85_encode(data: bytes) -> str:
     """Z85 (ZeroMQ's base 85), which Delta uses for the UUID of a DV file name (16 bytes -> 20)."""
     out = []
     for i in range(0, len(data), 4):
-        n = int.from_bytes(data[i:i + 4], "big")
+        n = int.from_bytes(data[i : i + 4], "big")
         out.append("".join(_Z85[(n // 85**k) % 85] for k in range(4, -1, -1)))
     return "".join(out)
 
@@ -64,7 +64,7 @@ def z85_decode(text: str) -> bytes:
     out = bytearray()
     for i in range(0, len(text), 5):
         n = 0
-        for c in text[i:i + 5]:
+        for c in text[i : i + 5]:
             n = n * 85 + _Z85_INDEX[c]
         out += n.to_bytes(4, "big")
     return bytes(out)
@@ -130,7 +130,12 @@ def stats_json(meta: Metadata, add: AddTablet, has_dv: bool) -> str:
 
 def protocol(ds: DeltaSchema) -> dict[str, Any]:
     features = ["deletionVectors"] + (["columnMapping"] if ds.mapping else []) + (["timestampNtz"] if ds.ntz else [])
-    return {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": sorted(features), "writerFeatures": sorted(features)}
+    return {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": sorted(features),
+        "writerFeatures": sorted(features),
+    }
 
 
 def table_id(meta: Metadata) -> str:
@@ -146,8 +151,12 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
     if ds.mapping:
         config[MAPPING_MODE], config[MAX_COLUMN_ID] = "name", str(ds.max_column_id)
     body: dict[str, Any] = {
-        "id": table_id(meta), "format": {"provider": "parquet", "options": {}}, "schemaString": ds.schema_string,
-        "partitionColumns": [], "configuration": config, "createdTime": meta.created_ms,
+        "id": table_id(meta),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": ds.schema_string,
+        "partitionColumns": [],
+        "configuration": config,
+        "createdTime": meta.created_ms,
     }
     if meta.comment:
         body["description"] = meta.comment
@@ -156,8 +165,12 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
 
 def add_action(root: str, meta: Metadata, st: TabletState, ts: int, data_change: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "path": quote(st.add.path, safe="/"), "partitionValues": {}, "size": st.add.bytes, "modificationTime": ts,
-        "dataChange": data_change, "stats": stats_json(meta, st.add, st.dv is not None),
+        "path": quote(st.add.path, safe="/"),
+        "partitionValues": {},
+        "size": st.add.bytes,
+        "modificationTime": ts,
+        "dataChange": data_change,
+        "stats": stats_json(meta, st.add, st.dv is not None),
     }
     if st.dv is not None:
         body["deletionVector"] = dv_descriptor(root, st.dv)
@@ -166,8 +179,12 @@ def add_action(root: str, meta: Metadata, st: TabletState, ts: int, data_change:
 
 def remove_action(root: str, st: TabletState, ts: int) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "path": quote(st.add.path, safe="/"), "deletionTimestamp": ts, "dataChange": True, "extendedFileMetadata": True,
-        "partitionValues": {}, "size": st.add.bytes,
+        "path": quote(st.add.path, safe="/"),
+        "deletionTimestamp": ts,
+        "dataChange": True,
+        "extendedFileMetadata": True,
+        "partitionValues": {},
+        "size": st.add.bytes,
     }
     if st.dv is not None:
         body["deletionVector"] = dv_descriptor(root, st.dv)
@@ -178,9 +195,13 @@ def commit_info(info: CommitInfo | None, version: int) -> dict[str, Any]:
     if info is None:
         return {"timestamp": 0, "operation": "UNKNOWN", "engineInfo": ENGINE}
     body: dict[str, Any] = {
-        "timestamp": info.timestamp_ms, "operation": info.operation,
-        "operationParameters": dict(info.parameters), "operationMetrics": {k: v for k, v in info.metrics},
-        "engineInfo": ENGINE, "txnId": info.txid, "isBlindAppend": False,
+        "timestamp": info.timestamp_ms,
+        "operation": info.operation,
+        "operationParameters": dict(info.parameters),
+        "operationMetrics": {k: v for k, v in info.metrics},
+        "engineInfo": ENGINE,
+        "txnId": info.txid,
+        "isBlindAppend": False,
     }
     if info.read_version >= 0:
         body["readVersion"] = info.read_version
@@ -193,7 +214,9 @@ def _foreign(snap: Snapshot | None) -> bool:
     return snap is not None and (snap.commit is None or any(k == ADOPTED for k, _ in snap.commit.parameters))
 
 
-def delta_actions(root: str, before: Snapshot | None, after: Snapshot, actions: Sequence[Action]) -> list[dict[str, Any]]:
+def delta_actions(
+    root: str, before: Snapshot | None, after: Snapshot, actions: Sequence[Action]
+) -> list[dict[str, Any]]:
     """Delta's actions of one version: the net change of each tablet it touched."""
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
     ts = info.timestamp_ms if info else 0
@@ -230,15 +253,30 @@ def _write(io: FileIO, root: str, before: Snapshot | None, after: Snapshot, acti
         if f'"engineInfo":"{ENGINE}"' not in theirs:
             _LOGGER.warning(
                 "%s was written by another Delta writer: Delta readers of %s no longer see the versions of tablets "
-                "from %d on (write a tablet table only through tablets)", path, root, after.version,
+                "from %d on (write a tablet table only through tablets)",
+                path,
+                root,
+                after.version,
             )
     if after.version % CHECKPOINT_INTERVAL == 0 and after.version:
-        delta_checkpoint.write(io, root, after, [add_action(root, after.metadata, st, 0, False) for st in after.tablets.values()],
-                               protocol(to_delta(after.metadata)), metadata(after.metadata, to_delta(after.metadata)))
+        delta_checkpoint.write(
+            io,
+            root,
+            after,
+            [add_action(root, after.metadata, st, 0, False) for st in after.tablets.values()],
+            protocol(to_delta(after.metadata)),
+            metadata(after.metadata, to_delta(after.metadata)),
+        )
 
 
-def publish(io: FileIO, root: str, version: int, actions: Sequence[Action], before: Snapshot | None,
-            after: Snapshot | None = None) -> None:
+def publish(
+    io: FileIO,
+    root: str,
+    version: int,
+    actions: Sequence[Action],
+    before: Snapshot | None,
+    after: Snapshot | None = None,
+) -> None:
     """Publish ``_log`` version ``version`` (just committed on ``before``, the state of the
     version before it) as Delta version ``version``, after any Delta versions missing before it.
     Never raises: the version is committed already; a failure leaves the Delta log short, and
@@ -248,7 +286,9 @@ def publish(io: FileIO, root: str, version: int, actions: Sequence[Action], befo
             catch_up(io, root, version - 1)
         _write(io, root, before, after or apply_version(before, version, actions), actions)
     except (OSError, TabletsError, ValueError) as e:
-        _LOGGER.warning("the Delta log of %s was not written at version %d (%s): the next commit completes it", root, version, e)
+        _LOGGER.warning(
+            "the Delta log of %s was not written at version %d (%s): the next commit completes it", root, version, e
+        )
 
 
 def catch_up(io: FileIO, root: str, upto: int | None = None) -> int:
@@ -269,8 +309,14 @@ def catch_up(io: FileIO, root: str, upto: int | None = None) -> int:
         snap = log.load_snapshot(io, root, start)
         st = list(snap.tablets.values())
         ds = to_delta(snap.metadata)
-        delta_checkpoint.write(io, root, snap, [add_action(root, snap.metadata, s, 0, False) for s in st],
-                               protocol(ds), metadata(snap.metadata, ds))
+        delta_checkpoint.write(
+            io,
+            root,
+            snap,
+            [add_action(root, snap.metadata, s, 0, False) for s in st],
+            protocol(ds),
+            metadata(snap.metadata, ds),
+        )
         before, start = snap, start + 1
     for v in range(start, upto + 1):
         actions = log.read_version(io, root, v)

@@ -22,9 +22,18 @@ FIELD_ID = "delta.columnMapping.id"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
 
 _TO_DELTA = {
-    "boolean": "boolean", "tinyint": "byte", "smallint": "short", "int": "integer", "bigint": "long",
-    "float": "float", "double": "double", "string": "string", "binary": "binary", "date": "date",
-    "timestamp": "timestamp", "timestamp_ntz": "timestamp_ntz",
+    "boolean": "boolean",
+    "tinyint": "byte",
+    "smallint": "short",
+    "int": "integer",
+    "bigint": "long",
+    "float": "float",
+    "double": "double",
+    "string": "string",
+    "binary": "binary",
+    "date": "date",
+    "timestamp": "timestamp",
+    "timestamp_ntz": "timestamp_ntz",
 }
 _FROM_DELTA = {v: k for k, v in _TO_DELTA.items()}
 
@@ -48,7 +57,9 @@ def delta_type(spark_type: str) -> Any:
         fields = []
         for part in _split_top(t[7:-1]):
             name, _, ftype = part.partition(":")
-            fields.append({"name": name.strip().strip("`"), "type": delta_type(ftype), "nullable": True, "metadata": {}})
+            fields.append(
+                {"name": name.strip().strip("`"), "type": delta_type(ftype), "nullable": True, "metadata": {}}
+            )
         return {"type": "struct", "fields": fields}
     raise SchemaMismatch(f"column type {spark_type!r} has no Delta type", help="Cast the column to a type Delta has.")
 
@@ -60,7 +71,9 @@ def spark_type(dtype: Any) -> str:
             return _FROM_DELTA[dtype]
         if _DECIMAL.match(dtype.replace(" ", "")):
             return dtype.replace(" ", "")
-        raise SchemaMismatch(f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type.")
+        raise SchemaMismatch(
+            f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type."
+        )
     kind = dtype.get("type")
     if kind == "array":
         return f"array<{spark_type(dtype['elementType'])}>"
@@ -68,7 +81,9 @@ def spark_type(dtype: Any) -> str:
         return f"map<{spark_type(dtype['keyType'])},{spark_type(dtype['valueType'])}>"
     if kind == "struct":
         return "struct<" + ",".join(f"{f['name']}:{spark_type(f['type'])}" for f in dtype["fields"]) + ">"
-    raise SchemaMismatch(f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type.")
+    raise SchemaMismatch(
+        f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type."
+    )
 
 
 def mapped(meta: Metadata) -> bool:

@@ -116,7 +116,9 @@ def decode(data: bytes, where: str = "deletion vector") -> BitMap64:
     if data[0] != FORMAT_VERSION:
         raise FormatError(f"{where}: unknown format version {data[0]} (expected {FORMAT_VERSION})")
     if len(data) < _EMPTY_FILE_SIZE:
-        raise FormatError(f"{where}: truncated ({len(data)} bytes; the smallest deletion vector file is {_EMPTY_FILE_SIZE})")
+        raise FormatError(
+            f"{where}: truncated ({len(data)} bytes; the smallest deletion vector file is {_EMPTY_FILE_SIZE})"
+        )
     (length,) = struct.unpack_from(">I", data, 1)
     if length + 9 != len(data):
         raise FormatError(

@@ -45,15 +45,27 @@ _CLIENT_KEYS = ("allow_http", "allow_invalid_certificates", "timeout", "connect_
 # what is read from the environment per store kind, so that pickled FileIOs carry it to executors
 _ENV_KEYS = {
     "s3": (
-        "AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-        "AWS_SESSION_TOKEN", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ALLOW_HTTP",
-        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "AWS_S3_EXPRESS",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ALLOW_HTTP",
+        "AWS_VIRTUAL_HOSTED_STYLE_REQUEST",
+        "AWS_S3_EXPRESS",
     ),
     "gs": ("GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS"),
     "az": (
-        "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_CLIENT_ID",
-        "AZURE_STORAGE_CLIENT_SECRET", "AZURE_STORAGE_TENANT_ID", "AZURE_STORAGE_SAS_KEY",
-        "AZURE_STORAGE_USE_EMULATOR", "AZURE_ALLOW_HTTP",
+        "AZURE_STORAGE_ACCOUNT_NAME",
+        "AZURE_STORAGE_ACCOUNT_KEY",
+        "AZURE_STORAGE_CLIENT_ID",
+        "AZURE_STORAGE_CLIENT_SECRET",
+        "AZURE_STORAGE_TENANT_ID",
+        "AZURE_STORAGE_SAS_KEY",
+        "AZURE_STORAGE_USE_EMULATOR",
+        "AZURE_ALLOW_HTTP",
     ),
 }
 
@@ -93,7 +105,7 @@ def join(base: str, *parts: str) -> str:
     # their full location (tablets.storage.clone)
     for i in range(len(parts) - 1, -1, -1):
         if "://" in parts[i]:  # (a local absolute path: os.path.join does the same)
-            base, parts = parts[i], parts[i + 1:]
+            base, parts = parts[i], parts[i + 1 :]
             break
     if is_local(base):
         return os.path.join(base, *parts)
@@ -205,7 +217,7 @@ class LocalFileIO(FileIO):
         try:
             view = memoryview(data).cast("B")
             while view:
-                view = view[os.write(fd, view):]
+                view = view[os.write(fd, view) :]
             if sync:
                 os.fsync(fd)
         finally:
@@ -403,7 +415,7 @@ class ObjectStoreFileIO(FileIO):
     def key(self, path: str) -> str:
         if not path.startswith(self.base):
             raise ValueError(f"{path} is not in {self.base}")
-        return path[len(self.base):].lstrip("/")
+        return path[len(self.base) :].lstrip("/")
 
     def read(self, path: str) -> bytes:
         import obstore
@@ -452,7 +464,7 @@ class ObjectStoreFileIO(FileIO):
         out = []
         for chunk in obstore.list(self.store, prefix, offset=offset):
             for meta in chunk:
-                name = meta["path"][len(prefix):]
+                name = meta["path"][len(prefix) :]
                 if "/" in name or not name:
                     continue
                 mtime = meta["last_modified"].timestamp() * 1000

@@ -114,7 +114,8 @@ def _runs(missing: list[int]) -> str:
 def _missing_error(root: str, missing: list[int], present: list[int]) -> FormatError:
     nxt = next((v for v in present if v > missing[0]), None)
     return FormatError(
-        f"the log of {root} is missing version(s) {_runs(missing)}" + (f" (the next one present is {nxt})" if nxt is not None else ""),
+        f"the log of {root} is missing version(s) {_runs(missing)}"
+        + (f" (the next one present is {nxt})" if nxt is not None else ""),
         help="Restore the missing files under _log/ from a backup. A table with a gap in its "
         "log is not read, written or vacuumed until the log is whole again.",
     )
@@ -234,8 +235,9 @@ def _on_checkpoint(
     if not trust_unproven:
         return None
     path = join(log_dir(root), checkpoint_name(cp))
-    warn_once(path, f"checkpoint {path} has no proof (written before checkpoints had headers): read as it is",
-              logging.INFO)
+    warn_once(
+        path, f"checkpoint {path} has no proof (written before checkpoints had headers): read as it is", logging.INFO
+    )
     return snap
 
 
@@ -310,4 +312,3 @@ def _replay_all(io: FileIO, root: str, target: int) -> Snapshot:
         return replay(None, ((v, read_version(io, root, v)) for v in range(target + 1)))
     except StateMismatch as e:
         raise _damaged(root, e) from None
-

@@ -67,8 +67,11 @@ class AutoCompactPolicy:
         floor = self.small_fraction * self.target_tablet_rows
         small = [t for t, st in snap.tablets.items() if st.live_rows < floor]
         heavy = [  # a tablet written small is already counted as small
-            t for t, st in snap.tablets.items()
-            if st.dv is not None and st.add.rows >= floor and st.dv.cardinality > self.max_deleted_fraction * st.add.rows
+            t
+            for t, st in snap.tablets.items()
+            if st.dv is not None
+            and st.add.rows >= floor
+            and st.dv.cardinality > self.max_deleted_fraction * st.add.rows
         ]
         if len(small) < self.min_tablets and not heavy:
             return []

@@ -143,5 +143,7 @@ def _drop(meta: Metadata, names: tuple[str, ...], if_exists: bool, where: str) -
         columns.append(column)
     kept = tuple(c for c in meta.schema if c[0] not in columns)
     if not kept:
-        raise SchemaMismatch(f"{where}: a table keeps at least one column", help="Drop fewer columns, or drop the table.")
+        raise SchemaMismatch(
+            f"{where}: a table keeps at least one column", help="Drop fewer columns, or drop the table."
+        )
     return meta.with_schema(kept) if columns else meta

@@ -21,7 +21,9 @@ class InvalidProperty(TabletsError):
     help = "Set the property to an allowed value (docs/FORMAT.md, 'Table properties')."
 
 
-def _number(low: float, high: float = math.inf, *, integer: bool = False, low_open: bool = False) -> Callable[[str], str | None]:
+def _number(
+    low: float, high: float = math.inf, *, integer: bool = False, low_open: bool = False
+) -> Callable[[str], str | None]:
     kind = "a whole number" if integer else "a number"
     bounds = f"above {low:g}" if low_open else f"at least {low:g}"
     if high != math.inf:

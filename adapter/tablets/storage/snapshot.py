@@ -68,7 +68,12 @@ class Tally:
     digest: int = 0
 
     def plus(self, st: TabletState, sign: int) -> Tally:
-        rows, deleted, dvs, digest = self.rows + sign * st.add.rows, self.deleted, self.dvs, self.digest + sign * tablet_hash(st.add)
+        rows, deleted, dvs, digest = (
+            self.rows + sign * st.add.rows,
+            self.deleted,
+            self.dvs,
+            self.digest + sign * tablet_hash(st.add),
+        )
         if st.dv is not None:
             deleted += sign * st.dv.cardinality
             dvs += sign
@@ -99,7 +104,11 @@ class StateSummary:
 
     def record(self) -> tuple[tuple[str, Any], ...]:
         pairs: dict[str, Any] = {
-            "tablets": self.tablets, "dvs": self.dvs, "rows": self.rows, "live_rows": self.live_rows, "digest": self.digest,
+            "tablets": self.tablets,
+            "dvs": self.dvs,
+            "rows": self.rows,
+            "live_rows": self.live_rows,
+            "digest": self.digest,
         }
         if self.metadata_version is not None:
             pairs["metadata_version"] = self.metadata_version
@@ -160,7 +169,9 @@ class Snapshot:
 
     def summary(self) -> StateSummary:
         t = self.totals()
-        return StateSummary(len(self.tablets), t.dvs, t.rows, t.rows - t.deleted, f"{t.digest:032x}", self.metadata_version)
+        return StateSummary(
+            len(self.tablets), t.dvs, t.rows, t.rows - t.deleted, f"{t.digest:032x}", self.metadata_version
+        )
 
     def named_stats(self, tablet_id: str) -> AddTablet:
         """The tablet's ``add_tablet`` with its statistics keyed by column name, not physical
@@ -177,9 +188,7 @@ class Snapshot:
         return tuple(out)
 
 
-def apply_version(
-    base: Snapshot | None, version: int, actions: Iterable[Action], where: str = ""
-) -> Snapshot:
+def apply_version(base: Snapshot | None, version: int, actions: Iterable[Action], where: str = "") -> Snapshot:
     """The snapshot after applying one committed version's actions to ``base`` (the commit's
     state record, if any, is not checked here: ``check_record``)."""
     metadata = base.metadata if base else None
@@ -218,8 +227,14 @@ def apply_version(
     if metadata is None:
         raise FormatError(f"log {where}: no metadata action at or before version {version}")
     return Snapshot(
-        version, metadata, MappingProxyType(tablets), commit, metadata_version, Tally(rows, deleted, dvs, digest % _MOD),
-        base.verified if base else True, base.checkpoint if base else None,
+        version,
+        metadata,
+        MappingProxyType(tablets),
+        commit,
+        metadata_version,
+        Tally(rows, deleted, dvs, digest % _MOD),
+        base.verified if base else True,
+        base.checkpoint if base else None,
     )
 
 
@@ -240,15 +255,15 @@ def check_record(snap: Snapshot, where: str) -> Snapshot:
     recorded = StateSummary.from_record(snap.commit.state)
     diff = "; ".join(snap.summary().differences(recorded))
     if diff:
-        raise StateMismatch(f"{where}: the state replayed is not the one its commit records ({diff})", snap.version, diff)
+        raise StateMismatch(
+            f"{where}: the state replayed is not the one its commit records ({diff})", snap.version, diff
+        )
     if snap.verified and snap.metadata_version is not None:
         return snap
     return replace(snap, verified=True, metadata_version=recorded.metadata_version)
 
 
-def replay(
-    base: Snapshot | None, versions: Iterable[tuple[int, tuple[Action, ...]]]
-) -> Snapshot:
+def replay(base: Snapshot | None, versions: Iterable[tuple[int, tuple[Action, ...]]]) -> Snapshot:
     """Fold versions (in order) onto ``base``, each checked against its commit's state record."""
     snap = base
     for version, actions in versions:

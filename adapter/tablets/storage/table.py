@@ -81,7 +81,10 @@ def _new_metadata(
     _check_reserved(names)
     missing = [k for k in key_columns if k not in names]
     if missing:
-        raise SchemaMismatch(f"key columns {missing} are not columns of the table {names}", help="Use columns of the table as key columns.")
+        raise SchemaMismatch(
+            f"key columns {missing} are not columns of the table {names}",
+            help="Use columns of the table as key columns.",
+        )
     check_properties(properties or {}, names, "CREATE TABLE")
     return Metadata(
         table_id=table_id,
@@ -114,7 +117,9 @@ class TabletTable:
     (``s3://bucket/path``, ``gs://...``, ``abfss://...``; see ``tablets.storage.fileio``).
     Cheap to construct; every read resolves the log."""
 
-    def __init__(self, root: str, storage_options: Mapping[str, str] | None = None, *, io: FileIO | None = None) -> None:
+    def __init__(
+        self, root: str, storage_options: Mapping[str, str] | None = None, *, io: FileIO | None = None
+    ) -> None:
         self.root = normalize(root)
         self.io = io or io_for(self.root, storage_options)
 
@@ -260,7 +265,9 @@ class TabletTable:
             handle, fragments, extra_actions=extra_actions, parameters=parameters, metrics=metrics, may_match=may_match
         )
 
-    def append(self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None) -> int | None:
+    def append(
+        self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None
+    ) -> int | None:
         snap = self.snapshot()
         self._check_schema(data, snap)
         handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
@@ -272,7 +279,9 @@ class TabletTable:
     def overwrite(self, data: pa.Table, operation: str = "OVERWRITE") -> int | None:
         snap = self.snapshot()
         self._check_schema(data, snap)
-        handle = transaction.begin(snap, self.root, operation, read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io)
+        handle = transaction.begin(
+            snap, self.root, operation, read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io
+        )
         sink = RowLevelSink(handle)
         sink.insert(data)
         removes = [RemoveTablet(t) for t in snap.tablets]
@@ -298,9 +307,13 @@ class TabletTable:
         _check_reserved([n for n, _, _ in new])
         meta = snap.metadata.with_schema(snap.metadata.schema + tuple(new))
         handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
-        return transaction.commit(handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)})
+        return transaction.commit(
+            handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)}
+        )
 
-    def set_schema(self, schema: pa.Schema | Sequence[tuple[str, str, bool]], operation: str = "SET SCHEMA") -> int | None:
+    def set_schema(
+        self, schema: pa.Schema | Sequence[tuple[str, str, bool]], operation: str = "SET SCHEMA"
+    ) -> int | None:
         """Replace the schema (columns dropped are no longer read; type changes must be casts Arrow can do)."""
         snap = self.snapshot()
         cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
@@ -317,17 +330,26 @@ class TabletTable:
         ``where``) for a key column and for a name the table has."""
         _check_reserved([new])
         change = MetadataChange(rename_column=(column, new))
-        return self.alter_metadata(change, "RENAME COLUMN", {"column": column, "new_name": new}, where=where or f"RENAME COLUMN of {self.root}")
+        return self.alter_metadata(
+            change, "RENAME COLUMN", {"column": column, "new_name": new}, where=where or f"RENAME COLUMN of {self.root}"
+        )
 
     def drop_columns(self, columns: Sequence[str], *, if_exists: bool = False, where: str | None = None) -> int | None:
         """``ALTER TABLE ... DROP COLUMN(S)``: a metadata-only commit; the tablets keep the values
         (older versions read them) and a column added later under one of these names reads NULL
         in them. Refused for key columns and ``cluster_by`` columns."""
         change = MetadataChange(drop_columns=tuple(columns), if_exists=if_exists)
-        return self.alter_metadata(change, "DROP COLUMNS", {"columns": ",".join(columns)}, where=where or f"DROP COLUMNS of {self.root}")
+        return self.alter_metadata(
+            change, "DROP COLUMNS", {"columns": ",".join(columns)}, where=where or f"DROP COLUMNS of {self.root}"
+        )
 
     def alter_metadata(
-        self, change: MetadataChange, operation: str, parameters: Mapping[str, str] | None = None, *, where: str | None = None
+        self,
+        change: MetadataChange,
+        operation: str,
+        parameters: Mapping[str, str] | None = None,
+        *,
+        where: str | None = None,
     ) -> int | None:
         """Commit ``change`` to the properties, comments or column names as one version (no data
         changes); None when it changes nothing. Another statement's metadata commit in between
@@ -364,7 +386,8 @@ class TabletTable:
         pick = [
             tid
             for tid, st in snap.tablets.items()
-            if st.add.rows < min_tablet_rows or (st.dv is not None and st.dv.cardinality > max_deleted_fraction * st.add.rows)
+            if st.add.rows < min_tablet_rows
+            or (st.dv is not None and st.dv.cardinality > max_deleted_fraction * st.add.rows)
         ]
         if len(pick) < 2 and not any(snap.tablets[t].dv for t in pick):
             return None  # nothing worth rewriting
@@ -381,14 +404,23 @@ class TabletTable:
     ) -> int | None:
         rows = target_tablet_rows or DEFAULT_TARGET_TABLET_ROWS
         handle = transaction.begin(
-            snap, self.root, operation, delete_from=pick, read_tablets=pick, target_tablet_rows=rows,
-            sort_by=sort_by, io=self.io,
+            snap,
+            self.root,
+            operation,
+            delete_from=pick,
+            read_tablets=pick,
+            target_tablet_rows=rows,
+            sort_by=sort_by,
+            io=self.io,
         )
         sink = RowLevelSink(handle)
         for part in self.scan(snap, tablet_ids=pick):
             sink.insert(part)
         removes = [RemoveTablet(t) for t in pick]
-        metrics = {"tablets_removed": float(len(pick)), "rows_copied": float(sum(snap.tablets[t].live_rows for t in pick))}
+        metrics = {
+            "tablets_removed": float(len(pick)),
+            "rows_copied": float(sum(snap.tablets[t].live_rows for t in pick)),
+        }
         return transaction.commit(handle, sink.finish(), extra_actions=removes, parameters=parameters, metrics=metrics)
 
     def auto_compact(self) -> int | None:
@@ -433,7 +465,9 @@ class TabletTable:
             snap, self.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io
         )
         adds = [a for a in actions if isinstance(a, AddTablet)]
-        gone = [snap.tablets[a.tablet_id] for a in actions if isinstance(a, RemoveTablet) and a.tablet_id in snap.tablets]
+        gone = [
+            snap.tablets[a.tablet_id] for a in actions if isinstance(a, RemoveTablet) and a.tablet_id in snap.tablets
+        ]
         gone = [st for st in gone if st.tablet_id not in old.tablets or st.add != old.tablets[st.tablet_id].add]
         metrics = {
             "num_restored_files": float(len(adds)),
@@ -443,7 +477,9 @@ class TabletTable:
             "num_of_files_after_restore": float(len(old.tablets)),
             "table_size_after_restore": float(sum(st.add.bytes for st in old.tablets.values())),
         }
-        return transaction.commit(handle, [], extra_actions=actions, parameters={"version": str(version)}, metrics=metrics)
+        return transaction.commit(
+            handle, [], extra_actions=actions, parameters={"version": str(version)}, metrics=metrics
+        )
 
     def vacuum(
         self,

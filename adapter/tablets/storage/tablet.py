@@ -137,7 +137,11 @@ def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: st
         stats += ((ROW_ID, ColumnStats(base, base + max(n - 1, 0), 0)),)
     buf = pa.BufferOutputStream()
     with pq.ParquetWriter(
-        buf, data.schema, compression="zstd", write_page_checksum=True, dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
+        buf,
+        data.schema,
+        compression="zstd",
+        write_page_checksum=True,
+        dictionary_pagesize_limit=DICTIONARY_PAGE_BYTES,
         **options,
     ) as w:
         w.write_table(data, row_group_size=ROW_GROUP_ROWS)
@@ -190,14 +194,18 @@ def _verified(io: FileIO, path: str, add: AddTablet) -> Iterator[pq.ParquetFile]
             pf = pq.ParquetFile(f, page_checksum_verification=True)
             found = (pf.metadata.metadata or {}).get(FOOTER_TABLET_ID)
             if found is not None and found.decode(errors="replace") != add.tablet_id:
-                raise damaged(path, f"it holds tablet {found.decode(errors='replace')}, not {add.tablet_id} (a swapped file)")
+                raise damaged(
+                    path, f"it holds tablet {found.decode(errors='replace')}, not {add.tablet_id} (a swapped file)"
+                )
             if pf.metadata.num_rows != add.rows:
                 raise damaged(path, f"{pf.metadata.num_rows} rows, the log says {add.rows}")
             yield pf
     except FileNotFoundError:
         raise missing(path) from None
     except SizeMismatch as e:
-        raise damaged(path, f"{e.actual} bytes, the log says {add.bytes} (replaced, truncated or appended to)") from None
+        raise damaged(
+            path, f"{e.actual} bytes, the log says {add.bytes} (replaced, truncated or appended to)"
+        ) from None
     except (PermissionError, pa.ArrowMemoryError):
         raise  # not the file's fault
     except (OSError, pa.ArrowException) as e:  # a page CRC, the footer, or bytes that do not decode
@@ -365,10 +373,13 @@ def select_rows(
             if g % part[1] != part[0]:
                 continue
             holds = bool(keys) and (
-                not skip_by_stats or all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items()))
+                not skip_by_stats or all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items())
+            )
             if not holds and others is None:
                 continue
-            group = conform(unview(pf.read_row_group(g, columns=[c for c in probe if c in names])), probe_schema, meta.num_rows)
+            group = conform(
+                unview(pf.read_row_group(g, columns=[c for c in probe if c in names])), probe_schema, meta.num_rows
+            )
             hit = None
             for c, ks in keys.items() if holds else ():
                 h = ks.hits(group.column(c))
@@ -427,7 +438,9 @@ def check_sizes(io: FileIO, root: str, adds: Sequence[AddTablet]) -> None:
         sizes = {}
         local = [a for a in adds if not is_absolute(a.path)]
         for sub in sorted({a.path.rpartition("/")[0] for a in local}):
-            sizes.update({f"{sub}/{f.name}" if sub else f.name: f.size for f in io.list(join(root, sub) if sub else root)})
+            sizes.update(
+                {f"{sub}/{f.name}" if sub else f.name: f.size for f in io.list(join(root, sub) if sub else root)}
+            )
         for add in adds:  # a clone's tablets of its source lie elsewhere: one HEAD each
             if add.path not in sizes and is_absolute(add.path):
                 with contextlib.suppress(FileNotFoundError):
@@ -437,4 +450,6 @@ def check_sizes(io: FileIO, root: str, adds: Sequence[AddTablet]) -> None:
         if add.path not in sizes:
             raise missing(path)
         if sizes[add.path] != add.bytes:
-            raise damaged(path, f"{sizes[add.path]} bytes, the log says {add.bytes} (replaced, truncated or appended to)")
+            raise damaged(
+                path, f"{sizes[add.path]} bytes, the log says {add.bytes} (replaced, truncated or appended to)"
+            )

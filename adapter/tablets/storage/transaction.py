@@ -176,7 +176,9 @@ def begin(
         snapshot = _verified(snapshot, root, io)
     ids = snapshot.tablets.keys() if delete_from is None else delete_from
     props = snapshot.metadata
-    rows = target_tablet_rows or int(props.property("target_tablet_rows", str(DEFAULT_TARGET_TABLET_ROWS)) or DEFAULT_TARGET_TABLET_ROWS)
+    rows = target_tablet_rows or int(
+        props.property("target_tablet_rows", str(DEFAULT_TARGET_TABLET_ROWS)) or DEFAULT_TARGET_TABLET_ROWS
+    )
     return WriteHandle(
         root=root,
         read_version=snapshot.version,
@@ -276,7 +278,9 @@ class RowLevelSink:
         if len(new) and (new.max() >= rows):
             raise FormatError(f"row number {new.max()} out of range for tablet {tablet_id} ({rows} rows)")
         if old is not None:
-            prior = read_dv(self.handle.io, join(self.handle.root, old.path), DVInfo(old.size, old.checksum, old.cardinality))
+            prior = read_dv(
+                self.handle.io, join(self.handle.root, old.path), DVInfo(old.size, old.checksum, old.cardinality)
+            )
             deleted = len(new - prior)
             new |= prior
         else:
@@ -298,7 +302,9 @@ class RowLevelSink:
         return out
 
 
-def _group(into: dict[str, list[np.ndarray]], tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
+def _group(
+    into: dict[str, list[np.ndarray]], tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray
+) -> None:
     """Append ``row_numbers`` to ``into``, per tablet (``tablet_ids[i]`` owns ``row_numbers[i]``)."""
     ids = np.asarray(tablet_ids, dtype=object)
     rows = np.asarray(row_numbers, dtype=np.int64)
@@ -367,7 +373,9 @@ class _Validation:
             if isinstance(a, CommitInfo) and a.operation == vacuum.VACUUM_START:
                 vacuum.check_passed(version, a, op, h.began_ms, *self.files)
             if isinstance(a, Metadata):
-                raise MetadataChanged(f"version {version} changed the table's schema or properties while {op} ran", version)
+                raise MetadataChanged(
+                    f"version {version} changed the table's schema or properties while {op} ran", version
+                )
             if isinstance(a, AddTablet):
                 named = h.mapping.logical_stats(a) if h.mapping is not None else a
                 if h.reads_appends and not (h.append_ranges is not None and outside(named, h.append_ranges)):

@@ -23,7 +23,14 @@ _SIMPLE: dict[str, pa.DataType] = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
 }
-_ALIASES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint", "real": "float", "bool": "boolean"}
+_ALIASES = {
+    "integer": "int",
+    "long": "bigint",
+    "short": "smallint",
+    "byte": "tinyint",
+    "real": "float",
+    "bool": "boolean",
+}
 _DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
@@ -64,7 +71,9 @@ def to_arrow(type_name: str) -> pa.DataType:
             name, _, ftype = part.partition(":")
             fields.append(pa.field(name.strip().strip("`"), to_arrow(ftype)))
         return pa.struct(fields)
-    raise SchemaMismatch(f"unsupported column type {type_name!r}", help="Cast the column to a supported Spark SQL type.")
+    raise SchemaMismatch(
+        f"unsupported column type {type_name!r}", help="Cast the column to a supported Spark SQL type."
+    )
 
 
 def from_arrow(dt: pa.DataType) -> str:

@@ -44,7 +44,9 @@ def marker_path(root: str, txid: str) -> str:
 
 def put_marker(io: FileIO, root: str, txid: str, retention_hours: float) -> str:
     path = marker_path(root, txid)
-    io.write(path, json.dumps({"txid": txid, "started_ms": int(time.time() * 1000), RETENTION: retention_hours}).encode())
+    io.write(
+        path, json.dumps({"txid": txid, "started_ms": int(time.time() * 1000), RETENTION: retention_hours}).encode()
+    )
     return path
 
 

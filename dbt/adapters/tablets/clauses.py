@@ -73,9 +73,7 @@ def _condition(p: Problems, key: str, raw: Any, example: str) -> str | None:
     return None
 
 
-def _unknown(
-    p: Problems, key: str, raw: Mapping[str, Any], known: tuple[str, ...], what: str
-) -> None:
+def _unknown(p: Problems, key: str, raw: Mapping[str, Any], known: tuple[str, ...], what: str) -> None:
     for k in raw:
         if k not in known:
             close = difflib.get_close_matches(str(k), known, n=1)
@@ -83,9 +81,7 @@ def _unknown(
             p.add(f"{key}.{k}", raw[k], f"not {what} key", ", ".join(known), hint)
 
 
-def _clause_action(
-    p: Problems, key: str, category: str, actions: tuple[str, ...], raw: Any
-) -> str | None:
+def _clause_action(p: Problems, key: str, category: str, actions: tuple[str, ...], raw: Any) -> str | None:
     action = _action_name(raw)
     if action in actions:
         return action
@@ -103,9 +99,7 @@ def _set(p: Problems, key: str, category: str, action: str | None, raw: Mapping[
     """The ``set`` of an update clause (None: the update columns)."""
     if "set" not in raw:
         if action == "update" and category == "NOT MATCHED BY SOURCE":
-            message = (
-                "an update WHEN NOT MATCHED BY SOURCE has no source row to copy, so it needs `set`"
-            )
+            message = "an update WHEN NOT MATCHED BY SOURCE has no source row to copy, so it needs `set`"
             fix = "add set, e.g. {action: update, set: {is_deleted: 'true'}}"
             p.add(
                 f"{key}.set",
@@ -127,9 +121,7 @@ def _set(p: Problems, key: str, category: str, action: str | None, raw: Mapping[
         return None
     if raw["set"] == "*":
         return None
-    return p.assignments(
-        f"{key}.set", raw["set"], what="the new values", example="{qty: 't.qty - s.qty'}"
-    )
+    return p.assignments(f"{key}.set", raw["set"], what="the new values", example="{qty: 't.qty - s.qty'}")
 
 
 def _values(p: Problems, key: str, action: str | None, raw: Mapping[str, Any]):
@@ -173,12 +165,8 @@ def parse_clause(p: Problems, cat_key: str, index: int, raw: Any) -> ClauseConfi
     if isinstance(raw, str):  # shorthand: just the action
         raw = {"action": raw}
     if not isinstance(raw, Mapping):
-        message = (
-            "a clause must be a map with `action` (and optionally `condition`, `set`, `values`)"
-        )
-        allowed = (
-            f"{{action: {', '.join(actions)}, condition: <SQL>, set: {{col: <SQL>}}, values: ...}}"
-        )
+        message = "a clause must be a map with `action` (and optionally `condition`, `set`, `values`)"
+        allowed = f"{{action: {', '.join(actions)}, condition: <SQL>, set: {{col: <SQL>}}, values: ...}}"
         p.add(key, raw, message, allowed, f"write {cat_key}: [{{action: {actions[0]}}}]")
         return None
     _unknown(p, key, raw, CLAUSE_KEYS, "a clause")
@@ -238,12 +226,8 @@ def parse_on_conflict(p: Problems, config: Mapping[str, Any]) -> OnConflict | No
         _unknown(p, "on_conflict", raw, ON_CONFLICT_KEYS, "an on_conflict")
         if "set" in raw:
             what = "the updated row; `excluded.<col>` is the incoming row"
-            assignments = p.assignments(
-                "on_conflict.set", raw["set"], what=what, example="{value: 'excluded.value'}"
-            )
-        condition = _condition(
-            p, "on_conflict.condition", raw.get("condition"), "excluded.updated_at > updated_at"
-        )
+            assignments = p.assignments("on_conflict.set", raw["set"], what=what, example="{value: 'excluded.value'}")
+        condition = _condition(p, "on_conflict.condition", raw.get("condition"), "excluded.updated_at > updated_at")
     action = _action_name(action_raw)
     if action not in ON_CONFLICT_ACTIONS:
         allowed = "do_nothing, do_update (or {action: do_update, set: {col: 'excluded.col'}, condition: ...})"
@@ -286,14 +270,10 @@ def parse_databricks_keys(p: Problems, config: Mapping[str, Any]) -> list[Clause
         return None
     out: list[ClauseConfig] = []
     if not p.boolean(config, "skip_matched_step", False):
-        cond = _condition(
-            p, "matched_condition", config.get("matched_condition"), "s.updated_at > t.updated_at"
-        )
+        cond = _condition(p, "matched_condition", config.get("matched_condition"), "s.updated_at > t.updated_at")
         out.append(ClauseConfig("matched_condition", "MATCHED", "update", cond))
     if not p.boolean(config, "skip_not_matched_step", False):
-        cond = _condition(
-            p, "not_matched_condition", config.get("not_matched_condition"), "s.is_active"
-        )
+        cond = _condition(p, "not_matched_condition", config.get("not_matched_condition"), "s.is_active")
         out.append(ClauseConfig("not_matched_condition", "NOT MATCHED", "insert", cond))
     raw_action = config.get("not_matched_by_source_action")
     action = _action_name(raw_action)
@@ -321,9 +301,7 @@ def parse_databricks_keys(p: Problems, config: Mapping[str, Any]) -> list[Clause
             )
         out.append(ClauseConfig(key, "NOT MATCHED BY SOURCE", action, cond, assignments))
     if not out:
-        fix = (
-            "unset skip_matched_step or skip_not_matched_step, or set not_matched_by_source_action"
-        )
+        fix = "unset skip_matched_step or skip_not_matched_step, or set not_matched_by_source_action"
         p.add(
             "skip_matched_step",
             True,

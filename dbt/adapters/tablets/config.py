@@ -65,6 +65,7 @@ __all__ = [
     "parse_table_config",
 ]
 
+
 @dataclass(frozen=True)
 class MergeConfig:
     """A model's validated merge config. Built only by :func:`parse_merge_config`."""
@@ -185,9 +186,7 @@ def parse_merge_config(
     clauses = parse_clauses(p, config)
     shaped = parse_databricks_keys(p, config)
     if shaped is not None and clauses:
-        message = (
-            "the when_* clauses and dbt-databricks' merge keys describe the same statement twice"
-        )
+        message = "the when_* clauses and dbt-databricks' merge keys describe the same statement twice"
         fix = "keep the when_* clauses (they can say everything the others say), or remove them"
         first = next(k for k in CATEGORIES if config.get(k) is not None)
         p.add(first, config.get(first), message, "one of the two ways", fix)
@@ -240,11 +239,7 @@ def _unknown_keys(p: Problems, config: Mapping[str, Any]) -> None:
             continue
         close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.8)
         if close or key.startswith(_OUR_PREFIXES):
-            hint = (
-                f"did you mean `{close[0]}`?"
-                if close
-                else "remove it (see the config table in the README)"
-            )
+            hint = f"did you mean `{close[0]}`?" if close else "remove it (see the config table in the README)"
             p.add(
                 key,
                 config[key],
@@ -269,9 +264,7 @@ def _exclusive(
     raw = config.get("on_conflict")
     if clauses:
         message = "on_conflict and when_* clauses are two ways to write the statement; pick one"
-        allowed = (
-            "either on_conflict, or when_matched / when_not_matched / when_not_matched_by_source"
-        )
+        allowed = "either on_conflict, or when_matched / when_not_matched / when_not_matched_by_source"
         p.add(
             "on_conflict",
             raw,
@@ -302,25 +295,17 @@ def _exclusive(
 
 
 def _update_columns(p: Problems, config: Mapping[str, Any]) -> dict[str, Any]:
-    update = p.str_list(
-        config, "merge_update_columns", what="column name", example="[status, amount]"
-    )
-    exclude = p.str_list(
-        config, "merge_exclude_columns", what="column name", example="[created_at]"
-    )
+    update = p.str_list(config, "merge_update_columns", what="column name", example="[status, amount]")
+    exclude = p.str_list(config, "merge_exclude_columns", what="column name", example="[created_at]")
     if update is not None and exclude is not None:
         message = "merge_update_columns and merge_exclude_columns are mutually exclusive"
         fix = "keep merge_update_columns (update only these) or merge_exclude_columns (update all but these)"
-        p.add(
-            "merge_update_columns", config.get("merge_update_columns"), message, "one of them", fix
-        )
+        p.add("merge_update_columns", config.get("merge_update_columns"), message, "one of them", fix)
     return {"merge_update_columns": update, "merge_exclude_columns": exclude}
 
 
 def _aliases(p: Problems, config: Mapping[str, Any], materialization: str) -> dict[str, str]:
-    defaults = dict(
-        zip(("source_alias", "target_alias"), DEFAULT_ALIASES[materialization], strict=True)
-    )
+    defaults = dict(zip(("source_alias", "target_alias"), DEFAULT_ALIASES[materialization], strict=True))
     out = {}
     for key, default in defaults.items():
         raw = config.get(key)

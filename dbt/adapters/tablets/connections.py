@@ -73,9 +73,7 @@ def project_dir() -> str:
         probe = parent
 
 
-def resolve_warehouse(
-    warehouse: str | None, root: str | None = None, target_path: str | None = None
-) -> str:
+def resolve_warehouse(warehouse: str | None, root: str | None = None, target_path: str | None = None) -> str:
     """The warehouse: an absolute directory (``spark.sql.warehouse.dir``; the embedded Derby
     metastore and ``derby.log`` go inside it, in ``_metastore/``) or an object store URI, kept
     as given. Relative paths are relative to the project directory."""
@@ -83,11 +81,7 @@ def resolve_warehouse(
     chosen = warehouse or os.environ.get(WAREHOUSE_ENV)
     if chosen:
         chosen = os.path.expanduser(chosen)
-        return (
-            chosen
-            if os.path.isabs(chosen) or "://" in chosen
-            else os.path.abspath(os.path.join(root, chosen))
-        )
+        return chosen if os.path.isabs(chosen) or "://" in chosen else os.path.abspath(os.path.join(root, chosen))
     target = target_path or "target"
     base = target if os.path.isabs(target) else os.path.join(root, target)
     return os.path.abspath(os.path.join(base, "tablets-warehouse", "warehouse"))
@@ -119,9 +113,7 @@ class TabletsCredentials(SparkCredentials):
                 "Help: `master` starts a driver in the dbt process; `remote` uses a Spark Connect server."
             )
         if self.shuffle_partitions < 1:
-            raise DbtRuntimeError(
-                f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}"
-            )
+            raise DbtRuntimeError(f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}")
         if (self.retries or 0) < 0 or (self.retry_backoff or 0) < 0:
             raise DbtRuntimeError(
                 f"`retries` ({self.retries}) and `retry_backoff` ({self.retry_backoff}) must be 0 or more"
@@ -206,9 +198,7 @@ class TabletsConnectionManager(SparkConnectionManager):
         result = getattr(cursor, "statement_result", None)
         if result is None:
             return AdapterResponse(_message="OK")
-        return AdapterResponse(
-            _message=result.message, code=result.operation, rows_affected=result.rows_affected
-        )
+        return AdapterResponse(_message=result.message, code=result.operation, rows_affected=result.rows_affected)
 
     @contextmanager
     def exception_handler(self, sql: str) -> Generator[None, None, None]:

@@ -65,7 +65,6 @@ if TYPE_CHECKING:
 logger = AdapterLogger("Tablets")
 
 
-
 @contextmanager
 def engine_errors(what: str) -> Generator[None, None, None]:
     from tablets.exceptions import TabletsError
@@ -272,9 +271,7 @@ class TabletsAdapter(SparkAdapter):
         return ""
 
     @available
-    def alter_tablet_column_type(
-        self, relation: BaseRelation, column_name: str, new_type: str
-    ) -> str:
+    def alter_tablet_column_type(self, relation: BaseRelation, column_name: str, new_type: str) -> str:
         db = self._database()
         name = self._name(relation)
         with engine_errors(f"changing the type of {relation}.{column_name} to {new_type}"):
@@ -297,18 +294,14 @@ class TabletsAdapter(SparkAdapter):
         return ""
 
     @available
-    def persist_tablet_docs(
-        self, relation: BaseRelation, description: str | None, columns: Mapping[str, str]
-    ) -> str:
+    def persist_tablet_docs(self, relation: BaseRelation, description: str | None, columns: Mapping[str, str]) -> str:
         """The model's description and column descriptions as the tablet table's comments, in
         one commit (none when they are already so)."""
         from tablets.metadata import set_comments
 
         db = self._database()
         with engine_errors(f"persisting the docs of {relation}"):
-            set_comments(
-                db.table_of(self._name(relation)), description, columns, {"dbt_relation": str(relation)}
-            )
+            set_comments(db.table_of(self._name(relation)), description, columns, {"dbt_relation": str(relation)})
         return ""
 
     # --- relations and the docs catalog -----------------------------------------------------------

@@ -44,10 +44,7 @@ class MergeConfigError(DbtRuntimeError):
         self.materialization = materialization
         self.problems = tuple(problems)
         n = len(self.problems)
-        head = (
-            f"The {materialization} config of model '{model}' has {n} "
-            f"problem{'s' if n != 1 else ''} ({outcome}):"
-        )
+        head = f"The {materialization} config of model '{model}' has {n} problem{'s' if n != 1 else ''} ({outcome}):"
         super().__init__("\n".join([head, *(p.render() for p in self.problems)]))
 
 
@@ -83,9 +80,7 @@ class Problems:
         """Whether a problem was recorded for ``key``."""
         return any(p.key == key for p in self.problems)
 
-    def raise_if_any(
-        self, model: str, materialization: str, outcome: str = "nothing was run"
-    ) -> None:
+    def raise_if_any(self, model: str, materialization: str, outcome: str = "nothing was run") -> None:
         if self.problems:
             raise MergeConfigError(model, materialization, self.problems, outcome)
 
@@ -103,9 +98,7 @@ class Problems:
         if raw is None:
             return None
         items = ([raw] if raw.strip() else []) if isinstance(raw, str) else raw
-        if not isinstance(items, list | tuple) or not all(
-            isinstance(x, str) and x.strip() for x in items
-        ):
+        if not isinstance(items, list | tuple) or not all(isinstance(x, str) and x.strip() for x in items):
             allowed = f"a string or a list of strings (non-empty), e.g. {example}"
             self.add(key, raw, f"not a {what} or a list of them", allowed, f"set {key}: {example}")
             return None
@@ -126,9 +119,7 @@ class Problems:
         self.add(key, raw, "not a boolean", "true or false", fix)
         return default
 
-    def assignments(
-        self, key: str, raw: Any, *, what: str, example: str
-    ) -> tuple[tuple[str, str], ...] | None:
+    def assignments(self, key: str, raw: Any, *, what: str, example: str) -> tuple[tuple[str, str], ...] | None:
         """A non-empty map column -> SQL expression (``set``, ``values``)."""
         if not isinstance(raw, Mapping) or not raw:
             message = f"not a map of column -> SQL expression ({what})"

@@ -185,9 +185,7 @@ def _call(fn: Callable[[], Any], name: str, filename: str) -> Any:
     except Exception as e:  # noqa: BLE001 - any error of the user's code becomes one dbt error
         lines = _model_frames(e, filename)
         where = ("\n" + "\n".join(lines)) if lines else ""
-        raise PythonModelError(
-            f"Python model '{name}' failed: {_describe(e)}{where}"
-        ) from None
+        raise PythonModelError(f"Python model '{name}' failed: {_describe(e)}{where}") from None
 
 
 def _model_frames(exc: BaseException, filename: str) -> list[str]:

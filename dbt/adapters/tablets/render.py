@@ -67,9 +67,7 @@ def update_columns(cfg: MergeConfig, target: Columns, source: Columns) -> list[s
 # --- the column checks ---------------------------------------------------------------------------
 
 
-def _missing(
-    p: Problems, key: str, value: object, names: Sequence[str], cols: Columns, side: str, fix: str
-) -> None:
+def _missing(p: Problems, key: str, value: object, names: Sequence[str], cols: Columns, side: str, fix: str) -> None:
     missing = [n for n in names if n not in cols]
     if missing:
         what = "is not a column" if len(missing) == 1 else "are not columns"
@@ -195,17 +193,11 @@ def render_merge(
     return "\n".join(lines)
 
 
-def _render_insert(
-    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
-) -> str:
+def _render_insert(cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns) -> str:
     shared = [c for c in tcols.names if c in scols]
     if not shared:
         check_columns(cfg, tcols, scols)
-    verb = (
-        "INSERT OVERWRITE TABLE"
-        if cfg.incremental_strategy == "insert_overwrite"
-        else "INSERT INTO"
-    )
+    verb = "INSERT OVERWRITE TABLE" if cfg.incremental_strategy == "insert_overwrite" else "INSERT INTO"
     cols = ", ".join(quote_ident(c) for c in shared)
     return f"{verb} {target} ({cols})\nSELECT {', '.join(quote_ident(scols.spelled(c)) for c in shared)} FROM {source}"
 
@@ -214,9 +206,7 @@ def _render_insert(
 NEW_ROW = "dbt_tablets_new_row"
 
 
-def _render_delete_insert(
-    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
-) -> str:
+def _render_delete_insert(cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns) -> str:
     """dbt-core's delete+insert (delete the target rows whose unique_key is among the new rows,
     then insert every new row) as ONE MERGE, so one commit: no reader ever sees the keys deleted
     and not yet inserted, and a failure leaves the table as it was.
@@ -238,8 +228,7 @@ def _render_delete_insert(
     t, s, flag = cfg.target_alias, cfg.source_alias, quote_ident(NEW_ROW)
     rows = ", ".join(quote_ident(scols.spelled(c)) for c in shared)
     key_rows = ", ".join(
-        quote_ident(scols.spelled(c)) if c.lower() in keys else f"NULL AS {quote_ident(c)}"
-        for c in shared
+        quote_ident(scols.spelled(c)) if c.lower() in keys else f"NULL AS {quote_ident(c)}" for c in shared
     )
     on = _on(replace(cfg, incremental_predicates=()), tcols)
     preds = [_target_side(p, t, tcols) for p in cfg.incremental_predicates]
@@ -267,9 +256,7 @@ def _target_side(predicate: str, alias: str, target: Columns) -> str:
     return tree.sql(dialect="spark")
 
 
-def _render_replace_where(
-    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
-) -> str:
+def _render_replace_where(cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns) -> str:
     """Replace the target rows that ``replace_where`` holds for (insert_overwrite; microbatch:
     the batch's event_time window) with the new rows, as ONE MERGE (one commit).
 
@@ -293,9 +280,7 @@ def _render_replace_where(
     values = ", ".join(f"{s}.{quote_ident(scols.spelled(c))}" for c in shared)
     what = "the batch event_time window" if cfg.incremental_strategy == "microbatch" else ""
     shown = pred.replace("'", '"').replace("\\", "/")  # a message with no quote to escape
-    message = (
-        f"dbt-tablets: model {cfg.model}: a new row is outside {what or 'replace_where'} ({shown})"
-    )
+    message = f"dbt-tablets: model {cfg.model}: a new row is outside {what or 'replace_where'} ({shown})"
     return "\n".join(
         [
             f"MERGE INTO {target} AS {cfg.target_alias}",
@@ -313,9 +298,7 @@ def _on(cfg: MergeConfig, target: Columns) -> str:
     t, s = cfg.target_alias, cfg.source_alias
     op = "<=>" if cfg.null_safe_keys else "="
     keys = [quote_ident(target.spelled(k)) for k in cfg.unique_key]
-    return " AND ".join(
-        [*(f"{t}.{k} {op} {s}.{k}" for k in keys), *(f"({p})" for p in cfg.incremental_predicates)]
-    )
+    return " AND ".join([*(f"{t}.{k} {op} {s}.{k}" for k in keys), *(f"({p})" for p in cfg.incremental_predicates)])
 
 
 def _set_list(pairs: Sequence[tuple[str, str]]) -> str:
@@ -338,10 +321,7 @@ def _render_clause(cfg: MergeConfig, c: ClauseConfig, target: Columns, source: C
         if c.assignments is not None:
             pairs = [(target.spelled(col), v) for col, v in c.assignments]
         else:
-            pairs = [
-                (col, f"{s}.{quote_ident(source.spelled(col))}")
-                for col in update_columns(cfg, target, source)
-            ]
+            pairs = [(col, f"{s}.{quote_ident(source.spelled(col))}") for col in update_columns(cfg, target, source)]
         return f"{head} THEN UPDATE SET {_set_list(pairs)}" if pairs else f"{head} THEN DO NOTHING"
     if c.insert_list is not None:
         names = ", ".join(quote_ident(n) for n in target.names[: len(c.insert_list)])
@@ -349,18 +329,12 @@ def _render_clause(cfg: MergeConfig, c: ClauseConfig, target: Columns, source: C
     if c.insert_values is not None:
         pairs = [(target.spelled(col), v) for col, v in c.insert_values]
     else:
-        pairs = [
-            (col, f"{s}.{quote_ident(source.spelled(col))}")
-            for col in target.names
-            if col in source
-        ]
+        pairs = [(col, f"{s}.{quote_ident(source.spelled(col))}") for col in target.names if col in source]
     names, exprs = ", ".join(quote_ident(col) for col, _ in pairs), ", ".join(v for _, v in pairs)
     return f"{head} THEN INSERT ({names}) VALUES ({exprs})"
 
 
-def _render_on_conflict(
-    cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns
-) -> str:
+def _render_on_conflict(cfg: MergeConfig, target: str, source: str, tcols: Columns, scols: Columns) -> str:
     assert cfg.on_conflict is not None
     shared = [c for c in tcols.names if c in scols]
     keys = ", ".join(quote_ident(tcols.spelled(k)) for k in cfg.unique_key)

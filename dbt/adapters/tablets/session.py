@@ -286,9 +286,7 @@ def _check_metastore(spark: SparkSession, warehouse: str) -> None:
     except Exception as exc:  # noqa: BLE001 - py4j and Spark errors alike
         if _derby_message(exc):
             raise _derby_locked(warehouse) from exc
-        raise FailedToConnectError(
-            f"Spark started, but its catalog does not answer: {_first_line(exc)}"
-        ) from exc
+        raise FailedToConnectError(f"Spark started, but its catalog does not answer: {_first_line(exc)}") from exc
 
 
 def _first_line(exc: BaseException) -> str:
@@ -356,9 +354,7 @@ def get_session(
             _check_metastore(spark, warehouse)
             actual = warehouse_of(spark)
             if not same_location(actual, warehouse):
-                logger.warning(
-                    f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}"
-                )
+                logger.warning(f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}")
         _session = spark
         return spark
 

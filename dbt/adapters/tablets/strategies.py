@@ -21,9 +21,7 @@ from dbt.adapters.tablets.vocabulary import (
 )
 
 
-def key_and_strategy(
-    p: Problems, config: Mapping[str, Any], materialization: str
-) -> tuple[tuple[str, ...], str]:
+def key_and_strategy(p: Problems, config: Mapping[str, Any], materialization: str) -> tuple[tuple[str, ...], str]:
     incremental = materialization == INCREMENTAL
     raw_key = config.get("unique_key")
     if raw_key in ("", []) and incremental:
@@ -106,14 +104,16 @@ def replace_where_strategy(p: Problems, config: Mapping[str, Any], predicates: t
     their conjunction as ``replace_where``)."""
     if config.get("replace_where") is not None:
         p.add(
-            "replace_where", config.get("replace_where"),
+            "replace_where",
+            config.get("replace_where"),
             "incremental_strategy replace_where takes its predicate from incremental_predicates",
             "incremental_predicates with incremental_strategy: replace_where",
             "move the predicate into incremental_predicates, or use incremental_strategy: insert_overwrite",
         )
     if not predicates:
         p.add(
-            "incremental_predicates", config.get("incremental_predicates"),
+            "incremental_predicates",
+            config.get("incremental_predicates"),
             "incremental_strategy replace_where replaces the rows these predicates hold for, and needs at least one",
             "a list of SQL predicates on the table's columns",
             "set incremental_predicates: [\"day >= '2024-01-01'\"]",
@@ -140,9 +140,7 @@ def batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:
             try:
                 value = datetime.fromisoformat(value)
             except ValueError:
-                p.add(
-                    key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run"
-                )
+                p.add(key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run")
                 return None
         if not isinstance(value, datetime):
             p.add(key, value, "not a timestamp", "dbt-core's batch bound", "run it with dbt run")
@@ -154,9 +152,7 @@ def batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:
 
 def incremental_predicates(p: Problems, config: Mapping[str, Any]) -> tuple[str, ...] | None:
     """``incremental_predicates`` (dbt-core), or ``predicates`` (dbt-spark's name)."""
-    found = p.str_list(
-        config, "incremental_predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE
-    )
+    found = p.str_list(config, "incremental_predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE)
     if config.get("predicates") is None:
         return found
     if found is not None:

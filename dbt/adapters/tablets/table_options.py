@@ -51,9 +51,7 @@ def table_options(p: Problems, config: Mapping[str, Any], materialization: str) 
     for key in ("partition_by", "clustered_by"):
         if config.get(key):
             fix = "remove it; use cluster_by to sort new tablets by columns so later merges skip tablets"
-            p.add(
-                key, config.get(key), "tablet tables are not partitioned or bucketed", "unset", fix
-            )
+            p.add(key, config.get(key), "tablet tables are not partitioned or bucketed", "unset", fix)
     props = config.get("tblproperties") or {}
     if not isinstance(props, Mapping):
         p.add(
@@ -75,9 +73,7 @@ def table_options(p: Problems, config: Mapping[str, Any], materialization: str) 
                 "remove liquid_clustered_by (cluster_by is its name here)",
             )
         else:
-            cluster_by = p.str_list(
-                config, LIQUID_CLUSTERED_BY, what="column name", example="[customer_id]"
-            )
+            cluster_by = p.str_list(config, LIQUID_CLUSTERED_BY, what="column name", example="[customer_id]")
     return {
         "target_tablet_rows": rows,
         "cluster_by": cluster_by or (),

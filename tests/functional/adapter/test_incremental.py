@@ -46,9 +46,7 @@ class TestMergeExcludeColumnsTablets(BaseMergeExcludeColumns):
 class TestIncrementalPredicatesTablets(BaseIncrementalPredicates):
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {
-            "models": {**MERGE_ON_TABLETS, "+incremental_predicates": ["DBT_INTERNAL_DEST.id != 2"]}
-        }
+        return {"models": {**MERGE_ON_TABLETS, "+incremental_predicates": ["DBT_INTERNAL_DEST.id != 2"]}}
 
 
 class TestIncrementalOnSchemaChangeTablets(BaseIncrementalOnSchemaChange):

@@ -65,9 +65,7 @@ class TestPersistDocsQuotedColumnCaseSensitiveTablets(BasePersistDocsQuotedColum
 
 @pytest.mark.slow
 @slow
-class TestPersistDocsQuotedDescriptionNotAppliedOnMismatchTablets(
-    BasePersistDocsQuotedDescriptionNotAppliedOnMismatch
-):
+class TestPersistDocsQuotedDescriptionNotAppliedOnMismatchTablets(BasePersistDocsQuotedDescriptionNotAppliedOnMismatch):
     @pytest.fixture(scope="class")
     def project_config_update(self):
         return {"models": {"test": COLUMNS_ONLY}}

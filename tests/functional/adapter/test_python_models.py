@@ -92,7 +92,7 @@ moves_csv = """batch,item,qty
 """
 
 # pandas in and out; the latest batch of moves is the source of each run
-stock_py = '''
+stock_py = """
 def model(dbt, session):
     dbt.config(
         materialized="merge_tablets",
@@ -106,22 +106,22 @@ def model(dbt, session):
     moves = dbt.ref("moves").toPandas()
     latest = moves[moves.batch == moves.batch.max()]
     return latest[["item", "qty"]].reset_index(drop=True)
-'''
+"""
 
 # a table built after its pre-hook (it reads the hook's view) and before its post-hook
-hooked_py = '''
+hooked_py = """
 def model(dbt, session):
     dbt.config(materialized="table")
     return session.table(f"{dbt.this.schema}.before_hooked")
-'''
-hooked_yml = '''
+"""
+hooked_yml = """
 version: 2
 models:
   - name: hooked
     config:
       pre_hook: "create or replace view {{ this.schema }}.before_hooked as select 42 as answer"
       post_hook: "create or replace view {{ this.schema }}.after_hooked as select count(*) as n from {{ this }}"
-'''
+"""
 
 
 class TestPythonMergeTablets:
@@ -164,13 +164,13 @@ events_csv = """batch,id,v
 
 
 def _incremental(config: str, ret: str = "latest") -> str:
-    return f'''
+    return f"""
 def model(dbt, session):
     dbt.config(materialized="incremental", {config})
     events = dbt.ref("events")
     latest = events.where(events.batch == events.agg({{"batch": "max"}}).first()[0])
     return {ret}
-'''
+"""
 
 
 class TestPythonIncrementalStrategies:
@@ -202,9 +202,7 @@ class TestPythonIncrementalStrategies:
         assert results["inc_merge"] == "MERGE 2 (inserted 1, updated 1, deleted 0, unchanged 0)"
         assert rows(project, "inc_delete_insert", order="id") == replaced
         assert rows(project, "inc_replace", order="id") == replaced
-        assert rows(project, "inc_append", order="id, batch") == [
-            (1, 1, "a"), (1, 2, "b"), (2, 2, "B"), (2, 3, "c")
-        ]
+        assert rows(project, "inc_append", order="id, batch") == [(1, 1, "a"), (1, 2, "b"), (2, 2, "B"), (2, 3, "c")]
         for n in names:
             assert stats(project, n)["version"] == before[n] + 1, n
 
@@ -212,25 +210,25 @@ class TestPythonIncrementalStrategies:
 # --- what fails, and how it says so -----------------------------------------------------------------
 
 errors_models = {
-    "raises.py": '''
+    "raises.py": """
 def share(total, parts):
     return total / parts
 
 def model(dbt, session):
     dbt.config(materialized="table")
     return session.createDataFrame([(share(1, 0),)], "x double")
-''',
-    "returns_list.py": '''
+""",
+    "returns_list.py": """
 def model(dbt, session):
     dbt.config(materialized="table")
     return [1, 2, 3]
-''',
-    "bad_column.py": '''
+""",
+    "bad_column.py": """
 def model(dbt, session):
     dbt.config(materialized="table")
     return session.range(3).select("nope")
-''',
-    "udf_raises.py": '''
+""",
+    "udf_raises.py": """
 from pyspark.sql import functions as F
 
 @F.udf("int")
@@ -240,23 +238,23 @@ def checked(x):
 def model(dbt, session):
     dbt.config(materialized="table")
     return session.range(1).select(checked("id").alias("x"))
-''',
-    "as_view.py": '''
+""",
+    "as_view.py": """
 def model(dbt, session):
     dbt.config(materialized="view")
     return session.range(1)
-''',
-    "as_ephemeral.py": '''
+""",
+    "as_ephemeral.py": """
 def model(dbt, session):
     dbt.config(materialized="ephemeral")
     return session.range(1)
-''',
+""",
     "uses_ephemeral.sql": "select * from {{ ref('as_ephemeral') }}",
-    "as_parquet.py": '''
+    "as_parquet.py": """
 def model(dbt, session):
     dbt.config(materialized="table", file_format="parquet")
     return session.range(1)
-''',
+""",
 }
 
 
@@ -282,7 +280,10 @@ class TestPythonModelErrors:
         assert "models/raises.py, line 2, in share: return total / parts" in got["raises"]
         assert "Python model 'returns_list' returned builtins.list, not a DataFrame." in got["returns_list"]
         assert "UNRESOLVED_COLUMN" in got["bad_column"] and "line 3, in model" in got["bad_column"]
-        assert "a Python function raised ValueError: bad row 0 (models/udf_raises.py, line 5, in checked)" in got["udf_raises"]
+        assert (
+            "a Python function raised ValueError: bad row 0 (models/udf_raises.py, line 5, in checked)"
+            in got["udf_raises"]
+        )
         assert "materialized='view' is not supported for Python models" in got["as_view"]
         assert "file_format = 'parquet' is not supported for Python models" in got["as_parquet"]
         for name in ("returns_list", "as_view", "as_parquet"):

@@ -52,9 +52,7 @@ from dbt.tests.util import (
     run_sql_with_adapter,
 )
 
-slow = pytest.mark.skipif(
-    not os.environ.get("TABLETS_SLOW"), reason="opt-in (TABLETS_SLOW=1): more snapshot suites"
-)
+slow = pytest.mark.skipif(not os.environ.get("TABLETS_SLOW"), reason="opt-in (TABLETS_SLOW=1): more snapshot suites")
 
 # --- the suites' PostgreSQL, as Spark SQL on tablet tables ------------------------------------
 
@@ -129,9 +127,7 @@ class TestSnapshotCheckTablets(OnTablets, BaseSnapshotCheck):
             "id between 6 and 15 order by id, dbt_valid_from",
         )
         assert len(versions) == 20
-        for (i, old, _, closed_at), (j, new, opened_at, still_open) in zip(
-            versions[::2], versions[1::2], strict=True
-        ):
+        for (i, old, _, closed_at), (j, new, opened_at, still_open) in zip(versions[::2], versions[1::2], strict=True):
             assert (i, old[:3], still_open) == (j, new, None)
             assert closed_at == opened_at  # one snapshot time: the MERGE read its source once
 
@@ -181,9 +177,7 @@ def valid_to_by_scd_id(project) -> dict:
     return dict(run_sql_with_adapter(project.adapter, sql, "all"))
 
 
-class TestSnapshotNewRecordDbtValidToCurrentTablets(
-    OnTablets, BaseSnapshotNewRecordDbtValidToCurrent
-):
+class TestSnapshotNewRecordDbtValidToCurrentTablets(OnTablets, BaseSnapshotNewRecordDbtValidToCurrent):
     @pytest.fixture(scope="class")
     def snapshots(self):
         return {"snapshot.sql": no_database(nr_current._snapshot_actual_sql)}
@@ -205,9 +199,7 @@ class TestSnapshotColumnNamesTablets(OnTablets, BaseSnapshotColumnNames):
 
 
 @slow
-class TestSnapshotColumnNamesFromDbtProjectTablets(
-    OnTablets, BaseSnapshotColumnNamesFromDbtProject
-):
+class TestSnapshotColumnNamesFromDbtProjectTablets(OnTablets, BaseSnapshotColumnNamesFromDbtProject):
     @pytest.fixture(scope="class")
     def snapshots(self):
         return {"snapshot.sql": no_database(various.snapshot_actual_sql)}
@@ -251,16 +243,12 @@ class TestSnapshotEphemeralHardDeletesTablets(OnTablets, BaseSnapshotEphemeralHa
 
 
 @slow
-class TestSnapshotNewColumnTimestampStrategyTablets(
-    OnTablets, BaseSnapshotNewColumnTimestampStrategy
-):
+class TestSnapshotNewColumnTimestampStrategyTablets(OnTablets, BaseSnapshotNewColumnTimestampStrategy):
     pass
 
 
 @slow
-class TestSnapshotNewColumnSpecificCheckColsTablets(
-    OnTablets, BaseSnapshotNewColumnSpecificCheckCols
-):
+class TestSnapshotNewColumnSpecificCheckColsTablets(OnTablets, BaseSnapshotNewColumnSpecificCheckCols):
     pass
 
 
@@ -283,9 +271,7 @@ class TestSnapshotConfigTablets:
     @pytest.fixture(scope="class")
     def snapshots(self):
         return {
-            "bad.sql": SNAPSHOT.format(
-                name="bad", extra=", partition_by='id', tblproperties={'key_columns': 'id'}"
-            ),
+            "bad.sql": SNAPSHOT.format(name="bad", extra=", partition_by='id', tblproperties={'key_columns': 'id'}"),
             "kept.sql": SNAPSHOT.format(name="kept", extra=""),
             "parquet.sql": SNAPSHOT.format(name="parquet", extra=", file_format='parquet'"),
             "sized.sql": SNAPSHOT.format(
@@ -300,9 +286,7 @@ class TestSnapshotConfigTablets:
         adapter = project.adapter
         with get_connection(adapter):
             stats = adapter.tablet_stats(relation_from_name(adapter, "sized"))
-            metadata = (
-                adapter._database().table_of(f"{project.test_schema}.sized").snapshot().metadata
-            )
+            metadata = adapter._database().table_of(f"{project.test_schema}.sized").snapshot().metadata
         assert (stats["rows"], stats["tablets"]) == (3, 3)  # one row per tablet
         assert dict(metadata.properties) == {"owner": "crm", "target_tablet_rows": "1"}
         assert not metadata.key_columns
