@@ -163,3 +163,16 @@ def test_the_graph_is_read():
     graph = _graph()
     assert "tablets.engine.executor" in graph["tablets.db"]
     assert "tablets.storage.table" in graph["tablets.spark.catalog"]
+
+
+MAX_LINES = 600  # a module longer than this holds more than one job (issue 27)
+
+
+def test_no_module_is_over_600_lines():
+    long = [
+        f"{p.relative_to(ROOT_DIR)}: {n} lines"
+        for base in ("adapter/tablets", "dbt/adapters/tablets")
+        for p in sorted((ROOT_DIR / base).rglob("*.py"))
+        if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+    ]
+    assert not long, "modules over 600 lines (split them by job):\n" + "\n".join(long)
