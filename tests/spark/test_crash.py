@@ -18,8 +18,9 @@ Each victim gets a fresh table with no deletion vector yet, so the MERGE, had it
 have superseded no file: every file any version references must survive the vacuum, and
 everything it removes must be an orphan of the killed statement.
 
-Default suite: 2 + 2 kills; ``TABLETS_SLOW=1``: 12 + 12 (staging kills then also land at random
-points up to 0.6 s after the first staged file: before or after the commit).
+Default suite: 2 + 1 kills (a kill in the log window always lands at the same point);
+``TABLETS_SLOW=1``: 12 + 12 (staging kills then also land at random points up to 0.6 s after the
+first staged file: before or after the commit).
 """
 
 from __future__ import annotations
@@ -307,5 +308,5 @@ def test_merge_killed_while_writing_the_log_version(tmp_path):
     if not _strace_usable():
         pytest.skip("needs strace with ptrace permission (it holds the driver's link(2) calls)")
     start = time.time()
-    lines = _crash(tmp_path, "log", 12 if SLOW else 2)
+    lines = _crash(tmp_path, "log", 12 if SLOW else 1)  # one JVM under strace: ~65 s
     print("\n".join(lines), f"\n{len(lines)} kills in {time.time() - start:.0f} s")
