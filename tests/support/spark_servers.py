@@ -71,6 +71,7 @@ def worker_python() -> str:
         capture_output=True,
         text=True,
         check=True,
+        env=_env(),
     )
     assert probe.stdout.strip() == "None", "the worker venv must not have tablets"
     open(os.path.join(building, ".complete"), "w").close()
@@ -88,7 +89,9 @@ def executor_conf(python: str) -> dict[str, str]:
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_"))}
+    """A server's environment: none of this process's Spark settings, and no PYTHONPATH (the test
+    run's points at this tree's package, which the servers' workers must not have) unless given."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_")) and k != "PYTHONPATH"}
     env.update(SPARK_HOME=spark_home(), SPARK_LOCAL_IP="127.0.0.1", **extra)
     return env
 
