@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import ChangesUnavailable
 from tablets.spark import catalog
 from tablets.spark.frames import local_relation
+from tablets.spark.resolve import replace_tables
 from tablets.storage.changes import CONSUMED, changes, last_consumed, record_consumed, version_range  # noqa: F401 - the dbt plugin's, through the front door
 
 if TYPE_CHECKING:
@@ -86,20 +87,12 @@ def rewrite(spark: SparkSession, text: str) -> str:
     rows; ``text`` itself when it calls none."""
     if not _MENTIONS.search(text):
         return text
-    import sqlglot
     from sqlglot import exp
 
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return text  # Spark's own parser reports it
-    if tree is None:
-        return text
-    changed = False
-    for node in list(tree.find_all(exp.Table)):
+    def view_of(node: exp.Table) -> tuple[str, None] | None:
         call = node.this
         if not isinstance(call, exp.Anonymous) or str(call.this).lower() != FUNCTION:
-            continue
+            return None
         args = [_arg(a) for a in call.expressions]
         if not 2 <= len(args) <= 3 or not isinstance(args[0], str):
             raise ChangesUnavailable(
@@ -109,12 +102,9 @@ def rewrite(spark: SparkSession, text: str) -> str:
         frame, root, s, e = _frame(spark, args[0], args[1], args[2] if len(args) == 3 else None)
         view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX) :]}_{s}_{e}"
         frame.createOrReplaceTempView(view)
-        replacement = exp.to_table(view)
-        if node.alias:
-            replacement.set("alias", node.args.get("alias"))
-        node.replace(replacement)
-        changed = True
-    return tree.sql(dialect="spark") if changed else text
+        return view, None
+
+    return replace_tables(text, view_of)
 
 
 def _arg(e: object) -> Bound:

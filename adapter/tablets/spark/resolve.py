@@ -119,31 +119,47 @@ def table_views(spark: SparkSession, text: str, pick: Any) -> str:
     """``text`` with every table reference that ``pick(sqlglot Table node)`` maps to a
     ``TableView`` replaced by that view (registered and created now); ``text`` itself when none
     is. The one rewrite behind tables named by path and time travel."""
-    import sqlglot
-    from sqlglot import exp
 
-    try:
-        tree = sqlglot.parse_one(text, read="spark")
-    except sqlglot.errors.SqlglotError:
-        return text  # Spark's own parser reports it
-    if tree is None:
-        return text
-    changed = False
-    for node in list(tree.find_all(exp.Table)):
+    def view_of(node: Any) -> tuple[str, str | None] | None:
         got = pick(node)
         if got is None:
-            continue
+            return None
         provider = provider_name(got.root)
         _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
         reader = spark.read.format(provider)
         if got.version is not None:
             reader = reader.option("version", str(got.version))
         reader.load().createOrReplaceTempView(got.view)
-        replacement = exp.to_table(got.view)
+        return got.view, got.alias
+
+    return replace_tables(text, view_of)
+
+
+def replace_tables(text: str, view_of: Any) -> str:
+    """``text`` with each table reference (a sqlglot ``Table`` node, table functions included)
+    for which ``view_of(node)`` made a view, as ``(view, alias)``, replaced by that view under the
+    reference's alias, else ``alias``; ``text`` itself when there is none, or when sqlglot cannot
+    parse it (Spark's own parser then reports it)."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return text
+    if tree is None:
+        return text
+    changed = False
+    for node in list(tree.find_all(exp.Table)):
+        got = view_of(node)
+        if got is None:
+            continue
+        view, alias = got
+        replacement = exp.to_table(view)
         if node.alias:
             replacement.set("alias", node.args.get("alias"))
-        elif got.alias:
-            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(got.alias)))
+        elif alias:
+            replacement.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         node.replace(replacement)
         changed = True
     return tree.sql(dialect="spark") if changed else text
