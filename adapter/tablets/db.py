@@ -34,8 +34,8 @@ from pyspark.sql import DataFrame, SparkSession
 from tablets import changes, clone, maintenance, reads
 from tablets.engine import route
 from tablets.engine.append import append
-from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
 from tablets.engine.evolution import evolved_metadata
+from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import noop_reason, plan_merge

@@ -66,6 +66,26 @@ def test_star_adds_source_columns_in_source_order_and_widens():
 
 def test_nothing_new_is_no_change_and_narrower_types_fit():
     assert evolved_metadata(parse_statement(STAR), META, [("id", "int"), ("c", "smallint"), ("v", "string")]) is None
+    assert evolved_metadata(parse_statement(STAR), META, [("id", "bigint"), ("c", "void"), ("v", "int")]) is None
+
+
+@pytest.mark.parametrize(
+    ("source", "column", "ok"),
+    [
+        ("int", "double", True),
+        ("bigint", "decimal(20,0)", True),
+        ("bigint", "decimal(19,0)", False),
+        ("double", "int", False),
+        ("string", "int", False),
+        ("date", "timestamp", True),
+        ("struct<x:int,y:int>", "struct<x:int>", False),
+        ("struct<`x`:int>", "struct<x: int>", True),
+    ],
+)
+def test_what_a_column_holds_without_a_type_change(source, column, ok):
+    from tablets.engine.evolution import fits
+
+    assert fits(source, column) is ok
 
 
 def test_named_lists_add_the_source_columns_they_name():

@@ -10,8 +10,9 @@ neither the rows nor the schema change.
   source type is a widening of the table's (``widening``) takes the wider type: older tablets
   keep their Parquet type and are read cast (Spark's Parquet reader and Arrow's cast both widen
   exactly), and the change is recorded (``Metadata.type_changes``: Delta's ``delta.typeChanges``).
-  A narrower source type is cast into the column as without evolution; any other type is refused,
-  naming the column and both types.
+  A source type the column holds without loss (``fits``: a narrower number, an integer into a
+  double) is cast into it as without evolution; any other type (a string into an int, a double
+  into an int, struct fields the column lacks) is refused, naming the column and both types.
 
 Without ``WITH SCHEMA EVOLUTION`` nothing here runs: extra source columns are not written, as
 before.
@@ -41,7 +42,7 @@ WIDENINGS = (
 
 
 def _norm(t: str) -> str:
-    t = t.strip().lower().replace(" ", "")
+    t = t.strip().lower().replace(" ", "").replace("`", "")
     if t == "decimal":
         return "decimal(10,0)"
     return _ALIASES.get(t, t)
@@ -61,6 +62,28 @@ def widening(old: str, new: str) -> bool:
         (pa_, sa), (pb, sb) = (int(x) for x in ma.groups()), (int(x) for x in mb.groups())
         return sb >= sa and pb - sb >= pa_ - sa
     return False
+
+
+_NUMERIC = (*_INTEGERS, "float", "double")
+_DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 20}
+
+
+def fits(source: str, column: str) -> bool:
+    """Whether a source value of type ``source`` goes into a column of type ``column`` without
+    loss (Spark's up-cast): no type change is asked for, the value is cast as without evolution."""
+    a, b = _norm(source), _norm(column)
+    if a == b or a in ("void", "null") or widening(a, b):
+        return True
+    if a in _NUMERIC and b in _NUMERIC:
+        return _NUMERIC.index(a) <= _NUMERIC.index(b)
+    mb = _DECIMAL.match(b)
+    if a in _INTEGERS and mb:
+        return int(mb.group(1)) - int(mb.group(2)) >= _DIGITS[a]
+    if _DECIMAL.match(a) and b == "double":
+        return True
+    if (a, b) == ("date", "timestamp"):
+        return True
+    return b == "string" and "<" not in a
 
 
 def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str, str]]) -> Metadata | None:
@@ -97,8 +120,8 @@ def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str
     widened: list[tuple[str, str]] = []
     for column, name in fed.items():
         old, new = types[column], src.get(name.lower(), (name, ""))[1]
-        if not new or _norm(old) == _norm(new) or widening(new, old):
-            continue  # the same type, or one that fits the column exactly
+        if not new or fits(new, old):
+            continue  # the same type, or one the column holds exactly
         if not widening(old, new):
             raise plan_error(
                 spec,
