@@ -22,7 +22,8 @@ PROJECT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 STEPS = [
     ("seed", ["seed", "--full-refresh"]),
     ("run (phase 1: create)", ["run", "--full-refresh", "--vars", "phase: 1"]),
-    ("test (phase 1: the changes read)", ["test", "--select", "orders_changes_exact", "--vars", "phase: 1"]),
+    ("test (phase 1: the changes read, the created tables)",
+     ["test", "--select", "orders_changes_exact", "schema_evolution_exact", "--vars", "phase: 1"]),
     ("drop older snapshot history", ["run-operation", "drop_snapshots"]),
     ("snapshot (phase 1: first versions)", ["snapshot", "--vars", "phase: 1"]),
     ("run (phase 2: merge)", ["run", "--vars", "phase: 2"]),

@@ -94,6 +94,12 @@ class MergeBuilder:
     def when_not_matched_by_source_do_nothing(self, condition: str | None = None) -> MergeBuilder:
         return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DO_NOTHING, condition))
 
+    def with_schema_evolution(self) -> MergeBuilder:
+        """MERGE WITH SCHEMA EVOLUTION: the source's new columns (and wider types) join the
+        table in the statement's commit (delta-rs' ``merge(..., merge_schema=True)``)."""
+        self._spec = replace(self._spec, schema_evolution=True)
+        return self
+
     @property
     def spec(self) -> MergeSpec:
         return self._spec

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tablets import changes, clone, maintenance, reads
 from tablets.engine import route
 from tablets.engine.append import append
+from tablets.engine.evolution import evolved_metadata
 from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
@@ -338,6 +339,8 @@ class Database:
             if attempt:
                 metrics.timings_ms["retry_wait"] = round(waited * 1000, 1)
             if metrics.version is not None:
+                if spec.schema_evolution and table.snapshot().metadata.schema != snapshot.metadata.schema:
+                    catalog.sync_schema(self.spark, spec.target)  # the catalog entry shows the new columns
                 maintenance.auto_compact(table, spec.operation)
             return StatementResult(spec.operation, spec.target, metrics)
 
@@ -349,6 +352,10 @@ class Database:
         snap = table.snapshot()
         schema = [(n, t) for n, t, _ in snap.metadata.schema]
         frame = None if noop_reason(spec) is not None else self.source_frame(spec, table)
+        if spec.schema_evolution and frame is not None:  # the plan of the schema the MERGE makes
+            fields = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
+            evolved = evolved_metadata(spec, snap.metadata, fields) or snap.metadata
+            schema = [(n, t) for n, t, _ in evolved.schema]
         plan = plan_merge(spec, schema, frame.columns if frame is not None else None)
         size = sum(st.add.bytes for st in snap.tablets.values())
         return explain(
@@ -485,7 +492,7 @@ class Database:
 
 
 _ROW_WRITE = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+WITH\s+SCHEMA\s+EVOLUTION)?(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
     re.IGNORECASE | re.DOTALL,
 )
 _ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)

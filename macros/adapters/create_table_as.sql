@@ -26,7 +26,7 @@
      everything else is dbt-spark's create_table_as. The engine options travel in the statement
      (adapter.statement_options: a comment the cursor takes out). --#}
 {% macro tablets__create_table_as(temporary, relation, compiled_code, language='sql') -%}
-  {%- if not temporary and language == 'sql' and config.get('file_format') == 'tablets' -%}
+  {%- if not temporary and language == 'sql' and tablets_file_format() == 'tablets' -%}
     {%- set cfg = adapter.table_config(model.config, model.name) -%}
     {%- set sql = tablets_create_table_as_sql(relation, compiled_code, cfg.table_properties()) -%}
     {{ adapter.statement_options(cfg) }}{{ sql }}

@@ -1,5 +1,5 @@
 {#--
-  materialized='incremental' with file_format='tablets': dbt's standard keys (unique_key,
+  materialized='incremental' with file_format='tablets' (the default: tablets_file_format): dbt's standard keys (unique_key,
   incremental_strategy merge | delete+insert | append | insert_overwrite [replace_where] |
   microbatch, merge_update_columns, merge_exclude_columns, incremental_predicates,
   on_schema_change) on a tablet table, run by the same engine as merge_tablets, with dbt's
@@ -9,7 +9,7 @@
   model.config (__dbt_internal_microbatch_event_time_start / _end) and its inputs filtered to
   them; the config turns the bounds into the window the batch's MERGE replaces. The first batch
   of a new table (or of --full-refresh) creates it from the batch's rows.
-  Any other file_format is dbt-spark's incremental materialization, unchanged.
+  Another file_format (parquet, delta, ...) is dbt-spark's incremental materialization, unchanged.
   Python models write tablet tables whatever the file_format default (python_model.sql).
 --#}
 {% materialization incremental, adapter='tablets', supported_languages=['sql', 'python'] -%}
@@ -23,7 +23,7 @@
     {%- endcall -%}
     {{ return(tablets_python_materialize(cfg)) }}
   {%- endif -%}
-  {%- if config.get('file_format') != 'tablets' -%}
+  {%- if tablets_file_format() != 'tablets' -%}
     {{ return(materialization_incremental_spark()) }}
   {%- endif -%}
   {%- set cfg = tablets_merge_config('incremental') -%}

@@ -11,7 +11,7 @@
   file_format delta, iceberg or hudi is dbt-spark's snapshot materialization, unchanged.
 --#}
 {% materialization snapshot, adapter='tablets' %}
-  {%- if (config.get('file_format') or 'tablets') != 'tablets' -%}
+  {%- if tablets_file_format() != 'tablets' -%}
     {{ return(materialization_snapshot_spark()) }}
   {%- endif -%}
   {%- set cfg = adapter.snapshot_config(model.config, model.name) -%}

@@ -2,13 +2,14 @@
   materialized='table'. A Python model builds a tablet table (python_model.sql): its DataFrame
   becomes the table through CREATE OR REPLACE TABLE ... USING tablets AS, one engine statement,
   with the table options of a SQL table model (target_tablet_rows, cluster_by, tblproperties).
-  A SQL model with file_format='tablets' rebuilds an existing tablet table the same way
-  (tablets_table_sql): one commit on the table, so a failed query leaves it as it was, its
-  history kept. Other SQL models are dbt-spark's table materialization, unchanged.
+  A SQL model with file_format='tablets' (the default: tablets_file_format) rebuilds an existing
+  tablet table the same way (tablets_table_sql): one commit on the table, so a failed query
+  leaves it as it was, its history kept. Another file_format is dbt-spark's table
+  materialization, unchanged.
 --#}
 {% materialization table, adapter='tablets', supported_languages=['sql', 'python'] -%}
   {%- if model['language'] != 'python' -%}
-    {%- if config.get('file_format') == 'tablets' -%}
+    {%- if tablets_file_format() == 'tablets' -%}
       {{ return(tablets_table_sql()) }}
     {%- endif -%}
     {{ return(materialization_table_spark()) }}

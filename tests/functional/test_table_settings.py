@@ -27,7 +27,7 @@ select id, date_add(date'2024-01-01', 3 - id) as day from values (1), (2), (3) a
 EVENTS = """
 {{ config(materialized='incremental', file_format='tablets', incremental_strategy='microbatch',
           event_time='event_time', batch_size='day', begin=modules.datetime.datetime(2020, 1, 1),
-          merge_with_schema_evolution=true) }}
+          unique_tmp_table_suffix=true) }}
 select * from {{ ref('input_model') }}
 """
 
@@ -70,7 +70,7 @@ class TestTableSettings:
         assert out.count("Model 'daily': liquid_clustered_by = 'day'") == 1
         # three batches, one warning
         assert out.count("Model 'events': ignored, as a tablet table cannot honour these dbt-databricks settings:") == 1
-        assert "  - merge_with_schema_evolution = True: it is Delta's MERGE WITH SCHEMA EVOLUTION" in out
+        assert "  - unique_tmp_table_suffix = True: the new rows are a temporary view" in out
         assert len(project.run_sql(f"select * from {project.test_schema}.events", fetch="all")) == 3
         # each later batch's window replace reads only its day's tablets: the earlier days' are
         # ruled out by their event_time statistics against the batch bounds

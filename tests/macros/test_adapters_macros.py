@@ -30,7 +30,12 @@ class TestCreateTableAs(MacroTestBase):
         (cfg,), _ = self.adapter.statement_options.call_args
         assert cfg.statement_options()["cluster_by"] == ("day",)
 
-    @pytest.mark.parametrize(("temporary", "file_format"), [(True, "tablets"), (False, "parquet"), (False, None)])
+    def test_tablets_is_the_default_file_format(self):
+        sql = self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1")
+        assert sql == "create or replace table analytics.m using tablets as select 1"
+        assert not self.called("spark__create_table_as")
+
+    @pytest.mark.parametrize(("temporary", "file_format"), [(True, "tablets"), (True, None), (False, "parquet")])
     def test_everything_else_is_dbt_spark(self, temporary, file_format):
         self.config.update(file_format=file_format)
         assert (

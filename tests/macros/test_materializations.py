@@ -110,6 +110,13 @@ class TestIncremental(MaterializationTest):
         assert main.startswith("MERGE INTO analytics.m AS DBT_INTERNAL_DEST USING m__dbt_tmp AS DBT_INTERNAL_SOURCE")
         self.adapter.merge_config.assert_called_once_with(self.config, "m", "incremental")
 
+    def test_tablets_is_the_default_file_format(self):
+        self.config.update(unique_key="id", incremental_strategy="merge")  # no delta needed for merge
+        self.existing(Relation("m"))
+        self.run_macro("materialization_incremental_tablets")
+        assert dict(self.statements)["main"].startswith("MERGE INTO analytics.m AS DBT_INTERNAL_DEST")
+        assert not self.called("materialization_incremental_spark")
+
     def test_tablets_without_key_appends(self):
         self.config.update(file_format="tablets")
         self.existing(Relation("m"))

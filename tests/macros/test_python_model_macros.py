@@ -98,8 +98,9 @@ class TestTable(PythonTest):
         self.run_macro("materialization_table_tablets")
         self.adapter.drop_relation.assert_called_once_with(old)
 
-    def test_sql_models_are_dbt_spark_table(self):
+    def test_sql_models_of_another_file_format_are_dbt_spark_table(self):
         self.context["model"]["language"] = "sql"
+        self.config.update(file_format="parquet")  # tablets, the default, is tablets_table_sql
         assert self.run_macro("materialization_table_tablets") == {"relations": ["<spark table>"]}
         assert self.statements == []
 

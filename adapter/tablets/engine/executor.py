@@ -18,6 +18,7 @@ Appends and overwrites are ``append``.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from pyspark import StorageLevel
 from pyspark.errors import AnalysisException, PySparkException
@@ -27,6 +28,7 @@ from tablets.engine import rerun
 from tablets.engine.conflicts import appends_match, reads_target
 from tablets.engine.driver_plan import changes_nothing, classify_on_driver
 from tablets.engine.errors import job_failed, spark_message
+from tablets.engine.evolution import evolved_metadata
 from tablets.engine.intake import (
     broadcastable,
     collect_local_source,
@@ -64,7 +66,7 @@ from tablets.storage import (
     TabletFragment,
     TabletTable,
 )
-from tablets.storage.transaction import begin
+from tablets.storage.transaction import begin, verified
 
 __all__ = ["SKIP_NOOP_CONF", "MergeOptions", "execute", "spark_message"]
 
@@ -79,13 +81,19 @@ def execute(
 ) -> MergeMetrics:
     """Plan and run ``spec`` against ``table``; one commit, or none if nothing changes."""
     snapshot = snapshot or table.snapshot()
+    evolved = None
+    if spec.schema_evolution and source is not None:
+        fields = [(f.name, f.dataType.simpleString()) for f in source.schema.fields]
+        evolved = evolved_metadata(spec, snapshot.metadata, fields)
+        if evolved is not None:  # the statement runs on the new schema; its commit carries it
+            snapshot = replace(verified(snapshot, table.root, table.io), metadata=evolved)
     schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
     plan = plan_merge(spec, schema, source.columns if source is not None else None, snapshot.metadata.key_columns)
     metrics = MergeMetrics(operation=spec.operation)
-    if plan.noop and conf_flag(spark, SKIP_NOOP_CONF):
+    if plan.noop and evolved is None and conf_flag(spark, SKIP_NOOP_CONF):
         metrics.noop = True
         return metrics
-    run = Run(spark, table, snapshot, plan, options, metrics)
+    run = Run(spark, table, snapshot, plan, options, metrics, evolved=evolved)
     try:
         return _run_merge(run, source)
     except TabletsError:
@@ -120,10 +128,15 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             if source is not None:
                 run.intake.broadcast = broadcastable(run, source)
             t0 = run.phase("source", t0)
-            if m.source_rows == 0 and Category.NOT_MATCHED_BY_SOURCE not in cats and setting_on(run, SKIP_NOOP_CONF):
+            if (
+                m.source_rows == 0
+                and Category.NOT_MATCHED_BY_SOURCE not in cats
+                and run.evolved is None
+                and setting_on(run, SKIP_NOOP_CONF)
+            ):
                 return m  # empty source: nothing can match or be inserted
         digest = source_digest(run)
-        if digest is not None and ran_before(run, *digest):
+        if digest is not None and run.evolved is None and ran_before(run, *digest):
             run.phase("same_source", t0)  # the table is what this statement made of these rows
             return m
         pair_ranges = None
@@ -140,7 +153,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         # the statement classified here in Arrow, where it can be (``classify_on_driver``): no Spark job
         rows = classify_on_driver(run, tablets) if has_source else None
         m.merged_on_driver = rows is not None
-        if rows is not None and setting_on(run, SKIP_NOOP_CONF) and changes_nothing(run, rows):
+        if rows is not None and run.evolved is None and setting_on(run, SKIP_NOOP_CONF) and changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
             return m
         # a source that reads the target depends on all of it: the conservative conflict rules
@@ -184,6 +197,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         m.version = run.table.finish(
             handle,
             fragments,
+            extra_actions=[run.evolved] if run.evolved is not None else (),
             parameters={
                 "statement": plan.spec.operation,
                 **dict(run.options.parameters),

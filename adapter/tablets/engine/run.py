@@ -21,6 +21,7 @@ from tablets.engine.route import PRUNE_CONF
 from tablets.settings import conf_flag
 from tablets.spec import Category
 from tablets.storage import Snapshot, TabletTable
+from tablets.storage.actions import Metadata
 
 KeyRanges = list[tuple[str, object, object]]  # (target column, min, max) of the source's join keys
 
@@ -81,6 +82,9 @@ class Run:
     intake: SourceIntake = field(default_factory=SourceIntake)
     driver: DriverWork = field(default_factory=DriverWork)
     temps: Temporaries = field(default_factory=Temporaries)
+    # MERGE WITH SCHEMA EVOLUTION: the new metadata (``snapshot`` already has it), committed
+    # with the statement's rows in one version; None: the schema stays
+    evolved: Metadata | None = None
     switches: dict[str, bool] = field(default_factory=dict)  # the shortcuts' settings, read once (setting_on)
 
     def phase(self, name: str, start: float) -> float:

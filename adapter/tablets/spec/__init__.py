@@ -85,6 +85,9 @@ class MergeSpec:
     null_safe: bool = False  # informational: ON uses <=>
     options: tuple[tuple[str, str], ...] = field(default=())
     conflict_keys: tuple[str, ...] = ()  # INSERT ... ON CONFLICT (keys)
+    # MERGE WITH SCHEMA EVOLUTION: source columns the target lacks are added, and its types
+    # widened, in the statement's own commit (engine.evolution)
+    schema_evolution: bool = False
 
     def categories(self) -> set[Category]:
         return {c.category for c in self.clauses}

@@ -35,12 +35,24 @@ _WRITE_START = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 Spec = MergeSpec | AppendSpec | CreateSpec | DropSpec | AlterColumnsSpec
+# Databricks' and Spark 4.1's MERGE WITH SCHEMA EVOLUTION, which sqlglot does not know: the
+# words are taken off (and remembered) before it parses the MERGE they qualify
+_EVOLUTION = re.compile(
+    r"^(\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*MERGE)\s+WITH\s+SCHEMA\s+EVOLUTION\b", re.IGNORECASE | re.DOTALL
+)
+
+
+def schema_evolution(text: str) -> tuple[str, bool]:
+    """``text`` without the ``WITH SCHEMA EVOLUTION`` of a MERGE, and whether it had it."""
+    plain, n = _EVOLUTION.subn(r"\1", text, count=1)
+    return plain, bool(n)
 
 
 def statement_target(text: str) -> tuple[str, str] | None:
     """(kind, table) when ``text`` writes a table, else None. Never raises."""
     if not _WRITE_START.match(text):
         return None
+    text, _ = schema_evolution(text)
     try:
         tree = _parsed(text)
     except sqlglot.errors.SqlglotError:
@@ -78,9 +90,10 @@ def create_provider(text: str) -> str | None:
 
 
 def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
+    text, evolve = schema_evolution(text)
     tree = _parse(text)
     if isinstance(tree, exp.Merge):
-        return _merge(tree, default_source_alias)
+        return _merge(tree, default_source_alias, evolve)
     if isinstance(tree, exp.Insert):
         return _insert(tree)
     if isinstance(tree, exp.Update):
@@ -223,7 +236,7 @@ def _current(table: exp.Expr, statement: str) -> None:
         )
 
 
-def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
+def _merge(tree: exp.Merge, default_source_alias: str, schema_evolution: bool = False) -> MergeSpec:
     _current(tree.this, "MERGE INTO")
     target = table_name(tree.this)
     target_alias = _alias_of(tree.this) or tree.this.name
@@ -243,6 +256,7 @@ def _merge(tree: exp.Merge, default_source_alias: str) -> MergeSpec:
         on=_sql(on),
         clauses=clauses,
         null_safe=any(True for _ in on.find_all(exp.NullSafeEQ)),
+        schema_evolution=schema_evolution,
     )
 
 

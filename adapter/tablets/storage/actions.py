@@ -60,6 +60,9 @@ class Metadata:
     column_ids: tuple[int, ...] = ()  # per column, in schema order; () -> 1..n
     physical_names: tuple[str, ...] = ()  # per column, in schema order; () -> the names
     max_column_id: int = 0  # the highest id ever given (never reused); at least every column's
+    # (physical name, old type, new type) of each widening of a column's type, oldest first:
+    # tablets written before it hold the old type and are read cast (Delta's delta.typeChanges)
+    type_changes: tuple[tuple[str, str, str], ...] = ()
     # False: read from a log without ids (1..n given on reading, which later ids may repeat)
     ids_in_log: bool = field(default=True, compare=False, repr=False)
 
@@ -105,7 +108,16 @@ class Metadata:
             max_column_id=top,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
+            type_changes=tuple(c for c in self.type_changes if c[0] in physical),
         )
+
+    def widened(self, column: str, new_type: str) -> Metadata:
+        """Column ``column``'s type widened to ``new_type`` (same id and physical name: the
+        tablets keep their Parquet type and are read cast); the change is recorded."""
+        i = self.column_names.index(column)
+        name, old, nullable = self.schema[i]
+        schema = (*self.schema[:i], (name, new_type, nullable), *self.schema[i + 1 :])
+        return replace(self, schema=schema, type_changes=(*self.type_changes, (self.physical_names[i], old, new_type)))
 
     def with_columns_of(self, other: Metadata) -> Metadata:
         """This metadata with ``other``'s columns as they were (names, types, ids, physical
@@ -127,6 +139,7 @@ class Metadata:
             column_ids=ids,
             physical_names=other.physical_names,
             max_column_id=top,
+            type_changes=other.type_changes,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
         )
@@ -216,6 +229,8 @@ def action_to_json(action: Action) -> str:
             del body["comment"]
         if not action.column_comments:
             del body["column_comments"]
+        if not action.type_changes:
+            del body["type_changes"]
         # a column's physical name sits in its schema entry, as a 4th element, only where it is
         # not the name: a reader from before column mapping then fails on the entry (malformed
         # metadata) instead of reading another column's values by name
@@ -259,6 +274,7 @@ def action_from_json(line: str, where: str = "") -> Action:
                 created_ms=body.get("created_ms", 0),
                 comment=body.get("comment"),
                 column_comments=tuple((n, c) for n, c in body.get("column_comments", ())),
+                type_changes=tuple((p, a, b) for p, a, b in body.get("type_changes", ())),
             )
         return cls(**{k: _tuples(v) for k, v in body.items()})
     except (TypeError, ValueError, KeyError) as e:

@@ -55,7 +55,7 @@ from tablets.storage.types import _ALIASES, schema_to_arrow
 _JSON_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
 # what tablets maintains when it writes: a Delta table needing anything else is refused
-READER_FEATURES = {"deletionVectors", "columnMapping", "timestampNtz"}
+READER_FEATURES = {"deletionVectors", "columnMapping", "timestampNtz", "typeWidening"}
 WRITER_FEATURES = READER_FEATURES | {
     "appendOnly",
     "invariants",
@@ -101,7 +101,6 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
         ("delta.enableChangeDataFeed", "changeDataFeed (delta.enableChangeDataFeed)"),
         ("delta.enableRowTracking", "rowTracking (delta.enableRowTracking)"),
         ("delta.appendOnly", "appendOnly (delta.appendOnly)"),
-        ("delta.enableTypeWidening", "typeWidening (delta.enableTypeWidening)"),
     ):
         if _true(config, key):
             raise _refuse(root, feature)
@@ -188,6 +187,7 @@ def _metadata(m: dict[str, Any], before: Metadata | None) -> Metadata:
         created_ms=int(m.get("createdTime") or 0),
         comment=m.get("description") or None,
         column_comments=cols.comments,
+        type_changes=cols.type_changes,
     )
 
 

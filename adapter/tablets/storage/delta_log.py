@@ -130,6 +130,7 @@ def stats_json(meta: Metadata, add: AddTablet, has_dv: bool) -> str:
 
 def protocol(ds: DeltaSchema) -> dict[str, Any]:
     features = ["deletionVectors"] + (["columnMapping"] if ds.mapping else []) + (["timestampNtz"] if ds.ntz else [])
+    features += ["typeWidening"] if ds.widened else []
     return {
         "minReaderVersion": 3,
         "minWriterVersion": 7,
@@ -150,6 +151,8 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
     config["delta.enableDeletionVectors"] = "true"
     if ds.mapping:
         config[MAPPING_MODE], config[MAX_COLUMN_ID] = "name", str(ds.max_column_id)
+    if ds.widened:
+        config["delta.enableTypeWidening"] = "true"
     body: dict[str, Any] = {
         "id": table_id(meta),
         "format": {"provider": "parquet", "options": {}},

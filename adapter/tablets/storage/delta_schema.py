@@ -20,6 +20,7 @@ MAPPING_MODE = "delta.columnMapping.mode"
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
 FIELD_ID = "delta.columnMapping.id"
 PHYSICAL_NAME = "delta.columnMapping.physicalName"
+TYPE_CHANGES = "delta.typeChanges"  # a widened column's history (the typeWidening table feature)
 
 _TO_DELTA = {
     "boolean": "boolean",
@@ -121,6 +122,7 @@ class DeltaSchema:
     mapping: bool  # column mapping mode name
     max_column_id: int
     ntz: bool  # a column holds timestamp_ntz (the timestampNtz feature)
+    widened: bool = False  # a column's type was widened (the typeWidening feature)
 
 
 def to_delta(meta: Metadata) -> DeltaSchema:
@@ -130,6 +132,9 @@ def to_delta(meta: Metadata) -> DeltaSchema:
     top = meta.max_column_id
     fields = []
     comments = dict(meta.column_comments)
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for physical, old, new in meta.type_changes:
+        changes.setdefault(physical, []).append({"fromType": delta_type(old), "toType": delta_type(new)})
     ntz = False
     for (name, t, nullable), physical, cid in zip(meta.schema, meta.physical_names, meta.column_ids, strict=True):
         dtype = delta_type(t)
@@ -137,12 +142,14 @@ def to_delta(meta: Metadata) -> DeltaSchema:
         md: dict[str, Any] = {}
         if name in comments:
             md["comment"] = comments[name]
+        if physical in changes:
+            md[TYPE_CHANGES] = changes[physical]
         if use_mapping:
             md[FIELD_ID], md[PHYSICAL_NAME] = cid, physical
             dtype, top = _nested_ids(dtype, top)
         fields.append({"name": name, "type": dtype, "nullable": bool(nullable), "metadata": md})
     text = json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
-    return DeltaSchema(text, use_mapping, top, ntz)
+    return DeltaSchema(text, use_mapping, top, ntz, bool(changes))
 
 
 @dataclass(frozen=True)
@@ -153,13 +160,14 @@ class Columns:
     physical_names: tuple[str, ...]
     column_ids: tuple[int, ...]
     comments: tuple[tuple[str, str], ...]
+    type_changes: tuple[tuple[str, str, str], ...] = ()  # (physical name, from, to): Metadata's
 
 
 def from_delta(schema_string: str, mode: str) -> Columns:
     """The columns of a Delta ``schemaString`` under column mapping ``mode`` (``none``, ``name``;
     ``id`` is refused by the caller)."""
     doc = json.loads(schema_string)
-    schema, physical, ids, comments = [], [], [], []
+    schema, physical, ids, comments, changes = [], [], [], [], []
     for i, f in enumerate(doc["fields"], start=1):
         md = f.get("metadata") or {}
         schema.append((f["name"], spark_type(f["type"]), bool(f.get("nullable", True))))
@@ -167,7 +175,14 @@ def from_delta(schema_string: str, mode: str) -> Columns:
         ids.append(int(md.get(FIELD_ID, i)) if mode == "name" else i)
         if "comment" in md:
             comments.append((f["name"], str(md["comment"])))
-    return Columns(tuple(schema), tuple(physical), tuple(ids), tuple(comments))
+        for change in md.get(TYPE_CHANGES) or ():
+            if change.get("fieldPath"):  # a widened array element or map value: tablets widen top-level columns
+                raise SchemaMismatch(
+                    f"column {f['name']}: a nested type change ({change}) is not supported by tablets",
+                    help="Read this table with a Delta reader, or copy its rows into a new tablet table.",
+                )
+            changes.append((physical[-1], spark_type(change["fromType"]), spark_type(change["toType"])))
+    return Columns(tuple(schema), tuple(physical), tuple(ids), tuple(comments), tuple(changes))
 
 
 def field_metadata_keys(schema_string: str) -> set[str]:

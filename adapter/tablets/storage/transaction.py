@@ -199,6 +199,12 @@ def begin(
     )
 
 
+def verified(snapshot: Snapshot, root: str, io: FileIO) -> Snapshot:
+    """``snapshot`` checked against the log (``_verified``) where it came from an unproven
+    checkpoint: what a statement that changes the metadata before ``begin`` takes."""
+    return snapshot if snapshot.verified else _verified(snapshot, root, io)
+
+
 _proven: set[tuple[str, int, str]] = set()  # (root, version, digest) already checked by replay
 
 

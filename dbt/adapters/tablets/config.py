@@ -92,6 +92,9 @@ class MergeConfig:
     # insert_overwrite: the target rows it replaces (None: all of them); microbatch: the batch's
     # event_time window, [start, end), rendered from dbt's batch bounds
     replace_where: str | None = None
+    # dbt-databricks' key: the MERGE is MERGE WITH SCHEMA EVOLUTION (new source columns added,
+    # types widened, in the MERGE's commit)
+    merge_with_schema_evolution: bool = False
 
     def statement_options(self) -> dict[str, Any]:
         """The engine's per-statement options (``tablets.MergeOptions`` fields)."""
@@ -207,7 +210,17 @@ def parse_merge_config(
         "on_schema_change": on_schema_change(p, config),
         **table_options(p, config, materialization),
         "prune_tablets": p.boolean(config, "prune_tablets", True),
+        "merge_with_schema_evolution": p.boolean(config, "merge_with_schema_evolution", False),
     }
+    if values["merge_with_schema_evolution"] and (strategy != "merge" or on_conflict is not None):
+        p.add(
+            "merge_with_schema_evolution",
+            True,
+            f"it makes the MERGE of incremental_strategy merge evolve the schema, and this model's statement is "
+            f"{'INSERT ... ON CONFLICT' if on_conflict is not None else strategy}",
+            "merge_with_schema_evolution with incremental_strategy merge (when_* clauses or the default upsert)",
+            "remove it and set on_schema_change: append_new_columns",
+        )
     if values["null_safe_keys"] and on_conflict:
         message = "ON CONFLICT matches keys by equality; null-safe keys need a MERGE ON condition"
         fix = "remove null_safe_keys, or write when_* clauses instead of on_conflict"

@@ -181,8 +181,12 @@ def render_merge(
     check_columns(cfg, tcols, scols)
     if cfg.on_conflict is not None:
         return _render_on_conflict(cfg, target, source, tcols, scols)
+    verb = "MERGE INTO"
+    if cfg.merge_with_schema_evolution:  # the source's new columns are the statement's too
+        verb = "MERGE WITH SCHEMA EVOLUTION INTO"
+        tcols = Columns([*tcols.names, *(c for c in scols.names if c not in tcols)])
     lines = [
-        f"MERGE INTO {target} AS {cfg.target_alias}",
+        f"{verb} {target} AS {cfg.target_alias}",
         f"USING {source} AS {cfg.source_alias}",
         f"ON {_on(cfg, tcols)}",
     ]

@@ -50,10 +50,6 @@ DATABRICKS_IGNORED = {
         "the table goes to <location_root>/<alias> (dbt-spark's location_root)",
         "remove it, or put the schema in location_root",
     ),
-    "merge_with_schema_evolution": (
-        "it is Delta's MERGE WITH SCHEMA EVOLUTION",
-        "set on_schema_change: append_new_columns",
-    ),
     "unique_tmp_table_suffix": (
         "the new rows are a temporary view of this dbt session, which no other run sees",
         "remove it",
@@ -73,7 +69,7 @@ KNOWN_KEYS = (
     "merge_exclude_columns", "source_alias", "target_alias", "skip_unchanged",
     "incremental_predicates", "predicates", "on_schema_change", "target_tablet_rows", "cluster_by",
     "prune_tablets", "incremental_strategy", "file_format", "partition_by", "clustered_by",
-    "buckets", "tblproperties", "replace_where", *DATABRICKS_KEYS, LIQUID_CLUSTERED_BY,
+    "buckets", "tblproperties", "replace_where", "merge_with_schema_evolution", *DATABRICKS_KEYS, LIQUID_CLUSTERED_BY,
     *DATABRICKS_IGNORED,
 )  # fmt: skip
 # dbt's own config keys that look like ours but are not typos
