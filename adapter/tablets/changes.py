@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import ChangesUnavailable
 from tablets.spark import catalog
 from tablets.spark.frames import local_relation
-from tablets.spark.resolve import replace_tables
+from tablets.spark.resolve import global_view, replace_tables
 from tablets.storage.changes import CONSUMED, changes, last_consumed, record_consumed, version_range  # noqa: F401 - the dbt plugin's, through the front door
 
 if TYPE_CHECKING:
@@ -101,8 +101,7 @@ def rewrite(spark: SparkSession, text: str) -> str:
             )
         frame, root, s, e = _frame(spark, args[0], args[1], args[2] if len(args) == 3 else None)
         view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX) :]}_{s}_{e}"
-        frame.createOrReplaceTempView(view)
-        return view, None
+        return global_view(spark, frame, view), None
 
     return replace_tables(text, view_of)
 

@@ -77,6 +77,8 @@ def test_history_time_travel_and_restore(db):
         "SELECT n.id, o.v, n.v FROM maint.h VERSION AS OF 2 n JOIN maint.h VERSION AS OF 1 o ON n.id = o.id WHERE n.v <> o.v",
     )
     assert changed == [(2, "b", "B")]
+    # the versions' views are global: listings of a schema (dbt's catalog) show none of them
+    assert db.spark.sql("SHOW TABLES IN maint").filter("tableName LIKE 'tablets_asof_%'").count() == 0
     v2_time = [r.timestamp for r in hist.collect() if r.version == 2][0]
     assert rows(db, f"SELECT * FROM maint.h TIMESTAMP AS OF '{v2_time}'") == [(1, "a"), (2, "B"), (3, "c")]
 

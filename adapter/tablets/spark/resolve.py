@@ -129,10 +129,17 @@ def table_views(spark: SparkSession, text: str, pick: Any) -> str:
         reader = spark.read.format(provider)
         if got.version is not None:
             reader = reader.option("version", str(got.version))
-        reader.load().createOrReplaceTempView(got.view)
-        return got.view, got.alias
+        return global_view(spark, reader.load(), got.view), got.alias
 
     return replace_tables(text, view_of)
+
+
+def global_view(spark: SparkSession, frame: Any, name: str) -> str:
+    """``frame`` as the global temporary view ``name``, by its qualified name. Global: a session's
+    temporary views show in every listing of a schema (dbt's catalog then trips on them), and the
+    statement may be analyzed after this call returns (Spark Connect analyzes when it runs)."""
+    frame.createOrReplaceGlobalTempView(name)
+    return f"{spark.conf.get('spark.sql.globalTempDatabase', 'global_temp')}.{name}"
 
 
 def replace_tables(text: str, view_of: Any) -> str:
