@@ -3,6 +3,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
+TEST_WORKERS ?= 2
 
 .PHONY: main test lint bench java clean
 
@@ -19,8 +20,10 @@ $(STAMP): pyproject.toml
 main: java $(STAMP)
 	bash scripts/main.sh
 
+# two processes, one Spark session each, a file at a time (pytest-xdist): on 2 cores one runs
+# while the other waits on py4j, dbt's parsing or a child process
 test: java $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check adapter dbt tests bench

@@ -44,3 +44,27 @@ def base(request, tmp_path):
     if request.param == "local":
         return str(tmp_path)
     return request.getfixturevalue("s3_server").location()
+
+
+# the longest files first: ``make test`` runs the suite in two processes (pytest-xdist, a file
+# each at a time), which take files in collection order; a long file taken last runs alone
+_LONG_FIRST = (
+    "spark/test_differential_generated.py",
+    "functional/test_object_store_dbt.py",
+    "spark/test_new_process.py",
+    "spark/test_metastore.py",
+    "spark/test_object_store.py",
+    "unit/test_checkpoints.py",
+    "spark/test_changes_differential.py",
+    "spark/test_crash.py",
+    "functional/test_merge_tablets.py",
+    "functional/adapter/test_snapshots.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    def rank(item) -> int:
+        path = str(item.fspath).replace(os.sep, "/")
+        return next((i for i, f in enumerate(_LONG_FIRST) if path.endswith("/tests/" + f)), len(_LONG_FIRST))
+
+    items.sort(key=rank)  # stable: the order within a file and among the others stays
