@@ -121,6 +121,7 @@ class DeltaSchema:
     mapping: bool  # column mapping mode name
     max_column_id: int
     ntz: bool  # a column holds timestamp_ntz (the timestampNtz feature)
+    checks: bool = False  # the table has CHECK constraints (the checkConstraints writer feature)
 
 
 def to_delta(meta: Metadata) -> DeltaSchema:
@@ -142,7 +143,8 @@ def to_delta(meta: Metadata) -> DeltaSchema:
             dtype, top = _nested_ids(dtype, top)
         fields.append({"name": name, "type": dtype, "nullable": bool(nullable), "metadata": md})
     text = json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
-    return DeltaSchema(text, use_mapping, top, ntz)
+    checks = any(k.startswith("delta.constraints.") for k, _ in meta.properties)
+    return DeltaSchema(text, use_mapping, top, ntz, checks)
 
 
 @dataclass(frozen=True)
