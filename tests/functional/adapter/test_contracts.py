@@ -17,11 +17,9 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseIncrementalConstraintsColumnsEqual,
     BaseIncrementalConstraintsRollback,
     BaseIncrementalConstraintsRuntimeDdlEnforcement,
-    BaseIncrementalContractSqlHeader,
     BaseIncrementalForeignKeyConstraint,
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
-    BaseTableContractSqlHeader,
 )
 
 TABLETS = {"models": {"+file_format": "tablets"}}
@@ -38,13 +36,15 @@ class TabletsProject:
 
 
 class SparkTypes(TabletsProject):
+    """Spark's type names, as the session cursor reports them (``simpleString``)."""
+
     @pytest.fixture
     def string_type(self):
-        return "STRING"
+        return "string"
 
     @pytest.fixture
     def int_type(self):
-        return "INT"
+        return "int"
 
     @pytest.fixture
     def data_types(self, schema_int_type, int_type, string_type):
@@ -52,21 +52,33 @@ class SparkTypes(TabletsProject):
         return [
             ["1", schema_int_type, int_type],
             ["'1'", string_type, string_type],
-            ["true", "boolean", "BOOLEAN"],
-            ["array('a','b','c')", "array<string>", "ARRAY"],
-            ["array(1,2,3)", "array<int>", "ARRAY"],
-            ["cast('2019-01-01' as date)", "date", "DATE"],
-            ["cast('2019-01-01' as timestamp)", "timestamp", "TIMESTAMP"],
-            ["cast(1.5 as decimal(10, 2))", "decimal(10,2)", "DECIMAL"],
+            ["true", "boolean", "boolean"],
+            ["array('a','b','c')", "array<string>", "array<string>"],
+            ["array(1,2,3)", "array<int>", "array<int>"],
+            ["cast('2019-01-01' as date)", "date", "date"],
+            ["cast('2019-01-01' as timestamp)", "timestamp", "timestamp"],
+            ["cast(1.5 as decimal(10,2))", "decimal(10,2)", "decimal(10,2)"],
         ]
 
 
 class TestTabletsTableConstraintsColumnsEqual(SparkTypes, BaseTableConstraintsColumnsEqual):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_wrong_name_sql,
+            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
+        }
 
 
 class TestTabletsIncrementalConstraintsColumnsEqual(SparkTypes, BaseIncrementalConstraintsColumnsEqual):
-    pass
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_wrong_order.sql": fixtures.my_model_incremental_wrong_order_sql,
+            "my_model_wrong_name.sql": fixtures.my_model_incremental_wrong_name_sql,
+            "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
+        }
 
 
 _DDL = """
@@ -219,24 +231,6 @@ class TestTabletsIncrementalConstraintsRollback(RollbackMessages, TabletsProject
         return {
             "my_model.sql": fixtures.my_incremental_model_sql,
             "constraints_schema.yml": spark_types(fixtures.model_schema_yml),
-        }
-
-
-class TestTabletsTableContractSqlHeader(TabletsProject, BaseTableContractSqlHeader):
-    @pytest.fixture(scope="class")
-    def models(self):
-        return {
-            "my_model_contract_sql_header.sql": fixtures.my_model_contract_sql_header_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_contract_header_schema_yml),
-        }
-
-
-class TestTabletsIncrementalContractSqlHeader(TabletsProject, BaseIncrementalContractSqlHeader):
-    @pytest.fixture(scope="class")
-    def models(self):
-        return {
-            "my_model_contract_sql_header.sql": fixtures.my_model_incremental_contract_sql_header_sql,
-            "constraints_schema.yml": spark_types(fixtures.model_contract_header_schema_yml),
         }
 
 
