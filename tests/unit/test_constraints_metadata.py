@@ -64,3 +64,15 @@ def test_adoption_takes_check_constraints_that_parse(tmp_path):
     check_metadata("/x", {"schemaString": schema, "configuration": {"delta.constraints.pos": "v > 0"}})
     with pytest.raises(Exception, match="delta.constraints.bad"):
         check_metadata("/x", {"schemaString": schema, "configuration": {"delta.constraints.bad": "v >"}})
+
+
+def test_a_column_a_check_reads_is_neither_dropped_nor_renamed(tmp_path):
+    from tablets.storage.metadata import MetadataChange
+
+    t = _table(tmp_path)
+    _constrain(t, t.snapshot())
+    for change in (MetadataChange(drop_columns=("V",)), MetadataChange(rename_column=("v", "w"))):
+        with pytest.raises(SchemaMismatch, match="read by the table's CHECK constraint positive"):
+            t.alter_metadata(change, "ALTER TABLE t")
+    with pytest.raises(SchemaMismatch, match="DROP CONSTRAINT positive"):
+        t.set_schema([("id", "bigint", False)], operation="CHANGE COLUMNS")

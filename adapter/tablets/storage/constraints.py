@@ -108,3 +108,28 @@ def with_constraints(
     for name, expression in check_list:
         meta = add_check(meta, name, expression, where)
     return meta
+
+
+def referenced(expression: str) -> set[str]:
+    """The column names (lower case) a CHECK expression reads."""
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(expression, read="spark")
+    except sqlglot.errors.SqlglotError:
+        return set()
+    return {c.name.lower() for c in tree.find_all(exp.Column)}
+
+
+def refuse_losing_columns(meta: Metadata, columns: tuple[str, ...] | list[str], where: str) -> None:
+    """A column a CHECK reads is neither dropped nor renamed (as Delta: the constraint would read
+    a column that is gone): drop the constraint first."""
+    gone = {c.lower() for c in columns}
+    for name, expression in checks(meta):
+        hit = sorted(referenced(expression) & gone)
+        if hit:
+            raise SchemaMismatch(
+                f"{where}: column {hit[0]} is read by the table's CHECK constraint {name} ({expression})",
+                help=f"Drop the constraint first (ALTER TABLE ... DROP CONSTRAINT {name}), then change the column.",
+            )
