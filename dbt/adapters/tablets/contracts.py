@@ -149,3 +149,36 @@ def _unenforced(model: str, c: Any, where: str) -> Sequence[str]:
         f"Model '{model}': its {label} constraint on {where} is not enforced by tablet tables and is not "
         f"part of the table (tablet tables enforce not_null, check and primary_key); {fix}."
     ]
+
+
+def sync_statements(
+    contract: Contract,
+    name: str,
+    checks: Sequence[tuple[str, str]],
+    not_null: Sequence[str],
+    key: Sequence[str],
+) -> list[str]:
+    """The ALTER TABLE statements that make an existing table's constraints (``checks``,
+    ``not_null``, ``key``) the contract's, for a later run of an incremental or merge_tablets
+    model: the contract is the source of truth. A constraint added checks the table's rows first
+    (the run fails, naming a row, if one breaks it). The key is fixed at creation."""
+    if contract.key and [k.lower() for k in key] != [k.lower() for k in contract.key]:
+        raise DbtRuntimeError(
+            f"Model '{contract.model}': its primary_key constraint ({', '.join(contract.key)}) is not the key "
+            f"of the existing table {name} ({', '.join(key) or 'none'}); a table's key is fixed when it is created.\n"
+            "Help: run the model with --full-refresh to rebuild the table with the new key."
+        )
+    out = []
+    want = dict(contract.checks)
+    have = {n.lower(): e for n, e in checks}
+    for n, e in have.items():
+        if want.get(n) != e:
+            out.append(f"alter table {name} drop constraint {n}")
+    for n, e in contract.checks:
+        if have.get(n) != e:
+            out.append(f"alter table {name} add constraint {n} check ({e})")
+    declared = {c.lower() for c in contract.not_null}
+    on = {c.lower() for c in not_null}
+    out += [f"alter table {name} alter column `{c}` drop not null" for c in not_null if c.lower() not in declared]
+    out += [f"alter table {name} alter column `{c}` set not null" for c in contract.not_null if c.lower() not in on]
+    return out

@@ -50,7 +50,7 @@ from dbt.adapters.tablets.config import (
     parse_table_config,
 )
 from dbt.adapters.tablets.connections import TabletsConnectionManager
-from dbt.adapters.tablets.contracts import parse_contract
+from dbt.adapters.tablets.contracts import parse_contract, sync_statements
 from dbt.adapters.tablets.docs import describe_comments
 from dbt.adapters.tablets.python_models import (
     SUBMISSION_METHOD,
@@ -179,6 +179,24 @@ class TabletsAdapter(SparkAdapter):
             return "", dict(properties)
         self._warn_once(contract.model, contract.warnings)
         return contract.ddl(), contract.properties(properties)
+
+    @available
+    def sync_contract(self, model: Mapping[str, Any], relation: BaseRelation) -> str:
+        """A later run of a model with an enforced contract: the existing table's NOT NULL and
+        CHECK constraints made the contract's (``contracts.sync_statements``), before its merge."""
+        contract = parse_contract(model)
+        if contract is None:
+            return ""
+        self._warn_once(contract.model, contract.warnings)
+        db, name = self._database(), self._name(relation)
+        with engine_errors(f"the contract of {model.get('name')} on {relation}"):
+            from tablets.storage.constraints import checks, not_null
+
+            meta = db.table_of(name).snapshot().metadata
+            for statement in sync_statements(contract, name, checks(meta), not_null(meta), meta.key_columns):
+                logger.debug(f"tablets: {statement}")
+                db.sql(statement)
+        return ""
 
     @available
     def render_merge(
