@@ -74,6 +74,11 @@ class TestContractRuns:
         assert "Model 'prices': its unique constraint on column name is not enforced" in out
         props = self.props(project)
         assert props["delta.constraints.positive_price"] == "price > 0" and props["key_columns"] == "id"
+        adapter = project.adapter
+        with adapter.connection_named("__test"):
+            rel = adapter.Relation.create(schema=project.test_schema, identifier="prices", type="table")
+            shown = adapter.tablet_stats(rel)["constraints"]  # the docs catalog's row
+        assert shown == "id NOT NULL; name NOT NULL; positive_price: CHECK (price > 0)"
         version = len(project.run_sql(f"describe history {project.test_schema}.prices", fetch="all"))
 
         _, out = run_dbt_and_capture(

@@ -251,7 +251,12 @@ class TabletsAdapter(SparkAdapter):
         with engine_errors(f"reading the statistics of {relation}"):
             snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
+        from tablets.storage.constraints import checks, not_null
+
+        shown = [f"{c} NOT NULL" for c in not_null(snap.metadata)]
+        shown += [f"{n}: CHECK ({e})" for n, e in checks(snap.metadata)]
         return {
+            **({"constraints": "; ".join(shown)} if shown else {}),  # (the docs catalog's row, when any)
             "rows": snap.live_rows,
             "bytes": sum(s.add.bytes for s in states),
             "tablets": len(states),
@@ -396,4 +401,8 @@ def catalog_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
         out[f"stats:{key}:value"] = stats.get(key)
         out[f"stats:{key}:description"] = description
         out[f"stats:{key}:include"] = True
+    if stats.get("constraints"):
+        out.update({"stats:constraints:label": "Constraints", "stats:constraints:value": stats["constraints"]})
+        out["stats:constraints:description"] = "NOT NULL and CHECK constraints, enforced on every write"
+        out["stats:constraints:include"] = True
     return out
