@@ -158,9 +158,10 @@ def test_merge_insert_and_update_are_checked(db, plan):
         "id=9",
     )
     src = "(SELECT * FROM VALUES (2, 25, 'B'), (9, 9, 'z') AS s(id, v, s))"
-    db.sql(
+    res = db.sql(
         f"MERGE INTO cons.t t USING {src} s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
     )
+    assert res.metrics.merged_on_driver is (plan == "driver")  # each plan checked the rows itself
     assert rows(db, "SELECT id, v FROM cons.t") == [(1, 10), (2, 25), (9, 9)]
 
 
@@ -177,6 +178,9 @@ def test_merge_check_arrow_cannot_evaluate_steps_aside_to_spark(db, plan):
     db.sql("ALTER TABLE cons.t ADD CONSTRAINT short CHECK (length(s) < 3)")
     src = "(SELECT * FROM VALUES (7, 7, 'long') AS s(id, v, s))"
     refused(db, f"MERGE INTO cons.t t USING {src} s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *", "short")
+    res = db.sql("MERGE INTO cons.t t USING (SELECT 7 AS id, 7 AS v, 'ok' AS s) s ON t.id = s.id "
+                 "WHEN NOT MATCHED THEN INSERT *")  # fmt: skip
+    assert not res.metrics.merged_on_driver  # Arrow has no length(): Spark's plan evaluated the CHECK
 
 
 def test_update_and_on_conflict_are_checked(db, plan):

@@ -78,9 +78,10 @@ def violation_column(meta: Metadata, columns: Mapping[str, str], where: Column |
     return F.when(where, col) if where is not None else col
 
 
-def arrow_violation(meta: Metadata, rows: pa.Table) -> tuple[int, str | None] | None:
-    """The broken rows of ``rows`` (the table's columns by name) computed in Arrow, as Spark
-    would, and one of them (JSON); None where Arrow cannot evaluate a CHECK exactly (the caller lets Spark do it)."""
+def arrow_labels(meta: Metadata, rows: pa.Table) -> pa.Array | None:
+    """Per row of ``rows`` (the table's columns by name), the first constraint it breaks (else
+    NULL), computed in Arrow exactly as ``violation_sql`` in Spark; None where Arrow cannot
+    evaluate a CHECK exactly (the caller lets Spark do it)."""
     types = {n: t.lower() for n, t, _ in meta.schema}
     names = {n: n for n in meta.column_names}
     labels = pa.nulls(rows.num_rows, pa.string())
@@ -99,6 +100,14 @@ def arrow_violation(meta: Metadata, rows: pa.Table) -> tuple[int, str | None] | 
         found.append((pc.equal(value, False), name))  # FALSE breaks it; NULL and TRUE pass
     for broken, label in reversed(found):  # the first constraint a row breaks names it
         labels = pc.if_else(pc.fill_null(broken, False), pa.scalar(label), labels)
+    return labels
+
+
+def arrow_violation(meta: Metadata, rows: pa.Table) -> tuple[int, str | None] | None:
+    """``arrow_labels``' broken rows: how many, and one of them (JSON); None: Spark decides."""
+    labels = arrow_labels(meta, rows)
+    if labels is None:
+        return None
     return violations_of(rows.append_column(VIOLATION, labels), list(meta.column_names))
 
 
