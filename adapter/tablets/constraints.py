@@ -29,7 +29,16 @@ from tablets.spark.read_frames import read_frame
 from tablets.spark.registry import _Entry, _register, provider_name
 from tablets.spec import ConstraintSpec, CreateSpec
 from tablets.storage.actions import Metadata
-from tablets.storage.constraints import PREFIX, add_check, check_name, column_of, drop_check, set_not_null
+from tablets.storage.constraints import (
+    PREFIX,
+    add_check,
+    check_name,
+    checks,
+    column_of,
+    drop_check,
+    not_null,
+    set_not_null,
+)
 from tablets.storage.transaction import begin, commit
 
 if TYPE_CHECKING:
@@ -106,6 +115,12 @@ def _rows(spark: SparkSession, table: TabletTable, snap: Snapshot) -> DataFrame:
     provider = provider_name(table.root)
     _register(spark, [_Entry(f"tablets.`{table.root}`", table.root, provider)])
     return spark.read.format(provider).option("version", str(snap.version)).load()
+
+
+def of_table(table: TabletTable) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]:
+    """The table's (CHECK (name, expression)s, NOT NULL columns, key columns), for hosts."""
+    meta = table.snapshot().metadata
+    return checks(meta), not_null(meta), meta.key_columns
 
 
 def describe_rows(meta_not_null: Sequence[str], checks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -190,10 +190,9 @@ class TabletsAdapter(SparkAdapter):
         self._warn_once(contract.model, contract.warnings)
         db, name = self._database(), self._name(relation)
         with engine_errors(f"the contract of {model.get('name')} on {relation}"):
-            from tablets.storage.constraints import checks, not_null
+            from tablets.constraints import of_table
 
-            meta = db.table_of(name).snapshot().metadata
-            for statement in sync_statements(contract, name, checks(meta), not_null(meta), meta.key_columns):
+            for statement in sync_statements(contract, name, *of_table(db.table_of(name))):
                 logger.debug(f"tablets: {statement}")
                 db.sql(statement)
         return ""
@@ -251,10 +250,10 @@ class TabletsAdapter(SparkAdapter):
         with engine_errors(f"reading the statistics of {relation}"):
             snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
-        from tablets.storage.constraints import checks, not_null
+        from tablets.constraints import of_table
 
-        shown = [f"{c} NOT NULL" for c in not_null(snap.metadata)]
-        shown += [f"{n}: CHECK ({e})" for n, e in checks(snap.metadata)]
+        checks, not_null, _ = of_table(db.table_at(root))
+        shown = [f"{c} NOT NULL" for c in not_null] + [f"{n}: CHECK ({e})" for n, e in checks]
         return {
             **({"constraints": "; ".join(shown)} if shown else {}),  # (the docs catalog's row, when any)
             "rows": snap.live_rows,
