@@ -283,3 +283,18 @@ def test_set_tblproperties_cannot_add_a_check(db):
         "DROP CONSTRAINT",
         error=TabletsError,
     )
+
+
+def test_merge_with_cluster_by_checks_its_insert_stream(db, plan):
+    make(db)
+    merge = (
+        "MERGE INTO cons.t t USING (SELECT * FROM VALUES (2, 21, 'B'), (9, {v}, 'z') AS s(id, v, s)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    table = db.table_of("cons.t")
+    version = table.snapshot().version
+    with pytest.raises(ConstraintViolation, match="positive"):
+        db.sql(merge.format(v=-9), options={"cluster_by": ("id",)})
+    assert table.snapshot().version == version
+    db.sql(merge.format(v=9), options={"cluster_by": ("id",)})  # the two streams, apart
+    assert rows(db, "SELECT id, v FROM cons.t") == [(1, 10), (2, 21), (9, 9)]

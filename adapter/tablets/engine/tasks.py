@@ -153,14 +153,16 @@ def merge_task(
         n_insert = _kind_count(kinds, K_INSERT)
         key_names = [columns[images.index(k)] for k in keys]
         bad, example = _key_violations(table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE]))), keys, key_names)
-        news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
-        news = news.select([c for c in (*images, VIOLATION) if c in news.column_names])
-        news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
-        broken, violation = violations_of(news, columns) if inserts else (0, None)
-        if inserts and not counts[-1] and not bad and not broken and news.num_rows:  # may commit
-            sink = RowLevelSink(handle)
-            sink.insert(news.select(columns))
-            frags += [fragment_to_json(f) for f in sink.finish()]
+        broken, violation = 0, None
+        if inserts:  # (without, the rows carry no images: the insert stream writes them)
+            news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
+            news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
+            news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
+            broken, violation = violations_of(news, columns)
+            if not counts[-1] and not bad and not broken and news.num_rows:  # may commit
+                sink = RowLevelSink(handle)
+                sink.insert(news.select(columns))
+                frags += [fragment_to_json(f) for f in sink.finish()]
         yield _result_batch(frags, [*counts, n_insert, bad, broken], [*MERGE_COUNTS], example, violation)
 
     return run
