@@ -19,7 +19,7 @@ select id, name, price from values
 """
 
 INCREMENTAL = """
-{{ config(materialized='incremental', file_format='tablets') }}
+{{ config(materialized='incremental', file_format='tablets', on_schema_change='fail') }}
 select id, price from values (1, {{ var('price', 5) }}) as t(id, price)
 """
 
