@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, TypeVar
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import changes, clone, maintenance, reads
+from tablets import changes, clone, constraints, maintenance, reads
 from tablets.engine import route
 from tablets.engine.append import append
 from tablets.engine.evolution import evolved_metadata
@@ -58,6 +58,7 @@ from tablets.spec import (
     AddColumnsSpec,
     AlterColumnsSpec,
     AppendSpec,
+    ConstraintSpec,
     CreateSpec,
     DropColumnsSpec,
     DropSpec,
@@ -161,7 +162,7 @@ class Database:
             return StatementResult("DROP TABLE", spec.target, MergeMetrics(operation="DROP TABLE", noop=True), dropped)
         if isinstance(spec, AppendSpec):
             return self._append(spec, opts)
-        if isinstance(spec, AddColumnsSpec | RenameColumnSpec | DropColumnsSpec):
+        if isinstance(spec, AddColumnsSpec | RenameColumnSpec | DropColumnsSpec | ConstraintSpec):
             return self._alter_columns(spec)
         return self.merge(spec, options=opts)
 
@@ -171,6 +172,8 @@ class Database:
         table = self.table_of(spec.target)
         if isinstance(spec, AddColumnsSpec):
             table.add_columns(spec.columns)
+        elif isinstance(spec, ConstraintSpec):  # NOT NULL and CHECK (tablets.constraints)
+            constraints.alter(self.spark, spec, table)
         elif isinstance(spec, RenameColumnSpec):
             where = f"ALTER TABLE {spec.target} RENAME COLUMN {spec.column} TO {spec.new_name}"
             table.rename_column(spec.column, spec.new_name, where=where)
@@ -395,7 +398,11 @@ class Database:
                 f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ..."
             )
         frame = self.spark.sql(self._query(spec.query)) if spec.query is not None else None
-        schema = frame.schema if frame is not None else spec.columns_ddl
+        schema: StructType | str | list[tuple[str, str, bool]] | None = (
+            spec.columns_ddl if spec.columns_ddl is not None or frame is None else frame.schema
+        )
+        if schema is not None:  # its NOT NULL columns, and its CHECKs as properties
+            schema = constraints.declared(self.spark, spec, schema, props)
         if spec.if_not_exists and catalog.lookup(self.spark, spec.target) is not None:
             return StatementResult(
                 "CREATE TABLE",
@@ -444,7 +451,7 @@ class Database:
         spec: CreateSpec,
         table: TabletTable,
         frame: DataFrame | None,
-        schema: StructType | str,
+        schema: StructType | str | list[tuple[str, str, bool]],
         keys: list[str],
         props: dict[str, str],
         opts: MergeOptions,

@@ -116,6 +116,13 @@ class KeyViolation(TabletsError):
     )
 
 
+class ConstraintViolation(TabletsError):
+    """Rows a statement would write break a NOT NULL or CHECK constraint of the table (or, on
+    ALTER TABLE ADD CONSTRAINT / SET NOT NULL, rows the table holds); nothing was written."""
+
+    help = "Fix or filter the rows named above, or drop the constraint; the table is unchanged."
+
+
 class ExecutionError(TabletsError):
     """A Spark job of the statement failed; nothing was committed."""
 

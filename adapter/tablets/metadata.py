@@ -26,6 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from tablets.constraints import describe_rows
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark import catalog
 from tablets.sql.metadata import (
@@ -36,6 +37,7 @@ from tablets.sql.metadata import (
     parse_metadata,
 )
 from tablets.sqltext import quote_ident, sql_string
+from tablets.storage.constraints import PREFIX, checks, not_null
 from tablets.storage.metadata import KEY_COLUMNS, MetadataChange
 
 if TYPE_CHECKING:
@@ -134,7 +136,12 @@ def _details(
     info.append(("Table Properties", f"[{shown}]"))
     info.append(("Statistics", f"{live_bytes} bytes, {live_rows} rows"))
     info.append(("Location", root))
-    return [("", "", ""), ("# Detailed Table Information", "", ""), *((k, v, "") for k, v in info)]
+    out: list[tuple[str, str, str | None]] = [("", "", ""), ("# Detailed Table Information", "", "")]
+    out += [(k, v, "") for k, v in info]
+    shown_constraints = describe_rows(not_null(meta), checks(meta))
+    if shown_constraints:  # (as Databricks shows them)
+        out += [("", "", ""), ("# Constraints", "", ""), *((k, v, "") for k, v in shown_constraints)]
+    return out
 
 
 def _catalog_owner(spark: SparkSession, root: str, database: str, table: str) -> tuple[str | None, str | None]:
@@ -197,6 +204,12 @@ def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> D
             f"ALTER TABLE {spec.target} {spec.operation}: {KEY_COLUMNS} is fixed when the table is created "
             "(every statement relies on it)",
             help="Create a new table with the key columns you want (in dbt: change unique_key and run with --full-refresh).",
+        )
+    if any(k.lower().startswith(PREFIX) for k in keys):  # as Delta: the rows must be checked first
+        raise TabletsError(
+            f"ALTER TABLE {spec.target} {spec.operation}: delta.constraints.* are CHECK constraints, "
+            "set and removed by their own statements",
+            help=f"Write ALTER TABLE {spec.target} ADD CONSTRAINT name CHECK (expr) or DROP CONSTRAINT name.",
         )
     meta = table.snapshot().metadata
     names = {n.lower() for n in meta.column_names}

@@ -1,12 +1,17 @@
 {#-- CREATE OR REPLACE TABLE ... USING tablets AS <model SQL>: the engine creates the tablet
-     table and loads it in one commit (Spark's own CTAS would append to a Python source). --#}
+     table and loads it in one commit (Spark's own CTAS would append to a Python source).
+     An enforced contract's not_null and check constraints are the table's own, declared here
+     in its column list so the rows are checked in that commit; its primary_key is the table's
+     key (adapter.contract_ddl, contracts.py). --#}
 {% macro tablets_create_table_as_sql(relation, compiled_code, properties={}) -%}
   {%- set contract_config = config.get('contract') -%}
+  {%- set columns_ddl = '' -%}
   {%- if contract_config and contract_config.enforced -%}
     {{ get_assert_columns_equivalent(compiled_code) }}
     {%- set compiled_code = get_select_subquery(compiled_code) %}
+    {%- set columns_ddl, properties = adapter.contract_ddl(model, properties) -%}
   {%- endif %}
-  create or replace table {{ relation }}
+  create or replace table {{ relation }} {{ columns_ddl }}
   using tablets
   {%- if properties %}
   tblproperties (

@@ -23,6 +23,8 @@
       {{ adapter.statement_options(cfg) }}{{ create_sql }}
     {%- endcall -%}
   {%- else -%}
+    {#-- an enforced contract's constraints, made the existing table's before its merge --#}
+    {% do adapter.sync_contract(model, target_relation) %}
     {% do tablets_merge_into(cfg, target_relation, existing_relation, select_sql) %}
   {%- endif -%}
 

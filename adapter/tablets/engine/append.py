@@ -11,12 +11,14 @@ from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from tablets.engine.constraints import raise_if_violated, violation_column
 from tablets.engine.errors import first_line, job_failed
 from tablets.engine.executor import execute
 from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     K_INSERT,
     KIND,
+    VIOLATION,
 )
 from tablets.engine.route import (
     SMALL_BYTES,
@@ -98,6 +100,9 @@ def append(
         spec = MergeSpec(name or table.root, "t", Source(query="<rows>"), "s", on, clauses, operation=operation)
         return execute(spark, table, spec, frame.select(*cols), options, snapshot=snap)
     stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
+    check = violation_column(snap.metadata, {n: n for n in names})
+    if check is not None:  # one column beside the rows: the write task refuses rows that break a constraint
+        stream = stream.select("*", check.alias(VIOLATION))
     size = size_bytes(stream)
     small = size is not None and size < SMALL_BYTES
     # rows a local source could hold are written on the driver: no Python worker to start (the
@@ -141,6 +146,7 @@ def append(
             + (f", e.g. {example}" if example else "")
             + "; nothing was written"
         )
+    raise_if_violated(handle, frags, rows, snap.metadata, f"{operation} {name or table.root}")
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
     m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))

@@ -26,6 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tablets.engine import rerun
 from tablets.engine.conflicts import appends_match, reads_target
+from tablets.engine.constraints import check_classified, stream_check
 from tablets.engine.driver_plan import changes_nothing, classify_on_driver
 from tablets.engine.errors import job_failed, spark_message
 from tablets.engine.evolution import evolved_metadata
@@ -39,6 +40,7 @@ from tablets.engine.intake import (
     source_frame,
 )
 from tablets.engine.metrics import MergeMetrics
+from tablets.engine.names import IMAGE_PREFIX, VIOLATION
 from tablets.engine.pairs_sql import (
     classified_pairs,
     one_shuffle_fits,
@@ -152,6 +154,10 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         m.tablets_scanned = len(tablets)
         # the statement classified here in Arrow, where it can be (``classify_on_driver``): no Spark job
         rows = classify_on_driver(run, tablets) if has_source else None
+        if rows is not None and not check_classified(
+            run.snapshot.metadata, rows, *_names_images(run), f"{plan.spec.operation} INTO {plan.spec.target}"
+        ):
+            rows = None  # a CHECK Arrow cannot evaluate exactly: Spark's plan evaluates it
         m.merged_on_driver = rows is not None
         if rows is not None and run.evolved is None and setting_on(run, SKIP_NOOP_CONF) and changes_nothing(run, rows):
             run.phase("unchanged", t0)  # a re-merge of the same rows: no commit
@@ -222,6 +228,9 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
         base = one_shuffle_pairs(run, source, tablets)
     else:
         base = classified_pairs(run, source, tablets)
+    check = stream_check(run.snapshot.metadata, *_names_images(run))
+    if check is not None:  # the rows the streams write, checked where they are written
+        base = base.withColumn(VIOLATION, check)
     if plan.has_inserts and not together:
         base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
         persisted.append(base)
@@ -235,3 +244,9 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
         fragments += insert_stream(run, base, handle)
         t0 = run.phase("insert_stream", t0)
     return fragments
+
+
+def _names_images(run: Run) -> tuple[list[str], list[str]]:
+    """The table's columns and their image columns in the classified rows."""
+    names = [n for n, _ in run.plan.column_types]
+    return names, [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]

@@ -10,6 +10,7 @@ TID = "__tablets_tid"
 ROW = "__tablets_row"
 SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
 IMAGE_PREFIX = "__tablets_n_"
+VIOLATION = "__tablets_violation"  # the constraint a written row breaks (engine.constraints), else NULL
 
 # kinds of rows in the streams
 K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"

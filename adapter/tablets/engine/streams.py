@@ -17,6 +17,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from tablets.engine.constraints import raise_if_violated
 from tablets.engine.names import (
     IMAGE_PREFIX,
     K_DELETE,
@@ -27,6 +28,7 @@ from tablets.engine.names import (
     KIND,
     ROW,
     TID,
+    VIOLATION,
 )
 from tablets.engine.plan import (
     Plan,
@@ -71,6 +73,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     assert rows is not None
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     check_keys(run, handle, fragments, rows)
+    raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
     dups = sum(r["duplicates"] for r in rows)
     if dups:
         discard(handle, fragments)
@@ -100,7 +103,9 @@ def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
 def insert_stream(run: Run, base: DataFrame, handle) -> list:
     names = [n for n, _ in run.plan.column_types]
     stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE)).select(
-        *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)], KIND
+        *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)],
+        KIND,
+        *([VIOLATION] if VIOLATION in base.columns else []),
     )
     bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
     keys = list(run.plan.key_columns) if run.plan.actions(ActionKind.INSERT) else []
@@ -108,6 +113,7 @@ def insert_stream(run: Run, base: DataFrame, handle) -> list:
     rows = stream.mapInArrow(insert_task(handle, names, keys), INSERT_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     check_keys(run, handle, fragments, rows)
+    raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
     run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
     return fragments
 
@@ -149,3 +155,7 @@ def check_keys(run: Run, handle, fragments: list, rows: list) -> None:
         + (f", e.g. {example}" if example else "")
         + "; nothing was written"
     )
+
+
+def _where(run: Run) -> str:
+    return f"{run.plan.spec.operation} INTO {run.plan.spec.target}"

@@ -6,6 +6,7 @@ them and commits once (Trino's sink -> fragments -> finish).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
@@ -23,6 +24,7 @@ from tablets.engine.names import (
     ROW,
     SID,
     TID,
+    VIOLATION,
 )
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 
@@ -31,8 +33,11 @@ from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 K_MATCHED = "M"
 
 # key_violations: inserted rows whose key another inserted row or a live row already has;
-# key_example: one such key, for the error message
-INSERT_RESULT = "fragment string, n_insert long, key_violations long, key_example string"
+# key_example: one such key, for the error message; violations: written rows that break a
+# constraint (the stream's VIOLATION column), violation_example: one of them (JSON)
+INSERT_RESULT = (
+    "fragment string, n_insert long, key_violations long, violations long, key_example string, violation_example string"
+)
 
 
 def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
@@ -113,13 +118,16 @@ def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = (
         kinds = table.column(KIND)
         n_insert = _kind_count(kinds, K_INSERT)
         bad, example = _key_violations(table, keys, keys)
+        written = table.filter(pc.not_equal(kinds, K_REFUSE))
+        broken, violation = violations_of(written, columns)
         frags: list[str] = []
-        if not bad:
+        if not bad and not broken:
             sink = RowLevelSink(handle)
-            sink.insert(table.filter(pc.not_equal(kinds, K_REFUSE)).select(columns))
+            sink.insert(written.select(columns))
             frags = [fragment_to_json(f) for f in sink.finish()]
-        if frags or n_insert or bad:
-            yield _result_batch(frags, [n_insert, bad], ["n_insert", "key_violations"], example)
+        if frags or n_insert or bad or broken:
+            names = ["n_insert", "key_violations", "violations"]
+            yield _result_batch(frags, [n_insert, bad, broken], names, example, violation)
 
     return run
 
@@ -145,25 +153,51 @@ def merge_task(
         n_insert = _kind_count(kinds, K_INSERT)
         key_names = [columns[images.index(k)] for k in keys]
         bad, example = _key_violations(table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE]))), keys, key_names)
-        if inserts and not counts[-1] and not bad:  # no duplicated row id or key: may commit
+        broken, violation = 0, None
+        if inserts:  # (without, the rows carry no images: the insert stream writes them)
             news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
-            if news.num_rows:
+            news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
+            news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
+            broken, violation = violations_of(news, columns)
+            if not counts[-1] and not bad and not broken and news.num_rows:  # may commit
                 sink = RowLevelSink(handle)
-                sink.insert(news.select(images).rename_columns(columns))
+                sink.insert(news.select(columns))
                 frags += [fragment_to_json(f) for f in sink.finish()]
-        yield _result_batch(frags, [*counts, n_insert, bad], [*MERGE_COUNTS], example)
+        yield _result_batch(frags, [*counts, n_insert, bad, broken], [*MERGE_COUNTS], example, violation)
 
     return run
 
 
-MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert", "key_violations")
-MERGE_RESULT = "fragment string, " + ", ".join(f"{c} long" for c in MERGE_COUNTS) + ", key_example string"
+MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert", "key_violations", "violations")
+MERGE_RESULT = (
+    "fragment string, "
+    + ", ".join(f"{c} long" for c in MERGE_COUNTS)
+    + ", key_example string, violation_example string"
+)
 
 
-def _result_batch(frags: list[str], counts: list[int], names: list[str], example: str | None = None) -> pa.RecordBatch:
+def violations_of(rows: pa.Table, columns: Sequence[str]) -> tuple[int, str | None]:
+    """Rows the stream marked as breaking a constraint (``VIOLATION``; the engine's
+    ``constraints`` module computes it), and one of them as JSON for the error."""
+    if VIOLATION not in rows.column_names or rows.num_rows == 0:
+        return 0, None
+    labels = rows.column(VIOLATION).combine_chunks()
+    bad = pc.is_valid(labels)
+    n = int(pc.sum(bad).as_py() or 0)
+    if not n:
+        return 0, None
+    i = int(pc.index(bad, True).as_py())
+    row = {c: rows.column(c)[i].as_py() for c in columns}
+    return n, json.dumps({"constraint": labels[i].as_py(), "row": row}, default=str)
+
+
+def _result_batch(
+    frags: list[str], counts: list[int], names: list[str], example: str | None = None, violation: str | None = None
+) -> pa.RecordBatch:
     n = max(len(frags), 1)
     cols: list[pa.Array] = [pa.array(frags + [None] * (n - len(frags)), pa.string())]
     for c in counts:
         cols.append(pa.array([c] + [0] * (n - 1), pa.int64()))
     cols.append(pa.array([example] + [None] * (n - 1), pa.string()))
-    return pa.RecordBatch.from_arrays(cols, names=["fragment", *names, "key_example"])
+    cols.append(pa.array([violation] + [None] * (n - 1), pa.string()))
+    return pa.RecordBatch.from_arrays(cols, names=["fragment", *names, "key_example", "violation_example"])

@@ -140,8 +140,12 @@ def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[
     return sorted(out)
 
 
-def store_schema(spark: SparkSession, schema: pa.Schema | StructType | str) -> pa.Schema | list[tuple[str, str, bool]]:
+def store_schema(
+    spark: SparkSession, schema: pa.Schema | StructType | str | list[tuple[str, str, bool]]
+) -> pa.Schema | list[tuple[str, str, bool]]:
     if isinstance(schema, pa.Schema):
+        return schema
+    if isinstance(schema, list):  # (name, type, nullable): a CREATE's columns with their NOT NULL
         return schema
     from pyspark.sql.types import StructType
 

@@ -114,6 +114,8 @@ class CreateSpec:
     if_not_exists: bool = False
     location: str | None = None
     properties: tuple[tuple[str, str], ...] = ()
+    not_null: tuple[str, ...] = ()  # columns declared NOT NULL
+    checks: tuple[tuple[str, str], ...] = ()  # CONSTRAINT name CHECK (expression)
 
 
 @dataclass(frozen=True)
@@ -150,7 +152,20 @@ class DropColumnsSpec:
     if_exists: bool = False
 
 
-AlterColumnsSpec = AddColumnsSpec | RenameColumnSpec | DropColumnsSpec
+@dataclass(frozen=True)
+class ConstraintSpec:
+    """``ALTER TABLE t ADD CONSTRAINT c CHECK (expr)``, ``DROP CONSTRAINT [IF EXISTS] c`` and
+    ``ALTER COLUMN c SET / DROP NOT NULL`` (Delta's forms): one metadata commit; adding one
+    first checks the table's rows."""
+
+    target: str
+    add_check: tuple[str, str] | None = None  # (name, expression)
+    drop: str | None = None
+    if_exists: bool = False  # of drop
+    not_null: tuple[str, bool] | None = None  # (column, NOT NULL or not)
+
+
+AlterColumnsSpec = AddColumnsSpec | RenameColumnSpec | DropColumnsSpec | ConstraintSpec
 
 
 # --- table maintenance (Delta's statements) -----------------------------------------------------

@@ -14,11 +14,14 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tablets.exceptions import StatementParseError
-from tablets.spec import AddColumnsSpec, AlterColumnsSpec, DropColumnsSpec, RenameColumnSpec
-from tablets.sql.create import _column_type
+from tablets.spec import AddColumnsSpec, AlterColumnsSpec, ConstraintSpec, DropColumnsSpec, RenameColumnSpec
+from tablets.sql.create import _column_type, check_of
 from tablets.sql.syntax import _sql, table_name
 
-FORMS = "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d)"
+FORMS = (
+    "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d), "
+    "ADD CONSTRAINT name CHECK (expr), DROP CONSTRAINT [IF EXISTS] name, ALTER COLUMN c SET/DROP NOT NULL"
+)
 
 
 def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
@@ -38,6 +41,9 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
         for item in drop.args.get("tables") or ():
             names += [_column(c, where) for c in (item.expressions if isinstance(item, exp.Schema) else [item])]
         return DropColumnsSpec(target, tuple(names), if_exists=bool(drop.args.get("exists")))
+    constraint = _constraint(target, actions, where)
+    if constraint is not None:
+        return constraint
     columns = []
     for action in actions:
         defs = action.expressions if isinstance(action, exp.Schema) else [action]
@@ -61,3 +67,24 @@ def _column(node: exp.Expr | None, where: str) -> str:
         f"{where}: {_sql(node)!r} is not a column of the table (fields of struct columns cannot be renamed or dropped)",
         help="Name a top-level column.",
     )
+
+
+def _constraint(target: str, actions: list, where: str) -> ConstraintSpec | None:
+    """Delta's constraint forms (one action each), or None for another statement."""
+    if len(actions) != 1:
+        return None
+    action = actions[0]
+    if isinstance(action, exp.AddConstraint):
+        if len(action.expressions) != 1:
+            raise StatementParseError(f"{where}: add one constraint per statement", help="Split the statement.")
+        return ConstraintSpec(target, add_check=check_of(action.expressions[0], where))
+    if isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "CONSTRAINT":
+        names = [t.name for t in action.args.get("tables") or ()]
+        if len(names) != 1:
+            raise StatementParseError(f"{where}: drop one constraint per statement", help="Split the statement.")
+        return ConstraintSpec(target, drop=names[0], if_exists=bool(action.args.get("exists")))
+    if isinstance(action, exp.AlterColumn) and action.args.get("allow_null") is not None:
+        if any(action.args.get(k) for k in ("dtype", "default", "comment", "using", "visible")):
+            return None
+        return ConstraintSpec(target, not_null=(_column(action.this, where), not action.args["allow_null"]))
+    return None

@@ -18,9 +18,17 @@ def _create(tree: exp.Create) -> CreateSpec:
     this = tree.this
     target = table_name(this)
     columns_ddl = None
+    not_null: list[str] = []
+    checks: list[tuple[str, str]] = []
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
         columns_ddl = ", ".join(f"{quote_ident(c.name)} {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
+        not_null = [
+            c.name
+            for c in defs
+            if any(isinstance(k.args.get("kind"), exp.NotNullColumnConstraint) for k in c.args.get("constraints") or ())
+        ]
+        checks = [check_of(c, f"CREATE TABLE {target}") for c in this.expressions if not isinstance(c, exp.ColumnDef)]
     props: dict[str, str] = {}
     location = None
     for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
@@ -41,6 +49,21 @@ def _create(tree: exp.Create) -> CreateSpec:
         if_not_exists=bool(tree.args.get("exists")),
         location=location,
         properties=tuple(sorted(props.items())),
+        not_null=tuple(not_null),
+        checks=tuple(checks),
+    )
+
+
+def check_of(node: exp.Expr, where: str) -> tuple[str, str]:
+    """``CONSTRAINT name CHECK (expression)`` -> (name, expression); other table constraints
+    (PRIMARY KEY, FOREIGN KEY, UNIQUE) are refused, not dropped."""
+    kinds = node.expressions if isinstance(node, exp.Constraint) else []
+    if len(kinds) == 1 and isinstance(kinds[0], exp.CheckColumnConstraint) and node.this is not None:
+        return node.this.name, _sql(kinds[0].this)
+    raise StatementParseError(
+        f"{where}: {_sql(node)!r} is not supported on tablet tables (only CONSTRAINT name CHECK (expression))",
+        help="Tablet tables enforce NOT NULL and CHECK constraints; a key is the key_columns table property "
+        "(TBLPROPERTIES ('key_columns' = 'id')), UNIQUE and FOREIGN KEY are not enforced: drop them.",
     )
 
 

@@ -5,7 +5,7 @@ Delta version (``delta_log``).
 
 Before anything is written, the whole Delta log is read and every protocol and metadata in it
 checked: a table using a feature tablets does not maintain (partition columns, change data
-feed, row tracking, CHECK constraints, generated or identity columns, append-only, column
+feed, row tracking, CHECK constraints that do not parse, generated or identity columns, append-only, column
 mapping by id, an unknown reader or writer feature...) is refused with a ``FormatError`` naming
 the feature, and nothing is written. Data files stay where they are: an ``add_tablet`` names
 the Delta file (tablet id = its file name without ``.parquet``). Deletion vectors of Delta
@@ -26,6 +26,7 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import sqlglot
 
 from tablets.exceptions import FormatError, KeyViolation, SchemaMismatch, TableNotFound
 from tablets.storage import delta_checkpoint, log
@@ -104,9 +105,11 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
     ):
         if _true(config, key):
             raise _refuse(root, feature)
-    constraints = sorted(k for k in config if k.startswith("delta.constraints."))
-    if constraints:
-        raise _refuse(root, "checkConstraints (" + ", ".join(constraints) + ")")
+    # CHECK constraints are enforced on every write (tablets.engine.constraints): adopted when
+    # their expressions parse as Spark SQL, refused by name otherwise
+    bad = sorted(k for k, v in config.items() if k.startswith("delta.constraints.") and not _parses(str(v)))
+    if bad:
+        raise _refuse(root, "checkConstraints whose expressions tablets cannot parse (" + ", ".join(bad) + ")")
     if config.get(MAPPING_MODE, "none") not in ("none", "name"):
         raise _refuse(root, f"column mapping mode {config[MAPPING_MODE]!r}")
     keys = field_metadata_keys(m["schemaString"])
@@ -118,6 +121,13 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
     ):
         if key in keys:
             raise _refuse(root, feature)
+
+
+def _parses(expression: str) -> bool:
+    try:
+        return sqlglot.parse_one(expression, read="spark") is not None
+    except sqlglot.errors.SqlglotError:
+        return False
 
 
 def _tablet_id(path: str) -> str:

@@ -135,7 +135,7 @@ def protocol(ds: DeltaSchema) -> dict[str, Any]:
         "minReaderVersion": 3,
         "minWriterVersion": 7,
         "readerFeatures": sorted(features),
-        "writerFeatures": sorted(features),
+        "writerFeatures": sorted(features + (["checkConstraints"] if ds.checks else [])),
     }
 
 

@@ -123,6 +123,7 @@ class DeltaSchema:
     max_column_id: int
     ntz: bool  # a column holds timestamp_ntz (the timestampNtz feature)
     widened: bool = False  # a column's type was widened (the typeWidening feature)
+    checks: bool = False  # the table has CHECK constraints (the checkConstraints writer feature)
 
 
 def to_delta(meta: Metadata) -> DeltaSchema:
@@ -149,7 +150,8 @@ def to_delta(meta: Metadata) -> DeltaSchema:
             dtype, top = _nested_ids(dtype, top)
         fields.append({"name": name, "type": dtype, "nullable": bool(nullable), "metadata": md})
     text = json.dumps({"type": "struct", "fields": fields}, separators=(",", ":"))
-    return DeltaSchema(text, use_mapping, top, ntz, bool(changes))
+    checks = any(k.startswith("delta.constraints.") for k, _ in meta.properties)
+    return DeltaSchema(text, use_mapping, top, ntz, bool(changes), checks)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from tablets.exceptions import SchemaMismatch
 from tablets.storage.actions import Metadata
+from tablets.storage.constraints import refuse_losing_columns
 from tablets.storage.properties import check_properties
 
 # properties the store keeps elsewhere: the key is fixed at creation (statements rely on it)
@@ -110,6 +111,7 @@ def _rename(meta: Metadata, old: str, new: str, where: str) -> Metadata:
     if column is None:
         raise _not_a_column(meta, old, where)
     _not_a_key(meta, column, where)
+    refuse_losing_columns(meta, [column], where)
     clash = _column(meta, new)
     if clash is not None and clash != column:
         raise SchemaMismatch(
@@ -141,6 +143,7 @@ def _drop(meta: Metadata, names: tuple[str, ...], if_exists: bool, where: str) -
                 "or UNSET it), then drop the column.",
             )
         columns.append(column)
+    refuse_losing_columns(meta, columns, where)
     kept = tuple(c for c in meta.schema if c[0] not in columns)
     if not kept:
         raise SchemaMismatch(

@@ -30,6 +30,7 @@ from tablets.exceptions import (
 )
 from tablets.storage import clone, delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.constraints import refuse_losing_columns
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
     AutoCompactPolicy,
@@ -320,6 +321,10 @@ class TabletTable:
         if cols == snap.metadata.schema:
             return None
         _check_reserved([c[0] for c in cols])
+        names = {c[0].lower() for c in cols}
+        refuse_losing_columns(
+            snap.metadata, [n for n in snap.metadata.column_names if n.lower() not in names], operation
+        )
         meta = snap.metadata.with_schema(cols)
         handle = transaction.begin(snap, self.root, operation, delete_from=(), io=self.io)
         return transaction.commit(handle, [], extra_actions=[meta])

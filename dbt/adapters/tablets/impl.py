@@ -8,6 +8,8 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``snapshot_config(config, name)``: a dbt snapshot's tablet-table options (validated);
 - ``table_config(config, model_name)``: a ``table`` model's tablet-table options (validated);
   these three also warn, once per model, of dbt-databricks keys a tablet table ignores;
+- ``contract_ddl(model, properties)``: an enforced contract's constraints in the CREATE
+  (``contracts.py``), with a warning for each the engine cannot enforce;
 - ``statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) as a
   comment written into the statement they are for (no state between calls);
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
@@ -25,13 +27,14 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from dbt.adapters.base import PythonJobHelper, available
+from dbt.adapters.base import ConstraintSupport, PythonJobHelper, available
 from dbt.adapters.base.impl import log_code_execution
 from dbt.adapters.base.relation import BaseRelation
 from dbt.adapters.contracts.connection import AdapterResponse
 from dbt.adapters.events.logging import AdapterLogger
 from dbt.adapters.events.types import AdapterEventWarning
 from dbt.adapters.spark.impl import GET_COLUMNS_IN_RELATION_RAW_MACRO_NAME, SparkAdapter
+from dbt_common.contracts.constraints import ConstraintType
 from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
@@ -47,6 +50,7 @@ from dbt.adapters.tablets.config import (
     parse_table_config,
 )
 from dbt.adapters.tablets.connections import TabletsConnectionManager
+from dbt.adapters.tablets.contracts import parse_contract, sync_statements
 from dbt.adapters.tablets.docs import describe_comments
 from dbt.adapters.tablets.python_models import (
     SUBMISSION_METHOD,
@@ -95,6 +99,15 @@ def _names(columns: Iterable[Any]) -> list[str]:
 class TabletsAdapter(SparkAdapter):
     Relation = TabletsRelation
     ConnectionManager = TabletsConnectionManager
+    # what a tablet table enforces of a dbt contract (contracts.py): not_null and check are the
+    # table's constraints, primary_key its key; unique and foreign_key get a warning
+    CONSTRAINT_SUPPORT = {
+        ConstraintType.check: ConstraintSupport.ENFORCED,
+        ConstraintType.not_null: ConstraintSupport.ENFORCED,
+        ConstraintType.primary_key: ConstraintSupport.ENFORCED,
+        ConstraintType.unique: ConstraintSupport.NOT_ENFORCED,
+        ConstraintType.foreign_key: ConstraintSupport.NOT_ENFORCED,
+    }
 
     # --- the session --------------------------------------------------------------------------
 
@@ -147,11 +160,42 @@ class TabletsAdapter(SparkAdapter):
         """The config's warnings, each once per model and dbt command (microbatch runs the
         materialization once per batch), as dbt's warnings: ``--warn-error`` (or
         ``--warn-error-options`` naming ``AdapterEventWarning``) makes them the model's error."""
+        self._warn_once(model_name, config_warnings(config, model_name))
+
+    def _warn_once(self, model_name: str, texts: Iterable[str]) -> None:
         warned = self.__dict__.setdefault("_tablets_warned", set())
-        for text in config_warnings(config, model_name):
+        for text in texts:
             if (model_name, text) not in warned:
                 warned.add((model_name, text))
                 warn_or_error(AdapterEventWarning(name=logger.name, base_msg=text, args=[], node_info=get_node_info()))
+
+    @available
+    def contract_ddl(self, model: Mapping[str, Any], properties: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+        """The column list (types, NOT NULL, CHECK) of the CREATE of a model with an enforced
+        contract, and its table properties with the contract's primary key as the table's key;
+        ("", properties) without one. Constraints a tablet table cannot enforce: one warning each."""
+        contract = parse_contract(model)
+        if contract is None:
+            return "", dict(properties)
+        self._warn_once(contract.model, contract.warnings)
+        return contract.ddl(), contract.properties(properties)
+
+    @available
+    def sync_contract(self, model: Mapping[str, Any], relation: BaseRelation) -> str:
+        """A later run of a model with an enforced contract: the existing table's NOT NULL and
+        CHECK constraints made the contract's (``contracts.sync_statements``), before its merge."""
+        contract = parse_contract(model)
+        if contract is None:
+            return ""
+        self._warn_once(contract.model, contract.warnings)
+        db, name = self._database(), self._name(relation)
+        with engine_errors(f"the contract of {model.get('name')} on {relation}"):
+            from tablets.constraints import of_table
+
+            for statement in sync_statements(contract, name, *of_table(db.table_of(name))):
+                logger.debug(f"tablets: {statement}")
+                db.sql(statement)
+        return ""
 
     @available
     def render_merge(
@@ -206,7 +250,12 @@ class TabletsAdapter(SparkAdapter):
         with engine_errors(f"reading the statistics of {relation}"):
             snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
+        from tablets.constraints import of_table
+
+        checks, not_null, _ = of_table(db.table_at(root))
+        shown = [f"{c} NOT NULL" for c in not_null] + [f"{n}: CHECK ({e})" for n, e in checks]
         return {
+            **({"constraints": "; ".join(shown)} if shown else {}),  # (the docs catalog's row, when any)
             "rows": snap.live_rows,
             "bytes": sum(s.add.bytes for s in states),
             "tablets": len(states),
@@ -351,4 +400,8 @@ def catalog_stats(stats: Mapping[str, Any]) -> dict[str, Any]:
         out[f"stats:{key}:value"] = stats.get(key)
         out[f"stats:{key}:description"] = description
         out[f"stats:{key}:include"] = True
+    if stats.get("constraints"):
+        out.update({"stats:constraints:label": "Constraints", "stats:constraints:value": stats["constraints"]})
+        out["stats:constraints:description"] = "NOT NULL and CHECK constraints, enforced on every write"
+        out["stats:constraints:include"] = True
     return out

@@ -1,0 +1,129 @@
+"""NOT NULL and CHECK constraints of tablet tables, as statements declare them:
+
+- ``CREATE [OR REPLACE] TABLE t (id BIGINT NOT NULL, ..., CONSTRAINT c CHECK (expr)) USING
+  tablets [AS SELECT ...]``: in the table's first metadata (a CTAS's rows are checked against
+  them in the same commit);
+- ``ALTER TABLE t ADD CONSTRAINT c CHECK (expr)`` and ``ALTER COLUMN c SET NOT NULL``: the
+  table's rows are checked first (one Spark query, stopping at the first offending row, which
+  the error names), then one metadata commit that conflicts with any write committed since the
+  version checked, so no unchecked row slips in;
+- ``DROP CONSTRAINT [IF EXISTS] c`` and ``ALTER COLUMN c DROP NOT NULL``: one metadata commit.
+
+They live in the table's metadata (``tablets.storage.constraints``: Delta's
+``delta.constraints.<name>`` property and ``nullable: false``); every write enforces them
+(``tablets.engine.constraints``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from tablets.engine.constraints import check_existing_rows
+from tablets.exceptions import SchemaMismatch
+from tablets.spark import catalog
+from tablets.spark.frames import empty_frame
+from tablets.spark.read_frames import read_frame
+from tablets.spark.registry import _Entry, _register, provider_name
+from tablets.spec import ConstraintSpec, CreateSpec
+from tablets.storage.actions import Metadata
+from tablets.storage.constraints import (
+    PREFIX,
+    add_check,
+    check_name,
+    checks,
+    column_of,
+    drop_check,
+    not_null,
+    set_not_null,
+)
+from tablets.storage.transaction import begin, commit
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+    from tablets.storage import Snapshot, TabletTable
+
+
+def declared(
+    spark: SparkSession,
+    spec: CreateSpec,
+    schema: StructType | str | list[tuple[str, str, bool]],
+    properties: dict[str, str],
+) -> StructType | str | list[tuple[str, str, bool]]:
+    """A CREATE's schema with its NOT NULL columns, and its CHECKs added to ``properties``
+    (after each is checked to be a boolean expression over the columns)."""
+    if not spec.not_null and not spec.checks:
+        return schema
+    where = f"CREATE TABLE {spec.target}"
+    stored = catalog.store_schema(spark, schema)
+    cols = [(f.name, str(f.type), f.nullable) for f in stored] if isinstance(stored, pa.Schema) else list(stored)
+    names = [c[0] for c in cols]
+    lower = {n.lower(): n for n in names}
+    for c in spec.not_null:
+        if c.lower() not in lower:
+            raise SchemaMismatch(f"{where}: NOT NULL names {c}, not a column", help="Name one of the columns.")
+    off = {lower[c.lower()] for c in spec.not_null}
+    cols = [(n, t, nullable and n not in off) for n, t, nullable in cols]
+    for name, expression in spec.checks:
+        key = PREFIX + check_name(name, where)
+        if key in properties:
+            raise SchemaMismatch(f"{where}: two constraints named {name.lower()}", help="Give each its own name.")
+        properties[key] = expression
+    meta = Metadata("new", tuple(cols), properties=tuple(sorted(properties.items())))
+    check_existing_rows(spark, empty_frame(spark, meta.schema, names), meta, where)
+    return cols
+
+
+def alter(spark: SparkSession, spec: ConstraintSpec, table: TabletTable) -> int | None:
+    """Run ``spec`` on ``table``: one metadata commit (None when it changes nothing)."""
+    snap = table.snapshot()
+    meta, where = snap.metadata, f"ALTER TABLE {spec.target}"
+    if spec.drop is not None:
+        new = drop_check(meta, spec.drop, spec.if_exists, f"{where} DROP CONSTRAINT {spec.drop}")
+        adds = False
+    elif spec.add_check is not None:
+        name, expression = spec.add_check
+        where = f"{where} ADD CONSTRAINT {name.lower()} CHECK ({expression})"
+        new, adds = add_check(meta, name, expression, where), True
+    else:
+        assert spec.not_null is not None
+        column, on = spec.not_null
+        column = column_of(meta, column, where)
+        where = f"{where} ALTER COLUMN {column} {'SET' if on else 'DROP'} NOT NULL"
+        new, adds = set_not_null(meta, column, on, where), on
+    if new == meta:
+        return None
+    if adds and snap.live_rows:
+        check_existing_rows(spark, _rows(spark, table, snap), new, where)
+    # every tablet read: a write committed since this version conflicts (its rows were not checked)
+    handle = begin(
+        snap, table.root, "ADD CONSTRAINT" if adds else "DROP CONSTRAINT", delete_from=(),
+        read_tablets=snap.tablets.keys(), reads_appends=True, io=table.io,
+    )  # fmt: skip
+    return commit(handle, [], extra_actions=[new], parameters={"constraint": where})
+
+
+def _rows(spark: SparkSession, table: TabletTable, snap: Snapshot) -> DataFrame:
+    """The live rows of ``snap``: Spark's Parquet scan, else the Python source at that version."""
+    frame = read_frame(spark, table, snap)
+    if frame is not None:
+        return frame
+    provider = provider_name(table.root)
+    _register(spark, [_Entry(f"tablets.`{table.root}`", table.root, provider)])
+    return spark.read.format(provider).option("version", str(snap.version)).load()
+
+
+def of_table(table: TabletTable) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...], tuple[str, ...]]:
+    """The table's (CHECK (name, expression)s, NOT NULL columns, key columns), for hosts."""
+    meta = table.snapshot().metadata
+    return checks(meta), not_null(meta), meta.key_columns
+
+
+def describe_rows(meta_not_null: Sequence[str], checks: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """DESCRIBE EXTENDED's ``# Constraints`` rows: (name, definition)."""
+    rows = [(f"{c}_not_null", f"{c} IS NOT NULL") for c in meta_not_null]
+    return rows + [(name, f"CHECK ({expression})") for name, expression in checks]
