@@ -65,11 +65,9 @@ def on_executors(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - py4j: no such class here
         ok = False
     if ok and not str(sc.master).startswith("local"):  # local: the driver's JVM runs the tasks
-        from tablets.spark.native import jar
-
-        path = jar()
         try:
-            assert path is not None
+            path = sc._jvm.tablets.spark.DeletionVectors.jar()  # noqa: SLF001 - the jar the driver loaded
+            assert path
             sc._jsc.sc().addJar(path)  # noqa: SLF001 - (PySpark has no addJar)
         except Exception:  # noqa: BLE001 - the executors could not load the class: broadcast instead
             logger.warning("tablets: could not add the tablets jar for the executors; deletion vectors are broadcast")

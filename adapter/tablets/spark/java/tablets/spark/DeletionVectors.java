@@ -276,6 +276,12 @@ public final class DeletionVectors implements Serializable {
     return new IllegalStateException("tablets: deletion vector " + e.path + ": " + what);
   }
 
+  /** The jar this class came from (for {@code SparkContext.addJar}), or null. */
+  public static String jar() {
+    java.security.CodeSource src = DeletionVectors.class.getProtectionDomain().getCodeSource();
+    return src == null ? null : src.getLocation().toString();
+  }
+
   /** For tests: drop every cached vector of this JVM. */
   public static void clearCache() {
     CACHE.clear();
