@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 import tablets
 from support.damage import add_tablet_without_row_ids
+from tablets.exceptions import FormatError
 from tablets.spark import vectors
 from tablets.spark.frames import SCAN_CONF, snapshot_frame
 from tablets.storage import RowLevelSink
@@ -141,5 +142,6 @@ def test_a_damaged_vector_fails_the_query_naming_it(db, spark, tmp_path):
     os.chmod(path, 0o644)
     with open(path, "wb") as f:
         f.write(bytes(data))
-    with pytest.raises(Exception, match="checksum"):
+    with pytest.raises(FormatError, match="checksum") as err:  # tablets.spark.errors: in the product's words
         snapshot_frame(spark, t, t.snapshot(), ["id"]).collect()
+    assert str(err.value).startswith(f"deletion vector {path}: checksum") and "at org.apache" not in str(err.value)
