@@ -3,7 +3,8 @@
 
     .venv/bin/python bench/dv_strategies.py --rows 1000000 --tablets 10 --deleted 0.1 --rounds 5
 
-(w) ``words``: the engine's own (``frames._apply_dvs``); (a) ``anti``: a left anti join with a
+``executors``: the engine's own (``tablets.spark.vectors``: tested in the scan's tasks); (w)
+``words``: its fallback (``frames._apply_dvs``); (a) ``anti``: a left anti join with a
 broadcast frame of every deleted row; (b) ``isin``: ``NOT row_index IN (...)`` per tablet; and
 ``none``: no deletion vector applied (the reference). The alternatives live here only: the scan
 runs each by patching ``frames._apply_dvs`` for the round.
@@ -23,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablets.spark import frames
+from tablets.spark import frames, vectors
 from tablets.spark.session import build_session
 from tablets.storage import TabletTable
 from tablets.storage.snapshot import TabletState
@@ -83,7 +84,10 @@ def main(rows: int, tablets: int, deleted: float, rounds: int) -> None:
     times: dict[str, list[float]] = {}
     try:
         for _ in range(rounds):
-            for strategy, apply in (("words", words), ("anti", anti), ("isin", isin), ("none", None)):
+            strategies = (("executors", words), ("words", words), ("anti", anti), ("isin", isin), ("none", None))
+            for strategy, apply in strategies:
+                # the scan's tasks test the vectors unless told not to: then _apply_dvs does
+                spark.conf.set(vectors.EXECUTORS_CONF, str(strategy == "executors").lower())
                 frames._apply_dvs = apply or words
                 start = time.perf_counter()
                 if apply is None:

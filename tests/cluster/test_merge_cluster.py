@@ -126,5 +126,7 @@ def test_deletion_vectors_are_written_by_the_executors(spark):
 
     plain = spark.sql("SELECT item, qty FROM stock WHERE qty < 1000")
     assert MARKER in plain._jdf.queryExecution().analyzed().toString()
+    # the deletion vectors are tested in the executors' tasks (the jar added for them), not broadcast
+    assert "tablets_live" in plain._jdf.queryExecution().optimizedPlan().toString()
     assert dict((r.item, r.qty) for r in plain.collect()) == {k: v for k, v in rows.items() if v < 1000}
     db.sql("DROP TABLE stock")

@@ -53,7 +53,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     one tablet, else are spread by a hash. ``base`` in Arrow (``classify_on_driver``): one task, here."""
     names = [n for n, _ in run.plan.column_types]
     images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
-    parts = max(1, int(run.spark.conf.get("spark.sql.shuffle.partitions") or 4))
+    parts = stream_partitions(run.spark, stream_rows(run))
     keys = _key_images(run.plan, images)
     task = merge_task(handle, names, images, inserts=inserts, keys=keys)
     if not inserts and not isinstance(base, pa.Table):
@@ -87,6 +87,30 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     return fragments
+
+
+# The most rows one merge or insert task is given (the sizing rule, docs/SCALE.md "Work sized to
+# the data"): a task holds its whole partition, ~400 B of worker memory a row id and ~4x a row's
+# Arrow width for a written row, so ~0.5 GB for 2^20 row ids. Row ids of one tablet always go to
+# one task: a tablet's rows (``target_tablet_rows``) are the floor whatever this says.
+TASK_ROWS = 1 << 20
+
+
+def stream_rows(run: Run) -> int:
+    """At most how many rows a statement's write streams carry: a pair or an insert per source row
+    (a target row pairs at most once with an acting clause), and with BY SOURCE clauses every
+    live target row too."""
+    bound = run.metrics.source_rows
+    if run.plan.join in ("right", "full"):
+        bound += run.snapshot.live_rows
+    return bound
+
+
+def stream_partitions(spark: SparkSession, rows: int) -> int:
+    """Shuffle partitions for ``rows`` entering the write streams: Spark's setting, raised so that
+    no task is given more than ``TASK_ROWS`` rows on average."""
+    floor = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
+    return max(floor, math.ceil(rows / TASK_ROWS))
 
 
 def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
@@ -128,8 +152,7 @@ def _spread(
     if bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
         return stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
     if keys:
-        parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
-        stream = stream.repartition(parts, *keys)
+        stream = stream.repartition(stream_partitions(spark, bound), *keys)
         return stream.sortWithinPartitions(*cluster_by) if cluster_by else stream
     return stream
 

@@ -10,8 +10,8 @@
 
 Rooms, top down (no circles): ``session`` (build, ``adopt``) -> ``catalog`` (create, drop, rename;
 ``registry``, ``names``, ``resolve``) -> ``native`` (the analyzer rule's read planner) ->
-``read_frames`` (queries' reads) -> ``frames`` (the engine's scan) -> ``datasource``, ``columns``;
-leaves: ``backend`` (classic or Spark Connect, asked here only), ``jvm`` (Java, the class
+``read_frames`` (queries' reads) -> ``frames`` (the engine's scan) -> ``vectors`` (deletion vectors
+tested in the scans' tasks), ``datasource``, ``columns``; leaves: ``backend`` (classic or Spark Connect, asked here only), ``jvm`` (Java, the class
 archive), ``sizes`` (Spark's size estimates), ``ship``, ``metastore``.
 
 May import: ``tablets.spec``, ``tablets.storage`` and the leaves; never ``tablets.sql``,

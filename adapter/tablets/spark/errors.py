@@ -9,6 +9,8 @@ failures the product can name become ``TabletsError``s for every DataFrame, deri
 - a damaged tablet read by Spark's Parquet scan (parquet-mr's page CRC check: ``FAILED_READ_FILE``
   naming a tablet) or by the Python data source (a worker's ``FormatError``): the ``FormatError``
   naming the tablet;
+- a damaged deletion vector met by a scan's task (``tablets.spark.vectors``): the ``FormatError``
+  naming the vector, as ``tablets.storage.dv.read_dv`` words it;
 - the metastore server lost under a session (its Thrift connection refused or reset): one line
   naming the server and what to do, not Hive's retries and stack.
 
@@ -30,6 +32,7 @@ _READ_FAILED = re.compile(r"Encountered error while reading file (\S+?)\.?\s")
 _CAUSE = re.compile(r"Caused by: [\w.$]+: (.+)")
 _WORKER = re.compile(r"^tablets\.exceptions\.FormatError: (.*)\n(?:Help: (.*))?", re.MULTILINE)
 _TABLET = re.compile(r"/tablets/[0-9a-f]{32}\.parquet$")
+_VECTOR = re.compile(r"tablets: deletion vector (\S+): ([^\n]+)")  # DeletionVectors.java's failures
 
 
 def read_error(error: BaseException) -> FormatError | None:
@@ -40,6 +43,9 @@ def read_error(error: BaseException) -> FormatError | None:
     own = list(_WORKER.finditer(text + "\n"))
     if own:
         return FormatError(own[-1].group(1), help=own[-1].group(2))
+    vector = _VECTOR.search(text)
+    if vector is not None:
+        return FormatError(f"deletion vector {re.sub(r'^file:(//)?', '', vector.group(1))}: {vector.group(2).strip()}")
     m = _READ_FAILED.search(text)
     if m is None:
         return None

@@ -7,10 +7,14 @@ the columns asked for, and adds the row id: ``_tablet_id`` (the file name withou
 (``read_frame``, the reads of queries, takes both from the tablets' own ``ROW_ID`` column
 instead where it can: docs/FORMAT.md, "Row ids".)
 
-``tablet_scan`` is the same scan with the deletion vectors left for later: the engine joins the
-target with a small broadcast source first and applies them to the pairs only.
+``tablet_scan`` is the same scan; where the session's JVM has the tablets classes its tasks test
+the deletion vectors themselves (``tablets.spark.vectors``: each task loads its tablets' vectors,
+cached per executor; the plan holds one entry per tablet with a vector, nothing per row), and the
+Arrow reader's tasks apply them as they read. Elsewhere (Spark Connect, no ``javac``) the words'
+broadcast below is the fallback: left for later, the engine joins the target with a small
+broadcast source first and applies them to the pairs only.
 
-How deletion vectors are applied (``bench/dv_strategies.py`` measures it: 2 shared
+How deletion vectors are applied in the fallback (``bench/dv_strategies.py`` measures it: 2 shared
 cores, local[2], 1M rows x 3 columns in 10 tablets of 100k, 10% of the rows deleted at random;
 median of 5 interleaved runs of building the frame and aggregating every column + row number;
 two sessions, the machine shared with other Spark jobs):
@@ -72,10 +76,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tablets.spark import vectors
 from tablets.spark.backend import is_connect
 from tablets.spark.columns import named, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
-from tablets.storage.dv import DVInfo, positions_of, read_dv
+from tablets.storage.dv import DVInfo, live_mask, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
@@ -84,6 +89,7 @@ from tablets.storage.tablet import (
 )
 
 if TYPE_CHECKING:
+    from tablets.storage.actions import SetDV
     from tablets.storage.snapshot import Snapshot, TabletState
 
 _FILE = "__tablets_file"
@@ -164,7 +170,8 @@ def _arrow_frame(
     spark: SparkSession, table: TabletTable, snapshot: Snapshot, states: Sequence[TabletState], cols: list[str]
 ) -> DataFrame:
     """The native scan's frame (``cols``, file name, row index), read by Python tasks through
-    the tablets store: one task per tablet."""
+    the tablets store: one task per tablet, which applies the tablet's deletion vector (read
+    through the store's file IO there: nothing of it passes through the driver)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from tablets.storage.tablet import read_tablet
@@ -174,6 +181,7 @@ def _arrow_frame(
     out_arrow = to_arrow_schema(out, timezone="UTC")
     table_schema = schema_to_arrow(snapshot.metadata.schema)
     adds = {st.add.tablet_id: st.add for st in states}
+    dvs = {st.add.tablet_id: st.dv for st in states if st.dv is not None}
     io, root, mapping = table.io, table.root, snapshot.metadata.mapping
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -183,6 +191,10 @@ def _arrow_frame(
                 data = read_tablet(io, root, add, None, table_schema, cols, mapping=mapping)
                 data = data.append_column(_FILE, pa.array([basename(add.path)] * add.rows, pa.string()))
                 data = data.append_column(_ROW, pa.array(np.arange(add.rows, dtype=np.int64)))
+                dv = dvs.get(tid)
+                if dv is not None:  # the task reads its tablet's deletion vector itself
+                    bm = read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
+                    data = data.filter(pa.array(live_mask(bm, add.rows)))
                 yield from data.cast(out_arrow).to_batches(max_chunksize=1 << 16)
 
     ids = spark.createDataFrame(pa.table({"tablet": pa.array(list(adds), pa.string())}))
@@ -343,8 +355,8 @@ def tablet_scan(
     with_dv = tuple(st for st in states if st.dv is not None)
     paths = [table.tablet_path(st) for st in states]
     if not native_scan(spark, table, paths[0]):
-        frame = _arrow_frame(spark, table, snapshot, states, cols)
-        return TabletScan(spark, table, frame, tuple(cols), with_dv)
+        frame = _arrow_frame(spark, table, snapshot, states, cols)  # deletion vectors applied in its tasks
+        return TabletScan(spark, table, frame, tuple(cols), ())
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     mapping = snapshot.metadata.mapping  # the tablets' columns by physical name, named here
     df = (
@@ -355,7 +367,18 @@ def tablet_scan(
     keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
         keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
-    return TabletScan(spark, table, df.select(*keep), tuple(cols), with_dv)
+    frame = df.select(*keep)
+    if with_dv and vectors.on_executors(spark):  # tested in the scan's tasks: nothing left for ``live``
+        by_name: list[tuple[str | int, str, SetDV]] = [
+            (_file_name(st), hadoop_location(spark, join(table.root, st.dv.path)), st.dv)
+            for st in with_dv
+            if st.dv is not None
+        ]
+        frame = frame.filter(vectors.live(spark, F.col(_FILE), F.col(_ROW), by_name))
+        if not row_ids:
+            frame = frame.drop(_FILE, _ROW)
+        return TabletScan(spark, table, frame, tuple(cols), ())
+    return TabletScan(spark, table, frame, tuple(cols), with_dv)
 
 
 def driver_rows(

@@ -20,8 +20,9 @@ keeps the Python source.
 
 The class is compiled on first use with the JDK's ``javac`` against PySpark's own jars (1-3 s,
 once per source and Spark version) into the JVM cache directory (``tablets.spark.jvm``), and
-put on the driver's class path by ``build_session`` before its JVM starts (executors need no
-class: the plan uses Spark's own expressions). Without ``javac`` (a JRE only), or in a session
+put on the driver's class path by ``build_session`` before its JVM starts. The same jar carries
+the expression that tests deletion vectors in the scans' tasks (``tablets.spark.vectors``), which
+adds it for the executors of a cluster (``addJar``). Without ``javac`` (a JRE only), or in a session
 whose JVM was started elsewhere without the extension, reads keep the Python source, with one
 log line. ``spark.tablets.read.native=false`` turns native reads off (also the front door's).
 A session built elsewhere can add the extension itself: ``spark.driver.extraClassPath`` = the

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from tablets.settings import conf_flag
+from tablets.spark import vectors
 from tablets.spark.columns import named_columns, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.table import TabletTable
@@ -31,6 +32,7 @@ from tablets.storage.tablet import (
 )
 
 if TYPE_CHECKING:
+    from tablets.storage.columns import ColumnMapping
     from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.spark.frames import (
     VERIFY_OPTIONS,
@@ -125,7 +127,14 @@ def read_frame(
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     # the table id too: a shallow clone dropped and made again at one root has the same
     # version and tablets (its source's), other vectors
-    key = (spark, table.root, snapshot.metadata.table_id, snapshot.version, tuple(st.tablet_id for st in states))
+    key = (
+        spark,
+        table.root,
+        snapshot.metadata.table_id,
+        snapshot.version,
+        tuple(st.tablet_id for st in states),
+        vectors.on_executors(spark),
+    )
     with _frames_lock:
         parts = _READ_FRAMES.pop(key, None)
         if parts is not None:
@@ -224,6 +233,8 @@ def _read_frame(
             _no_float_pushdown(scan if mapping.identity else scan.select(*named_columns(struct, mapping)), struct),
             struct,
         )
+    if vectors.on_executors(spark):
+        return _read_frame_tested(spark, table, states, with_dv, struct, mapping, parquet)
     words = [_dense_words(table, st) for st in with_dv]
     if sum(len(w) for w in words) > READ_LITERAL_WORDS:
         scanned = tablet_scan(spark, table, snapshot, tablet_ids=[st.tablet_id for st in states], row_ids=False)
@@ -261,6 +272,35 @@ def _read_frame(
     assert offset is not None
     word = F.try_element_at(long_array(spark, np.concatenate(words)), (offset + at + 1).cast("int"))
     live = F.coalesce(F.bit_get(word, (row % 64).cast("int")), F.lit(0)) == 0
+    scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))
+    return _ReadParts(_live(scan, struct), struct, scan)
+
+
+def _read_frame_tested(
+    spark: SparkSession,
+    table: TabletTable,
+    states: Sequence[TabletState],
+    with_dv: Sequence[TabletState],
+    struct: StructType,
+    mapping: ColumnMapping,
+    parquet: Callable[[StructType], DataFrame],
+) -> _ReadParts:
+    """``_read_frame`` with the deletion vectors tested in the scan's tasks (``tablets.spark.vectors``):
+    the tablet of a row by its stored row ids' tag where every tablet has them, else by
+    ``_metadata.file_name``."""
+    from tablets.storage.fileio import join
+
+    if _stored_row_ids(states):
+        scan = parquet(StructType([*struct.fields, StructField(ROW_ID, LongType())]))
+        key = F.shiftright(F.col(ROW_ID), ROW_ID_SHIFT)
+        row = F.col(ROW_ID).bitwiseAND(F.lit((1 << ROW_ID_SHIFT) - 1))
+        keys: list[str | int] = [row_id_tag(st.tablet_id) for st in with_dv]
+    else:
+        scan = parquet(struct)
+        key, row = F.col("_metadata.file_name"), F.col("_metadata.row_index")
+        keys = [_file_name(st) for st in with_dv]
+    where = [hadoop_location(spark, join(table.root, st.dv.path)) for st in with_dv]  # type: ignore[union-attr]
+    live = vectors.live(spark, key, row, [(k, w, st.dv) for k, w, st in zip(keys, where, with_dv, strict=True)])  # type: ignore[misc]
     scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))
     return _ReadParts(_live(scan, struct), struct, scan)
 
