@@ -26,7 +26,6 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import sqlglot
 
 from tablets.exceptions import FormatError, KeyViolation, SchemaMismatch, TableNotFound
 from tablets.storage import delta_checkpoint, log
@@ -124,6 +123,8 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
 
 
 def _parses(expression: str) -> bool:
+    import sqlglot  # here: the executors' side of storage runs without sqlglot (the worker extra)
+
     try:
         return sqlglot.parse_one(expression, read="spark") is not None
     except sqlglot.errors.SqlglotError:
