@@ -443,8 +443,24 @@ class Database:
             raise
         metrics = MergeMetrics(operation="CREATE TABLE")
         if frame is not None:
-            metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
+            created = table.version
+            try:
+                metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
+            except BaseException:
+                self._undo_create(spec, table, created)
+                raise
         return StatementResult("CREATE TABLE", spec.target, metrics)
+
+    def _undo_create(self, spec: CreateSpec, table: TabletTable, created: int) -> None:
+        """A CTAS whose rows failed leaves no table, as Spark's own CTAS drops what it created:
+        the catalog entry and (a managed table) its files; unless another writer has committed to
+        it since. The statement's own error is the one raised."""
+        try:
+            if table.version != created:
+                return
+            catalog.drop_table(self.spark, spec.target, if_exists=True)
+        except Exception:  # noqa: BLE001 - the CTAS's error says what failed; this is cleanup
+            logger.warning("tablets: could not drop %s after its CREATE TABLE AS SELECT failed", spec.target)
 
     def _replace(
         self,
