@@ -62,6 +62,10 @@ from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
+from tablets.constraints import of_table
+from tablets.exceptions import TabletsError
+from tablets.metadata import set_comments
+from tablets.sessions import is_connect, java_version, warehouse_of
 
 if TYPE_CHECKING:
     from tablets.db import Database
@@ -71,7 +75,6 @@ logger = AdapterLogger("Tablets")
 
 @contextmanager
 def engine_errors(what: str) -> Generator[None, None, None]:
-    from tablets.exceptions import TabletsError
 
     try:
         yield
@@ -80,7 +83,6 @@ def engine_errors(what: str) -> Generator[None, None, None]:
 
 
 def _java_version() -> str:
-    from tablets.sessions import java_version
 
     try:
         return java_version()
@@ -122,7 +124,6 @@ class TabletsAdapter(SparkAdapter):
         """``dbt debug``: a query, then the versions and places of the running session."""
         self.execute("select 1 as id")
         spark = self._database().spark
-        from tablets.sessions import is_connect, warehouse_of
 
         java = "remote" if is_connect(spark) else _java_version()
         logger.info(f"  spark: {spark.version}")
@@ -190,8 +191,6 @@ class TabletsAdapter(SparkAdapter):
         self._warn_once(contract.model, contract.warnings)
         db, name = self._database(), self._name(relation)
         with engine_errors(f"the contract of {model.get('name')} on {relation}"):
-            from tablets.constraints import of_table
-
             for statement in sync_statements(contract, name, *of_table(db.table_of(name))):
                 logger.debug(f"tablets: {statement}")
                 db.sql(statement)
@@ -250,7 +249,6 @@ class TabletsAdapter(SparkAdapter):
         with engine_errors(f"reading the statistics of {relation}"):
             snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
-        from tablets.constraints import of_table
 
         checks, not_null, _ = of_table(db.table_at(root))
         shown = [f"{c} NOT NULL" for c in not_null] + [f"{n}: CHECK ({e})" for n, e in checks]
@@ -346,7 +344,6 @@ class TabletsAdapter(SparkAdapter):
     def persist_tablet_docs(self, relation: BaseRelation, description: str | None, columns: Mapping[str, str]) -> str:
         """The model's description and column descriptions as the tablet table's comments, in
         one commit (none when they are already so)."""
-        from tablets.metadata import set_comments
 
         db = self._database()
         with engine_errors(f"persisting the docs of {relation}"):
@@ -354,6 +351,12 @@ class TabletsAdapter(SparkAdapter):
         return ""
 
     # --- relations and the docs catalog -----------------------------------------------------------
+
+    def _build_spark_relation_list(self, row_list: Any, relation_info_func: Any) -> list[BaseRelation]:
+        """The schema's relations. SHOW TABLE EXTENDED of any schema also lists the session's
+        temporary views (dbt's own ``__dbt_tmp`` views, a Python model's), which belong to no
+        schema: dbt's catalog cannot key them and ``docs generate`` failed on them."""
+        return [r for r in super()._build_spark_relation_list(row_list, relation_info_func) if r.schema]
 
     def _get_columns_for_catalog(self, relation: BaseRelation) -> Iterable[dict[str, Any]]:
         try:
