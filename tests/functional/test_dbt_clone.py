@@ -41,7 +41,11 @@ class TestTabletsCloneNotPossible(BaseCloneNotPossible):
 
 
 class TestTabletsCloneOfParquetTablesMakesViews(BaseClonePossible):
-    # the models' default file format (dbt-spark's parquet): no table can be cloned, all views
+    # models in dbt-spark's parquet (and seeds, dbt-spark's tables): no such table can be cloned, all views
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"models": {"+file_format": "parquet"}}
+
     def test_can_clone_true(self, project, unique_schema, other_schema):
         project.create_test_schema(other_schema)
         self.run_and_save_state(project.project_root, with_snapshot=True)

@@ -54,6 +54,7 @@ class TestCreateTableAs(MacroTestBase):
         self.context["get_select_subquery"] = self._recorder(
             "get_select_subquery", lambda sql: f"select * from ({sql})"
         )
+        self.adapter.contract_ddl.return_value = ("(id int not null)", {})  # the contract's column list
         sql = self.run_macro("tablets__create_table_as", False, Relation("m"), "select 1 as id")
         assert [n for n, _ in self.calls][:2] == ["get_assert_columns_equivalent", "get_select_subquery"]
         assert sql.endswith("as select * from (select 1 as id)"), sql
