@@ -14,6 +14,7 @@ layer below: ``sql`` -> ``engine`` -> ``spark`` -> ``spec`` -> ``storage`` -> th
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from tablets.exceptions import (
@@ -50,8 +51,6 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        import importlib
-
         module, attr = _LAZY[name]
         return getattr(importlib.import_module(module), attr)
     raise AttributeError(f"module 'tablets' has no attribute {name!r}")

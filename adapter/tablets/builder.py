@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
+from tablets.engine.plan import plan_merge
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 
 if TYPE_CHECKING:
@@ -105,8 +107,6 @@ class MergeBuilder:
         return self._spec
 
     def explain(self) -> str:
-        from tablets.engine.explain import explain
-        from tablets.engine.plan import plan_merge
 
         table = self._db.table_of(self._spec.target)
         schema = [(n, t) for n, t, _ in table.snapshot().metadata.schema]

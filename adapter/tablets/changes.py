@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from sqlglot import exp
+
 from tablets.exceptions import ChangesUnavailable
 from tablets.spark import catalog
 from tablets.spark.frames import local_relation
@@ -87,7 +89,6 @@ def rewrite(spark: SparkSession, text: str) -> str:
     rows; ``text`` itself when it calls none."""
     if not _MENTIONS.search(text):
         return text
-    from sqlglot import exp
 
     def view_of(node: exp.Table) -> tuple[str, None] | None:
         call = node.this
@@ -107,7 +108,6 @@ def rewrite(spark: SparkSession, text: str) -> str:
 
 
 def _arg(e: object) -> Bound:
-    from sqlglot import exp
 
     if isinstance(e, exp.Literal):
         return str(e.this) if e.is_string else int(str(e.this))

@@ -32,6 +32,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets import changes, clone, constraints, maintenance, reads
+from tablets.conflict_rows import conflict_rows
 from tablets.engine import route
 from tablets.engine.append import append
 from tablets.engine.evolution import evolved_metadata
@@ -54,7 +55,6 @@ from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
 from tablets.spark.session import adopt, get_or_create_session
 from tablets.spec import (
-    ActionKind,
     AddColumnsSpec,
     AlterColumnsSpec,
     AppendSpec,
@@ -65,7 +65,7 @@ from tablets.spec import (
     MergeSpec,
     RenameColumnSpec,
 )
-from tablets.sql import parse_statement, statement_target
+from tablets.sql import create_provider, parse_statement, statement_target
 from tablets.sqltext import quote_ident
 from tablets.storage.table import replacement
 
@@ -258,8 +258,6 @@ class Database:
             return None
         kind, name = found
         if kind == "CREATE":
-            from tablets.sql import create_provider
-
             return "" if (create_provider(text) or "").lower() == "tablets" else None
         if catalog.path_of(name) is not None:  # tablets.`/path`: Spark cannot run it, so say why here
             return catalog.require(self.spark, name)
@@ -293,7 +291,7 @@ class Database:
             names = table.snapshot().metadata.column_names
             frame = frame.toDF(*names[: len(frame.columns)])
         if spec.conflict_keys:
-            frame = _conflict_rows(spec, frame)
+            frame = conflict_rows(spec, frame)
         return frame
 
     def merge(
@@ -519,35 +517,6 @@ _ROW_WRITE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
-
-
-def _conflict_rows(spec: MergeSpec, frame: DataFrame) -> DataFrame:
-    """The rows of ``INSERT ... ON CONFLICT (keys)``, as PostgreSQL takes them: with DO NOTHING,
-    a key given twice inserts its first row (in the statement's order: VALUES as written, a
-    query as Spark returns it) and skips the others; with DO UPDATE it is an error
-    (PostgreSQL: "cannot affect row a second time": the engine finds it, as a target row
-    matched twice or a new key inserted twice). NULL keys never conflict."""
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    have = {c.lower(): c for c in frame.columns}
-    unknown = [k for k in spec.conflict_keys if k.lower() not in have]
-    if unknown:
-        raise MergeSpecError(
-            f"INSERT INTO {spec.target} ... ON CONFLICT ({', '.join(spec.conflict_keys)}): {', '.join(unknown)} "
-            f"is not a column of the inserted rows (columns: {', '.join(frame.columns)})",
-            help="Name the table's key columns in ON CONFLICT (...).",
-        )
-    keys = [F.col(quote_ident(have[k.lower()])) for k in spec.conflict_keys]
-    nulls = F.lit(False)
-    for k in keys:
-        nulls = nulls | k.isNull()
-    if any(c.action is ActionKind.UPDATE for c in spec.clauses):
-        return frame  # a key given twice: the engine's checks (see Database.merge)
-    order, rank = "__tablets_order", "__tablets_rank"
-    first = Window.partitionBy(*keys).orderBy(order)
-    ranked = frame.withColumn(order, F.monotonically_increasing_id()).withColumn(rank, F.row_number().over(first))
-    return ranked.filter(nulls | (F.col(rank) == 1)).drop(order, rank)
 
 
 def _path_alias(spec: _S) -> _S:

@@ -46,6 +46,7 @@ from tablets.sql.syntax import table_name
 from tablets.storage.fileio import join
 from tablets.storage.table import DEFAULT_RETENTION_HOURS, TabletTable
 from tablets.storage.tablet import check_sizes
+from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -293,7 +294,6 @@ def vacuum(spark: SparkSession, spec: VacuumSpec, table: TabletTable) -> DataFra
 def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> DataFrame:
     meta = table.snapshot().metadata
     rows = int(meta.property("target_tablet_rows") or 0) or None
-    from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
     target = rows or DEFAULT_TARGET_TABLET_ROWS
     sort_by = [c.strip() for c in (meta.property("cluster_by") or "").split(",") if c.strip()]

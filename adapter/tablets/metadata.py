@@ -26,6 +26,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
+
 from tablets.constraints import describe_rows
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark import catalog
@@ -228,7 +230,6 @@ def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> D
 
 def _frame(spark: SparkSession, rows: Sequence[Sequence[str | None]], names: Sequence[str]) -> DataFrame:
     """Rows of strings as a DataFrame, from Arrow: a local relation (no Spark job, unlike a list)."""
-    import pyarrow as pa
 
     columns = {n: pa.array([r[i] for r in rows], pa.string()) for i, n in enumerate(names)}
     return spark.createDataFrame(pa.table(columns))

@@ -16,6 +16,7 @@ from tablets.engine.names import (
 )
 from tablets.engine.pairs_sql import classified_pairs
 from tablets.engine.run import Run
+from tablets.spark import catalog
 from tablets.spark.backend import is_connect
 from tablets.spark.native import MARKER as NATIVE_MARKER
 from tablets.storage import (
@@ -34,7 +35,6 @@ def reads_target(run: Run, source: DataFrame) -> bool:
     """Whether the source may read the target table (dbt's ``where ts > (select max(ts) from
     {{ this }})``): its rows then depend on every row of the target. Told from the relations of
     the source's analyzed plan; a relation read by path, or a plan that cannot be had, counts."""
-    from tablets.spark import catalog
 
     try:
         if is_connect(source):

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import re
 
+from tablets import exceptions
 from tablets.exceptions import (
     ExecutionError,
     TabletsError,
 )
+from tablets.storage.tablet import damaged
 
 
 def job_failed(what: str, e: Exception) -> TabletsError:
@@ -17,8 +19,6 @@ def job_failed(what: str, e: Exception) -> TabletsError:
     tablet's FormatError) comes back as itself, message and help intact; a tablet that Spark's
     Parquet reader found damaged is a FormatError naming it; else the environment (a Spark API
     missing on Spark Connect, a package missing in the executors' Python) or the statement."""
-    from tablets import exceptions
-    from tablets.storage.tablet import damaged
 
     text = str(e)
     # a worker's traceback ends with "tablets.exceptions.<Class>: <message>\nHelp: <help>"

@@ -58,6 +58,8 @@ from tablets.storage.table import TabletTable
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
+from pyspark.sql.types import StructType
+
 from tablets.spark.names import *  # noqa: F403  (re-exported: catalog.qualify, catalog.split_name, ...)
 from tablets.spark.names import (
     _exists,
@@ -147,7 +149,6 @@ def store_schema(
         return schema
     if isinstance(schema, list):  # (name, type, nullable): a CREATE's columns with their NOT NULL
         return schema
-    from pyspark.sql.types import StructType
 
     if isinstance(schema, str):
         struct = (

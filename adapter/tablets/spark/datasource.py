@@ -57,6 +57,7 @@ from pyspark.sql.datasource import (
     InputPartition,
     WriterCommitMessage,
 )
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from tablets.exceptions import FormatError, SchemaMismatch, TableNotFound, TabletsError
@@ -129,7 +130,6 @@ def _conform_output(data: pa.Table, out: pa.Schema) -> pa.Table:
 
 class TabletsReader(DataSourceReader):
     def __init__(self, table: TabletTable, version: int | None, schema: StructType) -> None:
-        from pyspark.sql.pandas.types import to_arrow_schema
 
         if not table.exists():
             raise TableNotFound(f"no tablet table at {table.root}")

@@ -25,6 +25,9 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import py4j.java_gateway
+from pyspark.errors.exceptions import captured
+
 from tablets.exceptions import FormatError, TabletsError
 from tablets.storage.tablet import damaged
 
@@ -111,8 +114,6 @@ def install(spark: Any) -> None:
     sc = getattr(spark, "_sc", None)
     if sc is None:
         return
-    import py4j.java_gateway
-    from pyspark.errors.exceptions import captured
 
     uris = sc.getConf().get("spark.hadoop.hive.metastore.uris", "") or ""
     with _lock:

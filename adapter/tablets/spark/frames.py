@@ -74,8 +74,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+from tablets.exceptions import SchemaMismatch
 from tablets.spark import vectors
 from tablets.spark.backend import is_connect
 from tablets.spark.columns import named, physical_struct
@@ -85,8 +87,12 @@ from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
     TABLET_SUFFIX,
+    KeySet,
     check_sizes,
+    read_tablet,
+    select_rows,
 )
+from tablets.storage.types import schema_to_arrow
 
 if TYPE_CHECKING:
     from tablets.storage.actions import SetDV
@@ -172,10 +178,6 @@ def _arrow_frame(
     """The native scan's frame (``cols``, file name, row index), read by Python tasks through
     the tablets store: one task per tablet, which applies the tablet's deletion vector (read
     through the store's file IO there: nothing of it passes through the driver)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    from tablets.storage.tablet import read_tablet
-    from tablets.storage.types import schema_to_arrow
 
     out = scan_struct(snapshot, cols)
     out_arrow = to_arrow_schema(out, timezone="UTC")
@@ -343,8 +345,6 @@ def tablet_scan(
     cols = names if columns is None else list(columns)
     missing = [c for c in cols if c not in names]
     if missing:
-        from tablets.exceptions import SchemaMismatch
-
         raise SchemaMismatch(f"columns {missing} are not in the table {table.root} (columns {names})")
     ids = list(snapshot.tablets) if tablet_ids is None else list(tablet_ids)
     states = [snapshot.tablets[t] for t in ids]
@@ -404,8 +404,6 @@ def driver_rows(
     With ``others`` (a BY SOURCE clause's rows): also the other live rows ``others`` holds for
     (over ``other_columns``), at most ``max_others``, and the column ``BY_VALUES`` (which rows
     the values selected). ``skip_by_stats`` False: no row group is skipped by its statistics."""
-    from tablets.storage.tablet import KeySet, select_rows
-    from tablets.storage.types import schema_to_arrow
 
     sets = {c: KeySet(v) for c, v in values.items()}  # built once, shared by the tablets' threads
     cols = list(columns)

@@ -34,6 +34,8 @@ import subprocess
 import time
 from collections.abc import Mapping
 
+import pyspark
+
 from tablets.exceptions import TabletsError
 from tablets.settings import flag
 
@@ -93,7 +95,6 @@ def enabled(conf: Mapping[str, str]) -> bool:
 
 def key(java: str, conf: Mapping[str, str]) -> str:
     """What an archive must match: a JVM with other classes or another layout cannot use it."""
-    import pyspark
 
     jars = os.path.join(os.path.dirname(os.path.abspath(pyspark.__file__)), "jars")
     listing = (

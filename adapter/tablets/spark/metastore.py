@@ -33,7 +33,9 @@ the warehouse on the first start.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import fcntl
 import hashlib
 import json
 import logging
@@ -46,7 +48,11 @@ import threading
 import time
 from dataclasses import dataclass
 
+from pyspark import SparkConf
+from pyspark.java_gateway import launch_gateway
+
 from tablets.exceptions import TabletsError
+from tablets.spark.jvm import java_version
 from tablets.storage.fileio import is_local, normalize
 
 log = logging.getLogger(__name__)
@@ -230,7 +236,6 @@ def _derby_holder(metastore_db: str) -> Holder | None:
     """The process that has booted the Derby database ``metastore_db`` (its exclusive POSIX
     lock on ``dbex.lck``), else None. The JVM holding it is a child process of its Python, so
     this process's own POSIX locks are never confused with it."""
-    import fcntl
 
     path = os.path.join(metastore_db, "dbex.lck")
     try:
@@ -267,7 +272,6 @@ def holder(meta: str) -> Holder | None:
 
 def _try_lock(path: str) -> int | Holder:
     """The fd of ``path`` with an exclusive flock, or the holder if another process has it."""
-    import fcntl
 
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -412,10 +416,6 @@ def serve(warehouse: str, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) 
     """Serve ``warehouse``'s metastore over Thrift on ``host:port`` (port 0: any free port; see
     ``Server.uri``) until ``Server.stop()``. Holds the warehouse's metastore lock, so embedded
     sessions on the warehouse are told to connect here instead."""
-    from pyspark import SparkConf
-    from pyspark.java_gateway import launch_gateway
-
-    from tablets.spark.jvm import java_version
 
     java_version()  # a clear error when Java is missing
     wh = normalize(warehouse)
@@ -457,7 +457,6 @@ def serve(warehouse: str, *, host: str = "127.0.0.1", port: int = DEFAULT_PORT) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
 
     parser = argparse.ArgumentParser(
         prog="python -m tablets.spark.metastore",

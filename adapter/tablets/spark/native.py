@@ -45,7 +45,12 @@ import zipfile
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+import pyspark
+from pyspark.java_gateway import ensure_callback_server_started
+
+from tablets.exceptions import FormatError
 from tablets.spark.backend import is_connect
+from tablets.spark.jvm import cache_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -84,10 +89,6 @@ def _javac() -> str | None:
 def jar() -> str | None:
     """The extension's jar, compiled here on first use; None without a ``javac``."""
     global _told
-    import pyspark
-
-    from tablets.spark.jvm import cache_dir
-
     digest = hashlib.sha1(pyspark.__version__.encode())
     for path in _sources():
         with open(path, "rb") as f:
@@ -173,8 +174,6 @@ def register(spark: SparkSession, table_of: Callable[[SparkSession, str], Tablet
     with _lock:
         _sessions[key] = _Session(spark, table_of)
         if _planner is None or not rule.hasPlanner():
-            from pyspark.java_gateway import ensure_callback_server_started
-
             ensure_callback_server_started(spark.sparkContext._gateway)  # noqa: SLF001
             _planner = _planner or _Planner()
             rule.setPlanner(_planner)
@@ -188,8 +187,6 @@ class _Planner:
         implements = ["tablets.spark.ReadPlanner"]
 
     def plan(self, session: str, provider: str, where: str) -> object:
-        from tablets.exceptions import FormatError
-
         try:
             return self._plan(session, provider, where)
         except FormatError:  # a damaged tablet: the Python source reads the table and raises it
@@ -216,6 +213,7 @@ def plan_read(
 ) -> object:
     """The JVM frame of ``read_frame``'s rows that replaces a read of ``provider`` in ``spark``
     (``where``: the conditions Spark pushed to the read, as SQL), or None: the Python source reads it."""
+    # here: the executors import this module (the data source's registry) without sqlglot
     from tablets.spark.read_frames import native_scan, read_frame, reads_natively, tablets_to_read
     from tablets.spec.conditions import condition
 

@@ -45,6 +45,7 @@ from tablets.spark.frames import (
 )
 from tablets.spec.conditions import Cond, typed
 from tablets.storage import pruning
+from tablets.storage.fileio import join
 from tablets.storage.types import schema_to_arrow
 
 logger = logging.getLogger("tablets")
@@ -288,7 +289,6 @@ def _read_frame_tested(
     """``_read_frame`` with the deletion vectors tested in the scan's tasks (``tablets.spark.vectors``):
     the tablet of a row by its stored row ids' tag where every tablet has them, else by
     ``_metadata.file_name``."""
-    from tablets.storage.fileio import join
 
     if _stored_row_ids(states):
         scan = parquet(StructType([*struct.fields, StructField(ROW_ID, LongType())]))

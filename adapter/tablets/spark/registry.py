@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tablets.spark import native
 from tablets.spark.backend import context_key
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
 from tablets.spark.datasource import register as register_base
@@ -227,7 +228,6 @@ def register_sources(spark: SparkSession) -> None:
             register_base(spark)
             done.add(SOURCE_NAME)
     _register(spark, list(_load(spark).by_provider.values()))
-    from tablets.spark import native
 
     native.register(spark, table_of_provider)
 

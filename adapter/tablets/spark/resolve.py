@@ -147,7 +147,7 @@ def replace_tables(text: str, view_of: Any) -> str:
     for which ``view_of(node)`` made a view, as ``(view, alias)``, replaced by that view under the
     reference's alias, else ``alias``; ``text`` itself when there is none, or when sqlglot cannot
     parse it (Spark's own parser then reports it)."""
-    import sqlglot
+    import sqlglot  # here: the executors import this package without sqlglot (the worker extra)
     from sqlglot import exp
 
     try:

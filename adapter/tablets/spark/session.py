@@ -34,11 +34,16 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pyspark import SparkContext
+from pyspark.sql import SparkSession
+
 from tablets.exceptions import TabletsError
-from tablets.spark import metastore
+from tablets.spark import jvm, metastore, native
+from tablets.spark.catalog import configure, register_sources
 from tablets.spark.errors import install as install_errors
 from tablets.spark.jvm import java_version
 from tablets.spark.metastore import metastore_dir, spark_warehouse
+from tablets.spark.ship import ship
 from tablets.storage.fileio import normalize
 
 if TYPE_CHECKING:
@@ -166,10 +171,6 @@ def build_session(
     session holds the warehouse's embedded metastore, or raises ``MetastoreInUse`` at once if
     another process does.
     """
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    from tablets.spark import jvm, native
 
     builder = SparkSession.builder.appName(app_name)
     if remote:
@@ -211,8 +212,6 @@ def adopt(
     executors (``tablets.spark.ship``), its warehouse and store settings where given
     (``catalog.configure``; else those it has, or its conf's), and every tablets source and the
     native-read planner registered (``catalog.register_sources``). Idempotent; returns ``spark``."""
-    from tablets.spark.catalog import configure, register_sources
-    from tablets.spark.ship import ship
 
     ship(spark)
     install_errors(spark)
@@ -227,7 +226,6 @@ def _metastore_ready(warehouse: str, conf: Mapping[str, str], *, user_conf: Mapp
     for this process (``MetastoreInUse`` names the process holding it). Nothing to do when a
     running SparkContext will be joined (its metastore was settled when it started), or when
     the user's conf names a metastore database of their own."""
-    from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         return
@@ -256,7 +254,6 @@ def get_or_create_session(
     metastore_uri: str | None = None,
 ) -> SparkSession:
     """The active session (tablets sources registered) if there is one, else a new one."""
-    from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -29,6 +29,7 @@ import weakref
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from py4j.java_gateway import JavaClass
 from pyspark.sql import Column
 
 from tablets.settings import conf_flag
@@ -59,8 +60,6 @@ def on_executors(spark: SparkSession) -> bool:
         return known
     ok = False
     try:
-        from py4j.java_gateway import JavaClass
-
         ok = isinstance(sc._jvm.tablets.spark.DeletionVectors, JavaClass)  # noqa: SLF001
     except Exception:  # noqa: BLE001 - py4j: no such class here
         ok = False

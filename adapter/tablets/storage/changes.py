@@ -44,6 +44,7 @@ from tablets.storage import log
 from tablets.storage.actions import CommitInfo, Metadata
 from tablets.storage.dv import DVInfo, read_dv
 from tablets.storage.fileio import join
+from tablets.storage.metadata import MetadataChange
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, read_tablet
 from tablets.storage.types import schema_to_arrow
@@ -332,7 +333,6 @@ def record_consumed(table: TabletTable, consumed: dict[str, int]) -> int | None:
     """Record ``consumed`` in a commit of its own (a table property, and the commit's
     parameter): for a statement that read changes and wrote nothing, so its next run starts
     after them. None when the table already records it."""
-    from tablets.storage.metadata import MetadataChange
 
     text = json.dumps(consumed, sort_keys=True)
     if last_consumed(table) == consumed:

@@ -112,7 +112,7 @@ def with_constraints(
 
 def referenced(expression: str) -> set[str]:
     """The column names (lower case) a CHECK expression reads."""
-    import sqlglot
+    import sqlglot  # here: the executors' side of storage runs without sqlglot (the worker extra)
     from sqlglot import exp
 
     try:

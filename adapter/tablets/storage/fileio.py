@@ -37,6 +37,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
 
+import obstore
+import pyarrow as pa
+from obstore.exceptions import AlreadyExistsError, PreconditionError
+from obstore.store import from_url
+
+from tablets.exceptions import TabletsError
+
 _CONFLICT_RETRIES = 6
 OBJECT_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl")
 
@@ -197,7 +204,6 @@ class LocalFileIO(FileIO):
             return f.read()
 
     def open_input(self, path: str, size: int | None = None) -> Any:
-        import pyarrow as pa
 
         f = pa.OSFile(path, "r")
         if size is not None and f.size() != size:  # the size of what was opened: no race
@@ -330,7 +336,6 @@ class _RangeReader(io.RawIOBase):
         return self._pos
 
     def read(self, n: int = -1) -> bytes:
-        import obstore
 
         end = self._size if n is None or n < 0 else min(self._size, self._pos + n)
         if end <= self._pos:
@@ -344,7 +349,6 @@ class _RangeReader(io.RawIOBase):
 
     def _first_read(self, end: int) -> bytes:
         """A ranged GET that also checks the object's size (it comes in the response)."""
-        import obstore
 
         path, self._check = self._check, None
         assert path is not None
@@ -405,8 +409,6 @@ class ObjectStoreFileIO(FileIO):
     def store(self) -> Any:
         with self._lock:
             if self._store is None:
-                from obstore.store import from_url
-
                 config, client = _store_options(self.kind, self.options)
                 url = self.base.replace("s3a://", "s3://", 1)
                 self._store = from_url(url, config=config or None, client_options=client or None)  # type: ignore[arg-type]
@@ -418,30 +420,24 @@ class ObjectStoreFileIO(FileIO):
         return path[len(self.base) :].lstrip("/")
 
     def read(self, path: str) -> bytes:
-        import obstore
 
         return bytes(obstore.get(self.store, self.key(path)).bytes())
 
     def open_input(self, path: str, size: int | None = None) -> Any:
-        import pyarrow as pa
 
         if size is None:
             return pa.PythonFile(_RangeReader(self.store, self.key(path), self.size(path)), mode="r")
         return pa.PythonFile(_RangeReader(self.store, self.key(path), size, check=path), mode="r")
 
     def size(self, path: str) -> int:
-        import obstore
 
         return int(obstore.head(self.store, self.key(path))["size"])
 
     def write(self, path: str, data: bytes | Any, *, sync: bool = False) -> None:
-        import obstore
 
         obstore.put(self.store, self.key(path), bytes(data))  # one PUT is atomic
 
     def create(self, path: str, data: bytes) -> bool:
-        import obstore
-        from obstore.exceptions import AlreadyExistsError, PreconditionError
 
         for attempt in range(_CONFLICT_RETRIES + 1):
             try:
@@ -457,7 +453,6 @@ class ObjectStoreFileIO(FileIO):
         return False
 
     def list(self, directory: str, *, start_after: str | None = None) -> list[FileInfo]:
-        import obstore
 
         prefix = self.key(directory).rstrip("/") + "/"
         offset = prefix + start_after if start_after is not None else None
@@ -472,7 +467,6 @@ class ObjectStoreFileIO(FileIO):
         return sorted(out, key=lambda f: f.name)
 
     def exists(self, path: str) -> bool:
-        import obstore
 
         try:
             obstore.head(self.store, self.key(path))
@@ -481,13 +475,11 @@ class ObjectStoreFileIO(FileIO):
         return True
 
     def delete(self, path: str) -> None:
-        import obstore
 
         with contextlib.suppress(FileNotFoundError):
             obstore.delete(self.store, self.key(path))
 
     def delete_tree(self, directory: str) -> None:
-        import obstore
 
         prefix = self.key(directory).rstrip("/") + "/"
         for chunk in obstore.list(self.store, prefix):
@@ -519,8 +511,6 @@ def io_for(location: str, storage_options: Mapping[str, Any] | None = None) -> F
         return LOCAL
     scheme = scheme_of(location)
     if scheme not in OBJECT_SCHEMES:
-        from tablets.exceptions import TabletsError
-
         raise TabletsError(
             f"unsupported storage location {location!r} (scheme {scheme})",
             help="Use a local path or an s3://, gs:// or abfss:// URI.",

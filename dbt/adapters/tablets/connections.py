@@ -42,9 +42,12 @@ from dbt.adapters.spark.connections import (
     SparkConnectionMethod,
     SparkCredentials,
 )
+from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
 from dbt.adapters.tablets.session import TabletsConnection, TabletsConnectionWrapper, open_database
+from tablets.exceptions import TabletsError
+from tablets.sessions import check_metastore_uri
 
 logger = AdapterLogger("Tablets")
 
@@ -55,8 +58,6 @@ def project_dir() -> str:
     """The dbt project directory: ``--project-dir`` / ``DBT_PROJECT_DIR``, else the nearest
     directory holding ``dbt_project.yml`` (dbt's own rule), else the working directory."""
     try:
-        from dbt.flags import get_flags
-
         flagged = getattr(get_flags(), "PROJECT_DIR", None)
         if flagged:
             return os.path.abspath(str(flagged))
@@ -119,9 +120,6 @@ class TabletsCredentials(SparkCredentials):
                 f"`retries` ({self.retries}) and `retry_backoff` ({self.retry_backoff}) must be 0 or more"
             )
         if self.metastore_uri is not None:
-            from tablets.exceptions import TabletsError
-            from tablets.sessions import check_metastore_uri
-
             try:
                 check_metastore_uri(self.metastore_uri)
             except TabletsError as e:

@@ -131,7 +131,7 @@ def drop_views(database: Callable[[], Database]) -> None:
 
 def as_spark_frame(result: Any, spark: SparkSession, model: str) -> DataFrame:
     """The model's return value as a Spark DataFrame of ``spark``."""
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame  # here: dbt loads the plugin (parse, --version) without pyspark
 
     if isinstance(result, DataFrame):
         return result
@@ -216,7 +216,7 @@ def _loader(db: Database) -> Callable[[str], DataFrame]:
 
 def _is_pandas(value: Any) -> bool:
     try:
-        import pandas
+        import pandas  # here: only a model that returns one needs it
     except ImportError:
         return False
     return isinstance(value, pandas.DataFrame)
@@ -224,7 +224,7 @@ def _is_pandas(value: Any) -> bool:
 
 def _is_arrow_table(value: Any) -> bool:
     try:
-        import pyarrow
+        import pyarrow  # here: only a model that returns one needs it
     except ImportError:
         return False
     return isinstance(value, pyarrow.Table)

@@ -32,8 +32,23 @@ from dbt.adapters.spark.session import Connection as SparkSessionConnection
 from dbt.adapters.spark.session import Cursor as SparkSessionCursor
 from dbt.adapters.spark.session import SessionConnectionWrapper
 from dbt_common.exceptions import DbtRuntimeError
+from pyspark.sql import SparkSession
 
+import tablets
+from dbt.adapters.tablets.changes import after_statement
+from tablets.db import StatementResult
 from tablets.exceptions import TabletsError
+from tablets.reads import read_error
+from tablets.sessions import (
+    METASTORE_PORT,
+    MetastoreInUse,
+    adopt,
+    is_connect,
+    metastore_serve_command,
+    same_location,
+    start_session,
+    warehouse_of,
+)
 from tablets.sqltext import sql_string
 
 if TYPE_CHECKING:
@@ -88,7 +103,6 @@ class TabletsCursor(SparkSessionCursor):
         self.statement_result: StatementResult | None = None
 
     def execute(self, sql: str, *parameters: Any) -> None:
-        from tablets.db import StatementResult
 
         if len(parameters) > 0:
             sql = sql % parameters
@@ -102,8 +116,6 @@ class TabletsCursor(SparkSessionCursor):
             self._rows = []
             self.statement_result = out
             if options and options.get("parameters"):
-                from dbt.adapters.tablets.changes import after_statement
-
                 after_statement(db, options, out)  # tablets_changes: what a no-op consumed
             logger.debug(f"tablets: {out.message} on {out.target} ({_timings(out)})")
         elif isinstance(out, str):  # EXPLAIN of a statement on a tablet table
@@ -123,7 +135,6 @@ class TabletsCursor(SparkSessionCursor):
 @contextmanager
 def _read_errors() -> Iterator[None]:
     """A query that hit a damaged tablet: the tablets FormatError naming it, not Spark's stack trace."""
-    from tablets.reads import read_error
 
     try:
         yield
@@ -181,7 +192,6 @@ class TabletsConnectionWrapper(SessionConnectionWrapper):
 def _alive(spark: SparkSession | None) -> bool:
     if spark is None:
         return False
-    from tablets.sessions import is_connect
 
     if is_connect(spark):
         return not getattr(spark, "is_stopped", False)
@@ -253,7 +263,6 @@ def _derby_locked(warehouse: str) -> FailedToConnectError:
 
 
 def _several_processes(warehouse: str) -> str:
-    from tablets.sessions import METASTORE_PORT, metastore_serve_command
 
     return (
         "wait for that process to finish, or give this profile its own `warehouse`; to run "
@@ -316,9 +325,6 @@ def get_session(
     """The process's Spark session: the running one (tablets sources registered, runtime
     ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``."""
     global _session
-    from pyspark.sql import SparkSession
-
-    from tablets.sessions import MetastoreInUse, adopt, same_location, start_session, warehouse_of
 
     with _lock:
         running = _session if _alive(_session) else SparkSession.getActiveSession()
@@ -371,7 +377,6 @@ def open_database(
     retries: int | None = None,
     retry_backoff: float | None = None,
 ) -> Database:
-    import tablets
 
     spark = get_session(
         warehouse,
