@@ -9,9 +9,16 @@ Spark session belongs to one warehouse.
 
 import os
 
+import pytest
 from support.main_job import run_main_job
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("TABLETS_SLOW"),
+    reason="opt-in (TABLETS_SLOW=1): the whole main job on the bucket, ~2 min; the engine on a bucket runs "
+    "by default (tests/spark/test_object_store.py)",
+)
 def test_integration_project_on_a_bucket(s3_server, tmp_path):
     settings = {
         "master": "local[2]",

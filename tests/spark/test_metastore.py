@@ -270,6 +270,11 @@ print("DONE", flush=True)
 """
 
 
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not os.environ.get("TABLETS_SLOW"),
+    reason="opt-in (TABLETS_SLOW=1): a one-time move of an old layout, two Spark processes, ~1 min",
+)
 def test_a_metastore_of_the_old_layout_is_moved_into_the_warehouse(tmp_path, children):
     parent = tmp_path / "project"
     wh = str(parent / "warehouse")
