@@ -25,7 +25,7 @@ from tablets.engine.route import (
     local_limit,
 )
 from tablets.engine.run import MergeOptions
-from tablets.engine.streams import run_task_here
+from tablets.engine.streams import run_task_here, shuffle_partitions
 from tablets.engine.tasks import INSERT_RESULT, insert_task
 from tablets.exceptions import (
     KeyViolation,
@@ -109,8 +109,7 @@ def append(
     # first in a fresh process costs seconds: dbt's CTAS of a small model)
     here = size is not None and size <= local_limit(spark)
     if keys:  # rows of one key meet in one task, which checks them
-        parts = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
-        stream = stream.coalesce(1) if small else stream.repartition(parts, *keys)
+        stream = stream.coalesce(1) if small else stream.repartition(shuffle_partitions(spark), *keys)
     elif small:
         stream = stream.coalesce(1)  # one tablet, not one per input partition
     handle = begin(

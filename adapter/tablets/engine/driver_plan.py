@@ -21,7 +21,6 @@ import pyarrow.compute as pc
 
 from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
 from tablets.engine.names import (
-    IMAGE_PREFIX,
     K_DELETE,
     K_INSERT,
     K_REFUSE,
@@ -241,8 +240,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     types = {n: t.lower() for n, t in plan.column_types}
     arrow = schema_to_arrow(run.snapshot.metadata.schema)
     source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
-    names = [n for n, _ in plan.column_types]
-    images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+    names, images = plan.columns, plan.images
     t_key, s_key = target_key(run), plan.spec.source_alias.lower()
 
     def image(dc: DriverClause, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:

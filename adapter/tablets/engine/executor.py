@@ -40,7 +40,7 @@ from tablets.engine.intake import (
     source_frame,
 )
 from tablets.engine.metrics import MergeMetrics
-from tablets.engine.names import IMAGE_PREFIX, VIOLATION
+from tablets.engine.names import VIOLATION
 from tablets.engine.pairs_sql import (
     classified_pairs,
     one_shuffle_fits,
@@ -155,7 +155,11 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         # the statement classified here in Arrow, where it can be (``classify_on_driver``): no Spark job
         rows = classify_on_driver(run, tablets) if has_source else None
         if rows is not None and not check_classified(
-            run.snapshot.metadata, rows, *_names_images(run), f"{plan.spec.operation} INTO {plan.spec.target}"
+            run.snapshot.metadata,
+            rows,
+            run.plan.columns,
+            run.plan.images,
+            f"{plan.spec.operation} INTO {plan.spec.target}",
         ):
             rows = None  # a CHECK Arrow cannot evaluate exactly: Spark's plan evaluates it
         m.merged_on_driver = rows is not None
@@ -228,7 +232,7 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
         base = one_shuffle_pairs(run, source, tablets)
     else:
         base = classified_pairs(run, source, tablets)
-    check = stream_check(run.snapshot.metadata, *_names_images(run))
+    check = stream_check(run.snapshot.metadata, run.plan.columns, run.plan.images)
     if check is not None:  # the rows the streams write, checked where they are written
         base = base.withColumn(VIOLATION, check)
     if plan.has_inserts and not together:
@@ -244,9 +248,3 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
         fragments += insert_stream(run, base, handle)
         t0 = run.phase("insert_stream", t0)
     return fragments
-
-
-def _names_images(run: Run) -> tuple[list[str], list[str]]:
-    """The table's columns and their image columns in the classified rows."""
-    names = [n for n, _ in run.plan.column_types]
-    return names, [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]

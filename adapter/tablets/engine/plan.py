@@ -19,7 +19,7 @@ from sqlglot.optimizer.simplify import simplify
 from tablets.engine.arrow_eval import Compiled, compile_expr, compile_predicate
 from tablets.engine.images import insert_image, update_image
 from tablets.engine.keys import check_conflict_target, keyed
-from tablets.engine.names import S_MARK, T_MARK
+from tablets.engine.names import IMAGE_PREFIX, S_MARK, T_MARK
 from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
 from tablets.spec import ActionKind, Category, Clause, MergeSpec
 
@@ -121,6 +121,16 @@ class Plan:
     def pairs_nothing(self) -> bool:
         """ON is constantly false (microbatch, replace_where): every row is unmatched, no join."""
         return self.on is not None and _constant(sqlglot.parse_one(self.on, dialect="spark")) is False
+
+    @property
+    def columns(self) -> list[str]:
+        """The target's column names, in order."""
+        return [n for n, _ in self.column_types]
+
+    @property
+    def images(self) -> list[str]:
+        """The classified rows' new-image column of each target column (``columns``' order)."""
+        return [f"{IMAGE_PREFIX}{i}" for i in range(len(self.column_types))]
 
     @property
     def has_deletes(self) -> bool:

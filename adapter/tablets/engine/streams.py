@@ -51,8 +51,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
     of updates ride along to their old tablet's task, inserted rows go to one task when they fit
     one tablet, else are spread by a hash. ``base`` in Arrow (``classify_on_driver``): one task, here."""
-    names = [n for n, _ in run.plan.column_types]
-    images = [f"{IMAGE_PREFIX}{i}" for i in range(len(names))]
+    names, images = run.plan.columns, run.plan.images
     parts = stream_partitions(run.spark, stream_rows(run))
     keys = _key_images(run.plan, images)
     task = merge_task(handle, names, images, inserts=inserts, keys=keys)
@@ -109,8 +108,12 @@ def stream_rows(run: Run) -> int:
 def stream_partitions(spark: SparkSession, rows: int) -> int:
     """Shuffle partitions for ``rows`` entering the write streams: Spark's setting, raised so that
     no task is given more than ``TASK_ROWS`` rows on average."""
-    floor = max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
-    return max(floor, math.ceil(rows / TASK_ROWS))
+    return max(shuffle_partitions(spark), math.ceil(rows / TASK_ROWS))
+
+
+def shuffle_partitions(spark: SparkSession) -> int:
+    """Spark's ``spark.sql.shuffle.partitions`` (at least 1)."""
+    return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
 
 
 def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
