@@ -32,7 +32,7 @@ from tablets.engine.errors import spark_message
 from tablets.engine.names import K_CANDIDATE, K_INSERT, K_UPDATE, KIND, VIOLATION
 from tablets.engine.tasks import violations_of
 from tablets.exceptions import ConstraintViolation, MergeSpecError
-from tablets.sqltext import quote_ident
+from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import WriteHandle, discard
 from tablets.storage.actions import Metadata
 from tablets.storage.constraints import checks, not_null
@@ -54,10 +54,6 @@ def rebind(expression: str, columns: Mapping[str, str], table: str | None = None
     return tree.transform(swap).sql(dialect="spark")
 
 
-def _string(text: str) -> str:
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
 def violation_sql(meta: Metadata, columns: Mapping[str, str]) -> str | None:
     """A Spark SQL expression: the label of the first constraint a row breaks, else NULL; the
     row's columns named as ``columns`` maps them. None when the table has no constraints."""
@@ -66,7 +62,7 @@ def violation_sql(meta: Metadata, columns: Mapping[str, str]) -> str | None:
     branches += [(f"NOT ({rebind(e, columns)})", name) for name, e in checks(meta)]
     if not branches:
         return None
-    return "CASE " + " ".join(f"WHEN {cond} THEN {_string(label)}" for cond, label in branches) + " END"
+    return "CASE " + " ".join(f"WHEN {cond} THEN {sql_string(label)}" for cond, label in branches) + " END"
 
 
 def violation_column(meta: Metadata, columns: Mapping[str, str], where: Column | None = None) -> Column | None:
