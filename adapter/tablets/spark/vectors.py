@@ -12,7 +12,7 @@ Arrow at 10M rows with 10% deleted, 90 MiB at 100M (docs/SCALE.md).
 The executor reads the vector through Hadoop's file system, as Spark's Parquet scan reads the
 tablet beside it (the native scan is used only where Hadoop knows the table's scheme), and
 checks it against the log and docs/FORMAT_DV.md as ``tablets.storage.dv.read_dv`` does; a
-damaged vector fails the query with Spark's error naming the file, not a ``FormatError``.
+damaged vector fails the query with the ``FormatError`` naming it (``tablets.spark.errors``).
 
 Where it is not available the scan falls back to the words' broadcast, which gives the same rows:
 Spark Connect (no JVM here), a driver JVM started without the tablets jar (no ``javac``, or a
