@@ -80,3 +80,19 @@ def test_derby_metastore_in_use(tmp_path, held_metastore):
     text = dbt_debug(tmp_path, profile(tmp_path, warehouse=held_metastore))
     assert "is in use by another process" in text
     assert "give this profile its own `warehouse`" in text
+
+
+def test_commands_without_queries_never_start_spark(tmp_path, held_metastore):
+    """`dbt parse` and `dbt ls` start no Spark session (the others start it while dbt parses the
+    project: ``session.start_early``), so they run beside a process that holds the metastore."""
+    dbt_debug(tmp_path, profile(tmp_path, warehouse=held_metastore))  # writes the project
+    project = tmp_path / "project"
+    for command in ("parse", "ls"):
+        out = subprocess.run(
+            [os.path.join(BIN, "dbt"), command, "--project-dir", str(project), "--profiles-dir", str(project)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "in use by another process" not in out.stdout + out.stderr

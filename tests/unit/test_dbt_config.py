@@ -822,3 +822,14 @@ def test_statement_options_travel_in_the_statement():
     assert taken == options
     assert sql == '/* {"app": "dbt"} */\nMERGE INTO t USING s ON t.id = s.id'
     assert options_comment({}) == "" and take_options("SELECT 1") == ("SELECT 1", None)
+
+
+def test_only_commands_that_query_start_the_session_early():
+    from types import SimpleNamespace
+
+    from dbt.adapters.tablets.connections import _connects
+
+    for which in ("run", "build", "seed", "snapshot", "test", "show", "compile", "generate", "retry", "debug"):
+        assert _connects(SimpleNamespace(WHICH=which)), which
+    for which in ("parse", "list", "ls", "deps", "serve", "clean", "init", None):
+        assert not _connects(SimpleNamespace(WHICH=which)), which

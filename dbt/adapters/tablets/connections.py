@@ -45,7 +45,7 @@ from dbt.adapters.spark.connections import (
 from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.tablets.session import TabletsConnection, TabletsConnectionWrapper, open_database
+from dbt.adapters.tablets.session import TabletsConnection, TabletsConnectionWrapper, open_database, start_early
 from tablets.exceptions import TabletsError
 from tablets.sessions import check_metastore_uri
 
@@ -159,6 +159,43 @@ class TabletsCredentials(SparkCredentials):
             yield key, value
 
 
+# dbt commands that run queries: their Spark session starts while dbt parses the project
+# (``session.start_early``); the others (parse, ls, deps, docs serve, ...) never start one
+CONNECTING_COMMANDS = frozenset(
+    {
+        "build",
+        "run",
+        "test",
+        "seed",
+        "snapshot",
+        "show",
+        "compile",
+        "generate",
+        "retry",
+        "clone",
+        "run-operation",
+        "freshness",
+        "debug",
+    }
+)
+
+
+def _connects(flags: Any) -> bool:
+    return getattr(flags, "WHICH", None) in CONNECTING_COMMANDS
+
+
+def _session_args(creds: TabletsCredentials) -> dict[str, Any]:
+    """The session a profile's connections share (``session.get_session``'s arguments)."""
+    return {
+        "master": creds.master,
+        "remote": creds.remote,
+        "conf": dict(creds.server_side_parameters or {}),
+        "shuffle_partitions": creds.shuffle_partitions,
+        "storage_options": creds.storage_options,
+        "metastore_uri": creds.metastore_uri,
+    }
+
+
 class TabletsConnectionManager(SparkConnectionManager):
     TYPE = "tablets"
 
@@ -169,6 +206,8 @@ class TabletsConnectionManager(SparkConnectionManager):
         root, target = getattr(profile, "project_root", None), getattr(profile, "target_path", None)
         if isinstance(creds, TabletsCredentials):
             creds.warehouse = resolve_warehouse(creds.warehouse, root, target)
+            if _connects(get_flags()):
+                start_early(resolve_warehouse(creds.warehouse), **_session_args(creds))
 
     @classmethod
     def open(cls, connection: Connection) -> Connection:
@@ -177,12 +216,7 @@ class TabletsConnectionManager(SparkConnectionManager):
         creds: TabletsCredentials = connection.credentials
         db = open_database(
             resolve_warehouse(creds.warehouse),
-            master=creds.master,
-            remote=creds.remote,
-            conf=creds.server_side_parameters,
-            shuffle_partitions=creds.shuffle_partitions,
-            storage_options=creds.storage_options,
-            metastore_uri=creds.metastore_uri,
+            **_session_args(creds),
             retries=creds.retries,
             retry_backoff=creds.retry_backoff,
         )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import threading
 from collections.abc import Iterator, Mapping
@@ -66,6 +67,9 @@ DERBY_LOCK_MARKERS = ("Another instance of Derby may have already booted", "XSDB
 
 _lock = threading.RLock()
 _session: SparkSession | None = None
+# the session started in the background while dbt parses the project (``start_early``)
+_early: threading.Thread | None = None
+_early_error: BaseException | None = None
 
 
 # --- the cursor -------------------------------------------------------------------------------
@@ -323,9 +327,11 @@ def get_session(
     metastore_uri: str | None = None,
 ) -> SparkSession:
     """The process's Spark session: the running one (tablets sources registered, runtime
-    ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``."""
+    ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``. Waits for
+    a start begun by ``start_early``, and raises what stopped it."""
     global _session
 
+    _join_early()
     with _lock:
         running = _session if _alive(_session) else SparkSession.getActiveSession()
         if _alive(running):
@@ -363,6 +369,72 @@ def get_session(
                 logger.warning(f"tablets: the Spark session uses the warehouse {actual}, not {warehouse}")
         _session = spark
         return spark
+
+
+def start_early(warehouse: str, **kwargs: Any) -> None:
+    """Begin ``get_session(warehouse, **kwargs)`` in a thread, so that the JVM, the session's
+    set-up and the metastore's first answer (seconds) overlap dbt's parse of the project; the
+    first connection waits for it (``get_session``). Nothing when a session runs already."""
+    global _early
+    with _early_lock:
+        if _early is not None or _alive(_session) or SparkSession.getActiveSession() is not None:
+            return
+
+        def start() -> None:
+            global _early_error
+            try:
+                get_session(warehouse, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - the first connection raises it
+                _early_error = exc
+
+        # not a daemon: a command that ends before connecting waits for the start to finish
+        # rather than leave a JVM half started
+        _early = threading.Thread(target=start, name="tablets-session-start")
+        _early.start()
+
+
+_early_lock = threading.Lock()
+
+
+def _join_early() -> None:
+    """Wait for ``start_early``'s thread (unless this is it); raise, once, what stopped it."""
+    global _early, _early_error
+    early = _early
+    if early is None or early is threading.current_thread():
+        return
+    early.join()
+    with _early_lock:
+        _early = None
+        error, _early_error = _early_error, None
+    spark = _session
+    if _alive(spark) and not is_connect(spark):
+        assert spark is not None
+        _make_active(spark)
+        if threading.current_thread() is threading.main_thread():
+            _cancel_on_interrupt(spark)
+    if error is not None:
+        raise error
+
+
+def _make_active(spark: SparkSession) -> None:
+    """``spark`` as this thread's active session, as if it had been started here (Spark's
+    active session is per thread: ``SparkSession.getActiveSession()`` finds it)."""
+    SparkSession._activeSession = spark  # noqa: SLF001 - what PySpark's constructor sets
+    spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)  # noqa: SLF001
+
+
+def _cancel_on_interrupt(spark: SparkSession) -> None:
+    """What PySpark sets up when the session starts in the main thread: Ctrl-C cancels the
+    running Spark jobs (a session started in another thread lacks it)."""
+    context = spark.sparkContext
+
+    def handler(signum: int, frame: Any) -> None:
+        try:
+            context.cancelAllJobs()
+        finally:
+            raise KeyboardInterrupt()
+
+    signal.signal(signal.SIGINT, handler)
 
 
 def open_database(
