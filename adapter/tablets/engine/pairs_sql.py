@@ -55,6 +55,7 @@ from tablets.engine.route import (
     RANGE_FILTER_SHARE,
 )
 from tablets.engine.run import Run
+from tablets.engine.streams import inserts_in_one_task
 from tablets.engine.tasks import K_MATCHED
 from tablets.spark.frames import (
     TabletScan,
@@ -312,12 +313,13 @@ def unjoined_pairs(run: Run, source: DataFrame, tablets: Sequence[str]) -> DataF
 
 def one_shuffle_fits(run: Run, rows_per_tablet: int) -> bool:
     """The statement can run as one scan and one shuffle (``one_shuffle_pairs``): a broadcast source
-    whose unpaired rows are inserted, small enough that its inserts go to one task."""
+    whose unpaired rows are inserted, small enough that its inserts go to one task
+    (``streams.inserts_in_one_task``: there every candidate meets its markers)."""
     return (
         run.intake.broadcast
         and run.plan.join in ("left", "full")
         and run.plan.has_inserts
-        and run.metrics.source_rows < rows_per_tablet
+        and inserts_in_one_task(run, rows_per_tablet)
     )
 
 

@@ -62,7 +62,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     rows: list[Any] | None = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
     if rows is None and inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
-        one_task = run.metrics.source_rows < handle.target_tablet_rows
+        one_task = inserts_in_one_task(run, handle.target_tablet_rows)
         spread = F.lit("") if one_task else F.xxhash64(*(keys or images)).cast("string")
         # no more tasks than tablets and the inserts' one: each is a Python task's fixed cost
         stream = base.repartition(min(parts, n_tablets + 1) if one_task else parts, F.coalesce(F.col(TID), spread))
@@ -93,6 +93,13 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
 # Arrow width for a written row, so ~0.5 GB for 2^20 row ids. Row ids of one tablet always go to
 # one task: a tablet's rows (``target_tablet_rows``) are the floor whatever this says.
 TASK_ROWS = 1 << 20
+
+
+def inserts_in_one_task(run: Run, target_tablet_rows: int) -> bool:
+    """The statement's inserted rows go to one task (it writes them as tablets of
+    ``target_tablet_rows``): at most a source row each, no more than the sizing rule gives a
+    task (``TASK_ROWS``) or than one tablet holds."""
+    return run.metrics.source_rows < max(target_tablet_rows, TASK_ROWS)
 
 
 def stream_rows(run: Run) -> int:
