@@ -44,7 +44,7 @@ EXECUTORS_CONF = "spark.tablets.dv.executors"  # false: the deletion vectors' wo
 
 logger = logging.getLogger("tablets")
 _lock = threading.Lock()
-_ready: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_ready: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()  # the JVM class, None: broadcast
 
 
 def on_executors(spark: SparkSession) -> bool:
@@ -55,17 +55,17 @@ def on_executors(spark: SparkSession) -> bool:
         return False
     sc: Any = spark.sparkContext
     with _lock:
-        known = _ready.get(sc)
-    if known is not None:
-        return known
-    ok = False
+        if sc in _ready:
+            return _ready[sc] is not None
+    ok, cls = False, None
     try:
-        ok = isinstance(sc._jvm.tablets.spark.DeletionVectors, JavaClass)  # noqa: SLF001
+        cls = sc._jvm.tablets.spark.DeletionVectors  # noqa: SLF001
+        ok = isinstance(cls, JavaClass)
     except Exception:  # noqa: BLE001 - py4j: no such class here
         ok = False
     if ok and not str(sc.master).startswith("local"):  # local: the driver's JVM runs the tasks
         try:
-            path = sc._jvm.tablets.spark.DeletionVectors.jar()  # noqa: SLF001 - the jar the driver loaded
+            path = cls.jar()  # the jar the driver loaded
             assert path
             sc._jsc.sc().addJar(path)  # noqa: SLF001 - (PySpark has no addJar)
         except Exception:  # noqa: BLE001 - the executors could not load the class: broadcast instead
@@ -74,7 +74,7 @@ def on_executors(spark: SparkSession) -> bool:
     if not ok:  # once per context
         logger.info("tablets: no tablets classes in this Spark's JVM; deletion vectors are broadcast to scans")
     with _lock:
-        _ready[sc] = ok
+        _ready[sc] = cls if ok else None
     return ok
 
 
@@ -84,6 +84,11 @@ def live(spark: SparkSession, key: Column, row: Column, vectors: Sequence[tuple[
     ``set_dv``) of every tablet of the scan with a deletion vector. Only where ``on_executors``."""
     lines = [f"{k}\t{where}\t{dv.size}\t{dv.checksum}\t{dv.cardinality}" for k, where, dv in vectors]
     by_tag = bool(vectors) and not isinstance(vectors[0][0], str)
-    jvm: Any = spark._jvm  # noqa: SLF001
+    with _lock:
+        # the class found once (``on_executors``): each py4j lookup of ``tablets``, then
+        # ``tablets.spark``, searches every jar of Spark's class path for a class of that name
+        cls: Any = _ready.get(spark.sparkContext)
+    if cls is None:
+        cls = spark._jvm.tablets.spark.DeletionVectors  # noqa: SLF001
     jsession = spark._jsparkSession  # noqa: SLF001
-    return Column(jvm.tablets.spark.DeletionVectors.live(jsession, key._jc, row._jc, by_tag, "\n".join(lines)))  # noqa: SLF001
+    return Column(cls.live(jsession, key._jc, row._jc, by_tag, "\n".join(lines)))  # noqa: SLF001
