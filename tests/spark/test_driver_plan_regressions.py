@@ -3,12 +3,9 @@ reduced to its smallest SQL and run on both plans: the driver plan (the session'
 and the Spark plan (``spark.tablets.merge.driverScanBytes=0``). Each must give the SQL
 standard's rows and counts (DuckDB's MERGE INTO, Spark's semantics where they differ)."""
 
-from collections import Counter
-
 import pytest
 import tablets
-from support.conf import settings
-from support.differential import PLANS, canon
+from support.both_plans import check, on_both_plans
 from tablets.spark import catalog
 
 pytestmark = pytest.mark.spark
@@ -19,31 +16,6 @@ def db(spark):
     d = tablets.connect(spark=spark)
     d.sql("CREATE DATABASE IF NOT EXISTS reg")
     return d
-
-
-def on_both_plans(db, name, setup, statement):
-    """``setup`` then ``statement`` ({t}: the table) on a fresh table per plan: for each plan,
-    the rows after it (NaN as "NaN", canon's) and the counts (inserted, updated, deleted), or
-    the error it raised."""
-    out = {}
-    for plan, conf in PLANS.items():
-        t = f"reg.{name}_{plan}"
-        db.sql(f"DROP TABLE IF EXISTS {t}")
-        with settings(db.spark, conf):
-            for s in setup:
-                s(t) if callable(s) else db.sql(s.replace("{t}", t))
-            try:
-                m = db.sql(statement.replace("{t}", t)).metrics
-            except Exception as e:  # noqa: BLE001 - shown for each plan, below
-                out[plan] = f"{type(e).__name__}: {e}"
-                continue
-        out[plan] = (canon(db.table_of(t).read())[1], (m.rows_inserted, m.rows_updated, m.rows_deleted))
-    return out
-
-
-def check(results, rows, counts):
-    """Every plan gave ``rows`` and ``counts`` (all plans shown when one did not)."""
-    assert results == {plan: (Counter(rows), counts) for plan in PLANS}
 
 
 def test_composite_key_by_source_deletes_every_unmatched_row(db):

@@ -4,8 +4,9 @@ With a local source, an ON condition that equates target columns with source col
 Arrow compares as Spark does, no BY SOURCE clause, and target tablets (after pruning) of at most
 ``DRIVER_SCAN_CONF`` bytes, the driver reads only the target rows holding the source's keys (row
 groups skipped by their statistics, deletion vectors applied: ``select_target_rows``) and joins
-them with the source on those keys (``key_pairs``). Where ON is exactly those equalities and the
-clauses that act on the rows have conditions and values Arrow computes as Spark does
+them with the source on those keys (``key_pairs``). Where the rest of ON (dbt's
+``incremental_predicates``, say) is one Arrow computes as Spark does (``driver_on_rest``: the pairs
+it rejects are no pairs) and the clauses that act on the rows have conditions and values too
 (``arrow_eval``; copies of plain columns: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE:
 ``classify_on_driver``), the driver classifies the pairs too and runs the merge task itself: no
 Spark job after the source's, and a re-merge that changes nothing ends without a commit
@@ -14,12 +15,13 @@ Spark job after the source's, and a re-merge that changes nothing ends without a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.arrow_eval import EvalUnsupported, arrow_type
+from tablets.engine.arrow_eval import Compiled, EvalUnsupported, arrow_type
 from tablets.engine.names import (
     K_DELETE,
     K_INSERT,
@@ -74,7 +76,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     skip_by_stats=may_prune(run),
                 )
             elif (
-                run.plan.on_is_keys
+                driver_on_rest(run) is not None
                 and setting_on(run, ARROW_EVAL_CONF)
                 and (clauses := driver_clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None
             ):
@@ -123,6 +125,19 @@ def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
         )
         run.driver.clauses[category] = run.plan.driver_clauses(category, source)
     return run.driver.clauses[category]
+
+
+def driver_on_rest(run: Run) -> Compiled | Literal[True] | None:
+    """``Plan.driver_on_rest`` over the collected source's types, compiled once a statement:
+    True where ON is only the key equalities the driver pairs on."""
+    if not run.driver.on_rest:
+        source = (
+            {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields}
+            if run.intake.local is not None
+            else None
+        )
+        run.driver.on_rest.append(run.plan.driver_on_rest(source))
+    return run.driver.on_rest[0]
 
 
 def target_key(run: Run) -> str:
@@ -219,18 +234,20 @@ def _same_values(old: pa.Array, new: pa.Array) -> pa.Array:
 
 def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     """The statement's classified rows, as ``_pairs_sql`` gives them, computed here in Arrow from
-    the driver's pairs (``key_pairs``): where ON is exactly the key equalities the driver pairs
-    on, the clauses that act on the rows at hand copy plain columns of their own types
-    (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE) under
+    the driver's pairs (``key_pairs``, kept where the rest of ON holds: ``driver_on_rest``): where
+    the clauses that act on the rows at hand copy plain columns of their own types (``Branch.copies``: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE) under
     conditions Arrow evaluates as Spark does (``arrow_eval``; dbt's CDC ``WHEN MATCHED AND
     s.op = 'D' THEN DELETE``), and BY SOURCE clauses likewise (``Plan.driver_clauses``: the
     target rows without a pair that they act on were selected with the pairs). None
     otherwise: Spark evaluates the statement. The merge task then runs here
     (``delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.intake.local is not None and plan.on_is_keys and len(run.intake.key_sources) == len(plan.join_keys)):
+    if not (run.intake.local is not None and len(run.intake.key_sources) == len(plan.join_keys)):
         return None
     if not setting_on(run, ARROW_EVAL_CONF):
+        return None
+    on_rest = driver_on_rest(run)
+    if on_rest is None:
         return None
     pairs = key_pairs(run, tablets)
     if pairs is None:
@@ -242,6 +259,12 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
     names, images = plan.columns, plan.images
     t_key, s_key = target_key(run), plan.spec.source_alias.lower()
+    if on_rest is not True and t_rows.num_rows:  # the key-equal pairs that the rest of ON accepts
+        try:
+            accepted = pc.fill_null(on_rest({t_key: t_rows, s_key: s_rows}), False)
+        except (EvalUnsupported, pa.ArrowException, NotImplementedError):
+            return None
+        t_rows, s_rows = t_rows.filter(accepted), s_rows.filter(accepted)
 
     def image(dc: DriverClause, t: pa.Table | None, src: pa.Table) -> list[pa.Array] | None:
         """The clause's new row image over its rows: copies, NULLs and expressions (values of

@@ -69,6 +69,7 @@ class Plan:
     key_columns: tuple[str, ...] = ()  # the table's key: inserted keys are checked for duplicates
     on_is_keys: bool = False  # every conjunct of ON is one of join_keys (no other condition)
     join_keys: tuple[tuple[str, str], ...] = ()  # (target column, source expression) equi-join pairs
+    on_rest: str | None = None  # the conjuncts of ON besides join_keys, ANDed (dbt's incremental_predicates)
 
     @property
     def noop(self) -> bool:
@@ -116,6 +117,17 @@ class Plan:
                     return None
                 out.append(DriverClause(b, cond, values))
         return tuple(out)
+
+    def driver_on_rest(self, source_types: Mapping[str, str] | None) -> Compiled | Literal[True] | None:
+        """``on_rest`` compiled to Arrow over both sides (True: ON is only the key equalities),
+        so that the driver keeps just the key-equal pairs ON accepts; None where Arrow cannot
+        promise Spark's answer."""
+        if self.on_rest is None:
+            return True if self.join_keys else None
+        if source_types is None:
+            return None
+        sides = {self.spec.target_alias.lower(): dict(self.column_types), self.spec.source_alias.lower(): source_types}
+        return compile_predicate(self.on_rest, sides)
 
     @property
     def pairs_nothing(self) -> bool:
@@ -275,6 +287,11 @@ def plan_merge(
     branches = [b for b in branches if b.clause.category in cats]
     join = _join_type(cats) if spec.source is not None else None
     join_keys = _join_keys(on_sql, spec, lower_t)
+    rest = (
+        [c for c in conjuncts(sqlglot.parse_one(on_sql, read="spark")) if _key_pair(c, spec, lower_t) is None]
+        if on_sql
+        else []
+    )
     if any(b.clause.action is ActionKind.UPDATE for b in acting):
         needed |= set(tcols)  # the new image copies unassigned columns; skip-unchanged compares all
     ordered = tuple(c for c in tcols if c in needed)
@@ -289,8 +306,9 @@ def plan_merge(
         prune_keys=join_keys if Category.NOT_MATCHED_BY_SOURCE not in cats else (),
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),
-        on_is_keys=bool(join_keys) and len(join_keys) == len(conjuncts(sqlglot.parse_one(on_sql or "", read="spark"))),
+        on_is_keys=bool(join_keys) and not rest,
         join_keys=join_keys,
+        on_rest=" AND ".join(f"({c.sql(dialect='spark')})" for c in rest) or None,
     )
 
 
@@ -311,21 +329,24 @@ def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> 
     min/max can skip tablets and the driver can pair rows by them (``<=>`` pairs NULLs)."""
     if on_sql is None:
         return ()
-    out = []
-    for c in conjuncts(sqlglot.parse_one(on_sql, read="spark")):  # dbt writes ON (a) AND (b)
-        if not isinstance(c, exp.EQ):  # <=> matches NULLs, which min/max do not describe
-            continue
-        for a, b in ((c.left, c.right), (c.right, c.left)):
-            if (
-                isinstance(a, exp.Column)
-                and a.table.lower() == spec.target_alias.lower()
-                and a.name.lower() in lower_t
-                and not any(col.table.lower() == spec.target_alias.lower() for col in b.find_all(exp.Column))
-                and any(True for _ in b.find_all(exp.Column))
-            ):
-                out.append((lower_t[a.name.lower()], b.sql(dialect="spark")))
-                break
-    return tuple(out)
+    pairs = (_key_pair(c, spec, lower_t) for c in conjuncts(sqlglot.parse_one(on_sql, read="spark")))
+    return tuple(p for p in pairs if p is not None)  # (dbt writes ON (a) AND (b))
+
+
+def _key_pair(c: exp.Expr, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[str, str] | None:
+    """The (target column, source expression) a conjunct of ON equates, None for any other."""
+    if not isinstance(c, exp.EQ):  # <=> matches NULLs, which min/max do not describe
+        return None
+    for a, b in ((c.left, c.right), (c.right, c.left)):
+        if (
+            isinstance(a, exp.Column)
+            and a.table.lower() == spec.target_alias.lower()
+            and a.name.lower() in lower_t
+            and not any(col.table.lower() == spec.target_alias.lower() for col in b.find_all(exp.Column))
+            and any(True for _ in b.find_all(exp.Column))
+        ):
+            return lower_t[a.name.lower()], b.sql(dialect="spark")
+    return None
 
 
 def source_column(spec: MergeSpec, expr: str) -> str | None:

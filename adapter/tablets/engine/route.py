@@ -148,12 +148,13 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
             " unless pruning by the source's key range leaves less"
         )
     arrow = conf_flag(spark, ARROW_EVAL_CONF)
+    on_in_arrow = plan.driver_on_rest(source_types) is not None  # the key equalities, and the rest in Arrow
     if plan.by_source and not (
-        plan.on_is_keys and arrow and plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
+        on_in_arrow and arrow and plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is not None
     ):
         return spark_plan("a BY SOURCE clause acts on target rows without a pair, which the driver cannot select here")
     rows = f"more than {DRIVER_SCAN_ROWS:,} rows (or 4 per source row)"
-    if plan.on_is_keys and arrow and len(keys) == len(plan.join_keys):
+    if on_in_arrow and arrow and len(keys) == len(plan.join_keys):
         return [
             f"[Route] driver plan: the source is collected; the driver reads the target rows holding its keys"
             f" ({', '.join(keys)}) and classifies and writes them in Arrow, with no Spark job after the source's;"

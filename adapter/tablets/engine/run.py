@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
@@ -55,6 +56,7 @@ class DriverWork:
     pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # key_pairs
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
     clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # driver_clauses, by category
+    on_rest: list[Any] = field(default_factory=list)  # [driver_on_rest's answer], once computed
 
 
 @dataclass
