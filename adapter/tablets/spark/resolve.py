@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from tablets.exceptions import TableNotFound, TabletsError
 from tablets.spark.datasource import SOURCE_NAME
 from tablets.spark.names import qualify, split_name
+from tablets.spark.read_frames import read_frame, reads_natively
 from tablets.spark.registry import (
     PROVIDER_PREFIX,
     _Entry,
@@ -124,12 +125,20 @@ def table_views(spark: SparkSession, text: str, pick: Any) -> str:
         got = pick(node)
         if got is None:
             return None
-        provider = provider_name(got.root)
-        _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
-        reader = spark.read.format(provider)
-        if got.version is not None:
-            reader = reader.option("version", str(got.version))
-        return global_view(spark, reader.load(), got.view), got.alias
+        frame = None
+        if got.version is not None and reads_natively(spark):
+            # an old version through Spark's Parquet scan, as the newest is read (the native
+            # planner reads relations without options only): no Python worker reads it
+            table = storage(spark).table(got.root)
+            frame = read_frame(spark, table, table.snapshot(got.version))
+        if frame is None:
+            provider = provider_name(got.root)
+            _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
+            reader = spark.read.format(provider)
+            if got.version is not None:
+                reader = reader.option("version", str(got.version))
+            frame = reader.load()
+        return global_view(spark, frame, got.view), got.alias
 
     return replace_tables(text, view_of)
 
