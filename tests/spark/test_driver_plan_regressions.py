@@ -185,3 +185,21 @@ def test_a_second_session_of_the_context_can_connect(spark):
     other.sql("DROP TABLE IF EXISTS reg.second_session")
     other.sql("CREATE TABLE reg.second_session (k INT) USING tablets")
     assert other.sql("INSERT INTO reg.second_session VALUES (1)").metrics.rows_inserted == 1
+
+
+def test_a_row_matched_twice_is_reported_before_a_repeated_inserted_key(db):
+    """Soak seed 1000004: two source rows match one target row and two others insert one new
+    key. The MERGE itself is invalid (a cardinality violation, as DuckDB and Delta report it)
+    before the key its inserts would repeat; both plans reported the key."""
+    results = on_both_plans(
+        db,
+        "twice_and_key",
+        [
+            "CREATE TABLE {t} (k SMALLINT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'k')",
+            "INSERT INTO {t} VALUES (2, 'a')",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(2 AS SMALLINT), 'p'), (CAST(2 AS SMALLINT), 'q'), "
+        "(CAST(0 AS SMALLINT), 'r'), (CAST(0 AS SMALLINT), 's') AS v(k, v)) s ON t.k = s.k "
+        "WHEN NOT MATCHED THEN INSERT * WHEN MATCHED THEN UPDATE SET v = s.v",
+    )
+    assert all(r.startswith("CardinalityViolation") for r in results.values()), results

@@ -71,8 +71,8 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
         rows = base.repartition(max(1, min(n_tablets, parts)), TID).mapInArrow(task, MERGE_RESULT).collect()
     assert rows is not None
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
-    check_keys(run, handle, fragments, rows)
-    raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
+    # a target row modified twice makes the MERGE itself invalid: reported before what its rows
+    # would break at the end of the statement (a repeated key, a constraint), as SQL MERGE does
     dups = sum(r["duplicates"] for r in rows)
     if dups:
         discard(handle, fragments)
@@ -80,6 +80,8 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
             f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than "
             "once (more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
         )
+    check_keys(run, handle, fragments, rows)
+    raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
     m = run.metrics
     m.rows_deleted = sum(r["n_delete"] for r in rows)
     m.rows_updated = sum(r["n_update"] for r in rows)
