@@ -58,14 +58,16 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     """The target rows of ``tablets`` that the local source's keys can pair with, selected on the
     driver (``frames.driver_rows``); None where the statement scans the target in Spark: no
     such keys, tablets above ``DRIVER_SCAN_CONF`` bytes, or too many rows selected."""
-    if run.intake.keys is None:
+    source_less = run.plan.spec.source is None  # UPDATE / DELETE: the rows their clause acts on
+    if run.intake.keys is None and not source_less:
         return None
     at = tuple(tablets)
     if at not in run.driver.selected:
         rows = None
-        if sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= driver_scan_bytes(run.spark):
+        scan = driver_scan_bytes(run.spark)
+        if scan > 0 and sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= scan:
             limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
-            if not run.plan.by_source:
+            if not run.plan.by_source and not source_less:
                 rows = driver_rows(
                     run.table,
                     run.snapshot,
@@ -76,7 +78,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     skip_by_stats=may_prune(run),
                 )
             elif (
-                driver_on_rest(run) is not None
+                (source_less or driver_on_rest(run) is not None)
                 and setting_on(run, ARROW_EVAL_CONF)
                 and (clauses := driver_clauses(run, Category.NOT_MATCHED_BY_SOURCE)) is not None
             ):
@@ -96,13 +98,14 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     rows = driver_rows(
                         run.table,
                         run.snapshot,
-                        run.plan.target_columns,
+                        # (a DELETE with no condition reads no column: its row ids need a table of rows)
+                        run.plan.target_columns or run.plan.columns[:1],
                         tablets,
-                        run.intake.keys,
+                        run.intake.keys or {},
                         limit,
                         acted,
                         columns,
-                        DRIVER_BY_SOURCE_ROWS,
+                        DRIVER_SCAN_ROWS if source_less else DRIVER_BY_SOURCE_ROWS,
                         skip_by_stats=may_prune(run),
                     )
                 except EvalUnsupported:  # (an overflow, say): Spark evaluates the statement
@@ -242,23 +245,31 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     otherwise: Spark evaluates the statement. The merge task then runs here
     (``delete_stream``): the whole statement without a Spark job."""
     plan = run.plan
-    if not (run.intake.local is not None and len(run.intake.key_sources) == len(plan.join_keys)):
-        return None
+    source_less = plan.spec.source is None  # UPDATE / DELETE: their clause is a BY SOURCE one
     if not setting_on(run, ARROW_EVAL_CONF):
         return None
-    on_rest = driver_on_rest(run)
-    if on_rest is None:
-        return None
-    pairs = key_pairs(run, tablets)
-    if pairs is None:
-        return None
-    t_rows, s_rows = (p.combine_chunks() for p in pairs)
-    data, source_type = run.intake.local
     types = {n: t.lower() for n, t in plan.column_types}
     arrow = schema_to_arrow(run.snapshot.metadata.schema)
-    source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
     names, images = plan.columns, plan.images
     t_key, s_key = target_key(run), plan.spec.source_alias.lower()
+    if source_less:
+        selected = select_target_rows(run, tablets)
+        if selected is None:
+            return None
+        t_rows = s_rows = selected.drop_columns([BY_VALUES]).slice(0, 0)  # no pairs
+        data, source_types, on_rest = None, {}, True
+    else:
+        if not (run.intake.local is not None and len(run.intake.key_sources) == len(plan.join_keys)):
+            return None
+        on_rest = driver_on_rest(run)
+        if on_rest is None:
+            return None
+        pairs = key_pairs(run, tablets)
+        if pairs is None:
+            return None
+        t_rows, s_rows = (p.combine_chunks() for p in pairs)
+        data, source_type = run.intake.local
+        source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
     if on_rest is not True and t_rows.num_rows:  # the key-equal pairs that the rest of ON accepts
         try:
             accepted = pc.fill_null(on_rest({t_key: t_rows, s_key: s_rows}), False)
@@ -363,21 +374,25 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         return out
 
     parts: list[pa.Table] = []
-    matched = classified(Category.MATCHED, {t_key: t_rows, s_key: s_rows}, t_rows, s_rows)
-    if matched is None:
-        return None
-    parts += matched
-    if plan.by_source:  # the rows without a pair that a BY SOURCE clause acts on (``select_target_rows``)
+    if data is not None:
+        matched = classified(Category.MATCHED, {t_key: t_rows, s_key: s_rows}, t_rows, s_rows)
+        if matched is None:
+            return None
+        parts += matched
+    if (
+        plan.by_source or source_less
+    ):  # the rows without a pair that a BY SOURCE clause acts on (``select_target_rows``)
         unpaired = _unpaired_target_rows(run, tablets, t_rows)
         by_source = classified(Category.NOT_MATCHED_BY_SOURCE, {t_key: unpaired}, unpaired, unpaired)
         if by_source is None:
             return None
         parts += by_source
-    alone = data.filter(pc.invert(pc.is_in(data.column(SID), value_set=s_rows.column(SID))))
-    inserts = classified(Category.NOT_MATCHED, {s_key: alone}, None, alone)
-    if inserts is None:
-        return None
-    parts += inserts
+    if data is not None:
+        alone = data.filter(pc.invert(pc.is_in(data.column(SID), value_set=s_rows.column(SID))))
+        inserts = classified(Category.NOT_MATCHED, {s_key: alone}, None, alone)
+        if inserts is None:
+            return None
+        parts += inserts
     if not parts:
         return part(pa.array([], pa.string()), pa.array([], pa.int64()), None, pa.array([], pa.string()))
     return pa.concat_tables(parts)

@@ -153,7 +153,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             tablets = drop_unacted_tablets(run, tablets, has_source, pair_ranges)
         m.tablets_scanned = len(tablets)
         # the statement classified here in Arrow, where it can be (``classify_on_driver``): no Spark job
-        rows = classify_on_driver(run, tablets) if has_source else None
+        rows = classify_on_driver(run, tablets)
         if rows is not None and not check_classified(
             run.snapshot.metadata,
             rows,

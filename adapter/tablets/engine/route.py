@@ -116,11 +116,20 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
     def spark_plan(why: str) -> list[str]:
         return [f"[Route] Spark's plan: {why}", switches]
 
-    if source is None:
-        return spark_plan("no source (UPDATE / DELETE): Spark scans the target tablets that statistics keep")
     scan = driver_scan_bytes(spark)
     if scan <= 0:
         return spark_plan(f"{DRIVER_SCAN_CONF} is 0")
+    if source is None:  # UPDATE / DELETE
+        if not conf_flag(spark, ARROW_EVAL_CONF) or plan.driver_clauses(Category.NOT_MATCHED_BY_SOURCE) is None:
+            return spark_plan("its condition or values are not ones the driver computes exactly as Spark does")
+        if target_bytes > scan:
+            return spark_plan(f"the target's tablets take {target_bytes:,} bytes, above {DRIVER_SCAN_CONF} ({scan:,})")
+        return [
+            "[Route] driver plan: the driver reads the tablets that statistics keep, selects the rows the condition"
+            f" holds for and writes them in Arrow, with no Spark job; Spark's plan if they are more than"
+            f" {DRIVER_SCAN_ROWS:,} rows",
+            switches,
+        ]
     limit, size = broadcast_threshold(spark), size_bytes(source)
     if limit is None or limit < 0 or size is None:
         return spark_plan("the source is not collected (no size estimate, or broadcasts are off)")
