@@ -81,8 +81,7 @@ def test_a_source_of_more_rows_than_a_tablet_merges_in_one_shuffle(db):
 
 def test_duplicate_inserted_keys_beyond_a_tablet_are_refused(db):
     setup = [
-        "CREATE TABLE {t} (k INT, v STRING) USING tablets "
-        "TBLPROPERTIES ('target_tablet_rows'='2', 'key_columns'='k')",
+        "CREATE TABLE {t} (k INT, v STRING) USING tablets TBLPROPERTIES ('target_tablet_rows'='2', 'key_columns'='k')",
         "INSERT INTO {t} VALUES (1,'a'),(2,'b'),(3,'c')",
     ]
     source = ",".join(f"({i % 4 + 10},'n{i}')" for i in range(8))  # each new key twice

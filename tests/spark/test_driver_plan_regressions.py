@@ -203,3 +203,19 @@ def test_a_row_matched_twice_is_reported_before_a_repeated_inserted_key(db):
         "WHEN NOT MATCHED THEN INSERT * WHEN MATCHED THEN UPDATE SET v = s.v",
     )
     assert all(r.startswith("CardinalityViolation") for r in results.values()), results
+
+
+def test_timestamp_literals_with_and_without_an_offset_in_one_condition(db):
+    """Soak seed 1000021: the planner's constant folding (sqlglot) compared a TIMESTAMP literal
+    with an offset and one without (only the session's zone orders them) and raised TypeError."""
+    results = on_both_plans(
+        db,
+        "offsets",
+        [
+            "CREATE TABLE {t} (k TIMESTAMP, v INT) USING tablets",
+            "INSERT INTO {t} VALUES (TIMESTAMP'2001-01-01 00:00:00', 1), (TIMESTAMP'1950-01-01 00:00:00', 2)",
+        ],
+        "UPDATE {t} SET v = 0 WHERE k > CAST('1999-12-31 12:00:00' AS TIMESTAMP) "
+        "AND k > CAST('1900-01-01 00:00:00+00:00' AS TIMESTAMP)",
+    )
+    check(results, [(978307200000000, 0), (-631152000000000, 2)], (0, 1, 0))
