@@ -219,3 +219,19 @@ def test_timestamp_literals_with_and_without_an_offset_in_one_condition(db):
         "AND k > CAST('1900-01-01 00:00:00+00:00' AS TIMESTAMP)",
     )
     check(results, [(978307200000000, 0), (-631152000000000, 2)], (0, 1, 0))
+
+
+def test_an_update_the_driver_selects_but_cannot_compute_goes_to_spark_whole(db):
+    """Harness seed 2: the driver selected the rows of an UPDATE whose value it does not compute
+    exactly (SMALLINT arithmetic is INT), and Spark's plan then took that selection (with the
+    driver's own bookkeeping column) for the tablets' scan."""
+    results = on_both_plans(
+        db,
+        "update_aside",
+        [
+            "CREATE TABLE {t} (k BOOLEAN, c SMALLINT) USING tablets",
+            "INSERT INTO {t} VALUES (NULL, CAST(-32768 AS SMALLINT)), (TRUE, CAST(7 AS SMALLINT))",
+        ],
+        "UPDATE {t} SET c = (c % 5) - (c % 3)",
+    )
+    check(results, [(None, -1), (True, 1)], (0, 2, 0))

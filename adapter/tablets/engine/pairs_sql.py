@@ -71,8 +71,9 @@ from tablets.storage.transaction import outside_share
 
 def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
-    # BY SOURCE needs every target row: the driver's selection is only its own merge's (classify_on_driver)
-    rows = select_target_rows(run, tablets) if not plan.by_source else None
+    # BY SOURCE (and UPDATE / DELETE) needs every target row the condition holds for: the driver's
+    # selection of those is only its own merge's (classify_on_driver)
+    rows = select_target_rows(run, tablets) if not plan.by_source and plan.spec.source is not None else None
     if rows is not None:
         return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
