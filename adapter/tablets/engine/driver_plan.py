@@ -73,7 +73,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     run.snapshot,
                     run.plan.target_columns,
                     tablets,
-                    run.intake.keys,
+                    run.intake.keys or {},
                     limit,
                     skip_by_stats=may_prune(run),
                 )
@@ -252,12 +252,13 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     arrow = schema_to_arrow(run.snapshot.metadata.schema)
     names, images = plan.columns, plan.images
     t_key, s_key = target_key(run), plan.spec.source_alias.lower()
+    on_rest: Compiled | Literal[True] | None = True
     if source_less:
         selected = select_target_rows(run, tablets)
         if selected is None:
             return None
         t_rows = s_rows = selected.drop_columns([BY_VALUES]).slice(0, 0)  # no pairs
-        data, source_types, on_rest = None, {}, True
+        data, source_types = None, {}
     else:
         if not (run.intake.local is not None and len(run.intake.key_sources) == len(plan.join_keys)):
             return None
@@ -270,7 +271,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         t_rows, s_rows = (p.combine_chunks() for p in pairs)
         data, source_type = run.intake.local
         source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
-    if on_rest is not True and t_rows.num_rows:  # the key-equal pairs that the rest of ON accepts
+    if on_rest is not None and on_rest is not True and t_rows.num_rows:  # the key-equal pairs the rest of ON accepts
         try:
             accepted = pc.fill_null(on_rest({t_key: t_rows, s_key: s_rows}), False)
         except (EvalUnsupported, pa.ArrowException, NotImplementedError):

@@ -57,7 +57,8 @@ def on_executors(spark: SparkSession) -> bool:
     with _lock:
         if sc in _ready:
             return _ready[sc] is not None
-    ok, cls = False, None
+    ok = False
+    cls: Any = None
     try:
         cls = sc._jvm.tablets.spark.DeletionVectors  # noqa: SLF001
         ok = isinstance(cls, JavaClass)
@@ -89,6 +90,7 @@ def live(spark: SparkSession, key: Column, row: Column, vectors: Sequence[tuple[
         # ``tablets.spark``, searches every jar of Spark's class path for a class of that name
         cls: Any = _ready.get(spark.sparkContext)
     if cls is None:
-        cls = spark._jvm.tablets.spark.DeletionVectors  # noqa: SLF001
+        jvm: Any = spark._jvm  # noqa: SLF001
+        cls = jvm.tablets.spark.DeletionVectors
     jsession = spark._jsparkSession  # noqa: SLF001
     return Column(cls.live(jsession, key._jc, row._jc, by_tag, "\n".join(lines)))  # noqa: SLF001
