@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from tablets.exceptions import TableNotFound, TabletsError
 from tablets.spark.datasource import SOURCE_NAME
 from tablets.spark.names import qualify, split_name
-from tablets.spark.read_frames import read_frame, reads_natively
 from tablets.spark.registry import (
     PROVIDER_PREFIX,
     _Entry,
@@ -120,6 +119,9 @@ def table_views(spark: SparkSession, text: str, pick: Any) -> str:
     """``text`` with every table reference that ``pick(sqlglot Table node)`` maps to a
     ``TableView`` replaced by that view (registered and created now); ``text`` itself when none
     is. The one rewrite behind tables named by path and time travel."""
+
+    # here: the executors import this module (the sources' registry) without sqlglot
+    from tablets.spark.read_frames import read_frame, reads_natively
 
     def view_of(node: Any) -> tuple[str, str | None] | None:
         got = pick(node)
