@@ -235,3 +235,54 @@ def test_an_update_the_driver_selects_but_cannot_compute_goes_to_spark_whole(db)
         "UPDATE {t} SET c = (c % 5) - (c % 3)",
     )
     check(results, [(None, -1), (True, 1)], (0, 2, 0))
+
+
+def test_a_key_deleted_by_source_and_inserted_again_in_one_merge(db):
+    """Soak seed 1000036: the rest of ON rejects the key pair, so the source row is inserted
+    and the old row of that key deleted by BY SOURCE; one live row of the key remains. The
+    driver plan raised a key violation."""
+    results = on_both_plans(
+        db,
+        "key_reinserted",
+        [
+            "CREATE TABLE {t} (k BIGINT, v DOUBLE) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 0.1), (2, 0.2)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(1 AS BIGINT), 9.5) AS v(k, v)) s "
+        "ON t.k = s.k AND t.v < t.v WHEN NOT MATCHED THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.k = 1 THEN DELETE",
+    )
+    check(results, [(1, 9.5), (2, 0.2)], (1, 0, 1))
+
+
+def test_by_source_clauses_in_order_decide_which_keys_are_inserted_again(db):
+    """Each target row the rest of ON rejects takes the first BY SOURCE clause that holds; only
+    a source row a NOT MATCHED clause inserts is inserted."""
+    results = on_both_plans(
+        db,
+        "key_reinserted_order",
+        [
+            "CREATE TABLE {t} (k BIGINT, v DOUBLE) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 0.1), (2, 0.2), (3, 0.3)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(1 AS BIGINT), 9.5), (CAST(2 AS BIGINT), 8.5) AS v(k, v)) s "
+        "ON t.k = s.k AND t.v < 0 WHEN NOT MATCHED AND s.v > 9 THEN INSERT * "
+        "WHEN NOT MATCHED BY SOURCE AND t.k = 3 THEN DO NOTHING WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    )
+    check(results, [(1, 9.5), (3, 0.3)], (1, 0, 2))
+
+
+def test_a_key_inserted_again_while_its_row_stays_is_a_key_violation(db):
+    """The BY SOURCE clause updates the old row of the key the source row inserts: two live rows
+    of one key, refused on both plans."""
+    results = on_both_plans(
+        db,
+        "key_reinserted_kept",
+        [
+            "CREATE TABLE {t} (k BIGINT, v DOUBLE) USING tablets TBLPROPERTIES ('key_columns'='k')",
+            "INSERT INTO {t} VALUES (1, 0.1)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(1 AS BIGINT), 9.5) AS v(k, v)) s "
+        "ON t.k = s.k AND t.v < 0 WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = 0",
+    )
+    assert all(isinstance(r, str) and r.startswith("KeyViolation") and "k=1" in r for r in results.values()), results

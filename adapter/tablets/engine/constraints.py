@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from tablets.engine.arrow_eval import EvalUnsupported, compile_expr
 from tablets.engine.errors import spark_message
-from tablets.engine.names import K_CANDIDATE, K_INSERT, K_UPDATE, KIND, VIOLATION
+from tablets.engine.names import K_CANDIDATE, K_INSERT, K_REPLACE, K_UPDATE, KIND, VIOLATION
 from tablets.engine.tasks import violations_of
 from tablets.exceptions import ConstraintViolation, MergeSpecError
 from tablets.sqltext import quote_ident, sql_string
@@ -170,7 +170,7 @@ def check_classified(meta: Metadata, rows: pa.Table, names: Sequence[str], image
     if not (not_null(meta) or checks(meta)):
         return True
     kinds = rows.column(KIND)
-    new = rows.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE]))).select(list(images))
+    new = rows.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE, K_REPLACE]))).select(list(images))
     found = arrow_violation(meta, new.rename_columns(list(names)))
     if found is None:
         return False
@@ -184,5 +184,5 @@ def stream_check(meta: Metadata, names: Sequence[str], images: Sequence[str]) ->
     """The ``VIOLATION`` column of Spark's classified pairs: over the new images of the rows
     it writes (inserts, updates, and the one-shuffle plan's candidate inserts)."""
     return violation_column(
-        meta, dict(zip(names, images, strict=True)), F.col(KIND).isin(K_INSERT, K_UPDATE, K_CANDIDATE)
+        meta, dict(zip(names, images, strict=True)), F.col(KIND).isin(K_INSERT, K_UPDATE, K_CANDIDATE, K_REPLACE)
     )

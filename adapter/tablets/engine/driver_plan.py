@@ -26,6 +26,7 @@ from tablets.engine.names import (
     K_DELETE,
     K_INSERT,
     K_REFUSE,
+    K_REPLACE,
     K_UNCHANGED,
     K_UPDATE,
     KIND,
@@ -312,8 +313,9 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         n = t.num_rows
         tid, row = TabletScan.row_ids(t)
         action = dc.branch.clause.action if dc is not None else None
-        values = image(dc, t, src) if dc is not None and action in (ActionKind.UPDATE, ActionKind.REFUSE) else None
-        if action in (ActionKind.UPDATE, ActionKind.REFUSE) and values is None:
+        written = (ActionKind.UPDATE, ActionKind.REFUSE, ActionKind.REPLACE)
+        values = image(dc, t, src) if dc is not None and action in written else None
+        if action in written and values is None:
             return None
         if action is ActionKind.UPDATE and run.options.skip_unchanged:
             same = pa.array(np.ones(n, dtype=bool))
@@ -322,9 +324,12 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
         else:
             code = (
-                {ActionKind.UPDATE: K_UPDATE, ActionKind.DELETE: K_DELETE, ActionKind.REFUSE: K_REFUSE}.get(
-                    action, K_MATCHED
-                )
+                {
+                    ActionKind.UPDATE: K_UPDATE,
+                    ActionKind.DELETE: K_DELETE,
+                    ActionKind.REFUSE: K_REFUSE,
+                    ActionKind.REPLACE: K_REPLACE,
+                }.get(action, K_MATCHED)
                 if action is not None
                 else K_MATCHED
             )

@@ -76,6 +76,7 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
                 ActionKind.UPDATE: f"UPDATE {what} image",
                 ActionKind.DELETE: "DELETE",
                 ActionKind.INSERT: "INSERT",
+                ActionKind.REPLACE: "DELETE" if what == "old" else "INSERT",
             }[b.clause.action]
             items.append(f"{CLAUSE} = {b.index} ({role})")
         return " UNION ALL ".join(items)
@@ -88,13 +89,16 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
         )
         lines.append(
             "[Delete stream] row ids <- "
-            + branch_list((ActionKind.DELETE, ActionKind.UPDATE), "old")
+            + branch_list((ActionKind.DELETE, ActionKind.UPDATE, ActionKind.REPLACE), "old")
             + skip
             + "\n   \\_ [Shuffle] homecoming: hash by tablet id, one task writes each tablet's new deletion vector (old DV OR new deletes)"
             "\n   \\_ [Check] a row id seen twice: target row modified more than once -> error, nothing committed"
         )
     if plan.has_inserts:
-        lines.append("[Insert stream] new tablets <- " + branch_list((ActionKind.INSERT, ActionKind.UPDATE), "new"))
+        lines.append(
+            "[Insert stream] new tablets <- "
+            + branch_list((ActionKind.INSERT, ActionKind.UPDATE, ActionKind.REPLACE), "new")
+        )
     nothing = [b for b in plan.branches if b.clause.action is ActionKind.DO_NOTHING]
     if nothing:
         lines.append(

@@ -41,6 +41,23 @@ def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, fou
             )
 
 
+def _first_of(spec: MergeSpec, scope: Scope, category: Category) -> list[tuple[str, Clause]]:
+    """Each clause of ``category``, with the condition that it is the first of them to hold."""
+    out: list[tuple[str, Clause]] = []
+    earlier: list[str] = []
+    for c in spec.clauses:
+        if c.category is not category:
+            continue
+        cond = (
+            scope.qualify(c.condition, category, f"{category.value} clause").sql(dialect="spark")
+            if c.condition
+            else "TRUE"
+        )
+        out.append((" AND ".join([*(f"NOT COALESCE({e}, FALSE)" for e in earlier), f"COALESCE({cond}, FALSE)"]), c))
+        earlier.append(cond)
+    return out
+
+
 def _same_sql(a: str, b: str) -> bool:
     return a.replace("`", "").lower() == b.replace("`", "").lower()
 
@@ -180,21 +197,27 @@ def keyed(
         if c.category is Category.MATCHED:
             c = replace(c, condition=f"({extra}) AND ({c.condition})" if c.condition else extra)
         clauses.append(c)
-    # a pair the original ON leaves unmatched: refused if a NOT MATCHED clause would insert it
-    whens = []
-    for c in spec.clauses:
-        if c.category is not Category.NOT_MATCHED:
-            continue
-        when = (
-            scope.qualify(c.condition, Category.NOT_MATCHED, "NOT MATCHED clause").sql(dialect="spark")
-            if c.condition
-            else "TRUE"
-        )
-        whens.append(f"WHEN {when} THEN {'TRUE' if c.action is ActionKind.INSERT else 'FALSE'}")
+    # a pair the original ON leaves unmatched is two events: its source row is NOT MATCHED (the
+    # first NOT MATCHED clause that holds), its target row NOT MATCHED BY SOURCE (with such
+    # clauses ON's rest names target columns only, so every pair of the row is outside alike)
     outside = f"NOT COALESCE({extra}, FALSE)"
-    clauses.append(
-        Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND (CASE {' '.join(whens)} ELSE FALSE END)")
-    )
+    firsts = _first_of(spec, scope, Category.NOT_MATCHED)
+    deletes = [j for j, d in _first_of(spec, scope, Category.NOT_MATCHED_BY_SOURCE) if d.action is ActionKind.DELETE]
+    # its source row inserted and its target row deleted: one row of the key remains
+    for first, ins in firsts:
+        for j in deletes:
+            if ins.action is ActionKind.INSERT:
+                clauses.append(
+                    replace(
+                        ins,
+                        category=Category.MATCHED,
+                        action=ActionKind.REPLACE,
+                        condition=f"{outside} AND ({first}) AND ({j})",
+                    )
+                )
+    # its source row inserted and its target row kept: refused
+    inserted = " OR ".join(f"({f})" for f, ins in firsts if ins.action is ActionKind.INSERT) or "FALSE"
+    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND ({inserted})"))
     # a target row whose key matches but whose own columns fail the other conjuncts was NOT
     # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
     for c in spec.clauses:

@@ -15,6 +15,7 @@ VIOLATION = "__tablets_violation"  # the constraint a written row breaks (engine
 # kinds of rows in the streams
 K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
 K_REFUSE = "X"  # a pair that would make an insert duplicate a key: the statement fails
+K_REPLACE = "R"  # a pair whose target row is deleted and whose source row inserted (ActionKind.REPLACE)
 # the one-shuffle plan (pairs_sql.one_shuffle_pairs): every source row comes as a candidate insert,
 # and every source row that paired with a target row sends a marker; a task inserts the
 # candidates without a marker

@@ -39,6 +39,7 @@ from tablets.engine.names import (
     K_INSERT,
     K_PAIRED,
     K_REFUSE,
+    K_REPLACE,
     K_UNCHANGED,
     K_UPDATE,
     KIND,
@@ -180,13 +181,14 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
                 ActionKind.DELETE: f"'{K_DELETE}'",
                 ActionKind.INSERT: f"'{K_INSERT}'",
                 ActionKind.REFUSE: f"'{K_REFUSE}'",
+                ActionKind.REPLACE: f"'{K_REPLACE}'",
                 ActionKind.UPDATE: f"'{K_UPDATE}'",
             }.get(a, matched)
         kinds.append(f"WHEN {plan.guard(b)} THEN {kind}")
     cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
     # only inserts, new images of updates and refused pairs (their key, for the message) use an
     # image: the other rows go home without one (a no-op re-merge shuffled 10.7 MiB of them at 10M)
-    written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}')"
+    written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}', '{K_REPLACE}')"
     out = [
         c if not c.startswith(IMAGE_PREFIX) else f"CASE WHEN {written} THEN {c} END AS {c}"
         for c, _ in _pair_columns(run, sid=sid)

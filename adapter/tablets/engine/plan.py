@@ -146,11 +146,11 @@ class Plan:
 
     @property
     def has_deletes(self) -> bool:
-        return bool(self.actions(ActionKind.DELETE, ActionKind.UPDATE))
+        return bool(self.actions(ActionKind.DELETE, ActionKind.UPDATE, ActionKind.REPLACE))
 
     @property
     def has_inserts(self) -> bool:
-        return bool(self.actions(ActionKind.INSERT, ActionKind.UPDATE))
+        return bool(self.actions(ActionKind.INSERT, ActionKind.UPDATE, ActionKind.REPLACE))
 
     @property
     def needs_row_ids(self) -> bool:
@@ -274,7 +274,7 @@ def plan_merge(
         copies: tuple[tuple[str, str], ...] | None = None
         if clause.action is ActionKind.UPDATE:
             image, copies = update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
-        elif clause.action is ActionKind.INSERT:
+        elif clause.action in (ActionKind.INSERT, ActionKind.REPLACE):
             image, copies = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
             image = tuple(

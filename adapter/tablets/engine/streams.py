@@ -23,6 +23,7 @@ from tablets.engine.names import (
     K_DELETE,
     K_INSERT,
     K_REFUSE,
+    K_REPLACE,
     K_UNCHANGED,
     K_UPDATE,
     KIND,
@@ -56,7 +57,9 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     keys = _key_images(run.plan, images)
     task = merge_task(handle, names, images, inserts=inserts, keys=keys)
     if not inserts and not isinstance(base, pa.Table):
-        base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED)).select(TID, ROW, KIND)
+        base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE)).select(
+            TID, ROW, KIND
+        )
     # few rows (the target's were selected on the driver): one task's work, done here, with no
     # shuffle and no Python worker (the first in a fresh process costs seconds)
     rows: list[Any] | None = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
@@ -138,7 +141,7 @@ def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
 
 def insert_stream(run: Run, base: DataFrame, handle) -> list:
     names = [n for n, _ in run.plan.column_types]
-    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE)).select(
+    stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE, K_REPLACE)).select(
         *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)],
         KIND,
         *([VIOLATION] if VIOLATION in base.columns else []),

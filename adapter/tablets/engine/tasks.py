@@ -18,6 +18,7 @@ from tablets.engine.names import (
     K_INSERT,
     K_PAIRED,
     K_REFUSE,
+    K_REPLACE,
     K_UNCHANGED,
     K_UPDATE,
     KIND,
@@ -55,7 +56,7 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
     frags: list[str] = []
     if not duplicates:
-        real = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE])))
+        real = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_REPLACE])))
         kept = table.filter(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED])))
         sink = RowLevelSink(handle)
         sink.delete(
@@ -65,6 +66,7 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
         sink.read(kept.column(TID).to_numpy(zero_copy_only=False), kept.column(ROW).to_numpy(zero_copy_only=False))
         frags = [fragment_to_json(f) for f in sink.finish()]
     counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
+    counts[0] += _kind_count(kinds, K_REPLACE)
     return frags, [*counts, duplicates]
 
 
@@ -86,14 +88,14 @@ def _resolve_candidates(table: pa.Table) -> pa.Table:
 
 
 def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -> tuple[int, str | None]:
-    """Inserted rows (``rows``: K_INSERT and K_REFUSE kinds) that would duplicate a key: refused
+    """Inserted rows (``rows``: K_INSERT, K_REPLACE and K_REFUSE kinds) that would duplicate a key: refused
     pairs, and inserted rows sharing a non-NULL key (the stream is partitioned by key, so every
     row of one key is in this task). NULL keys are distinct, as in a SQL UNIQUE constraint."""
     if not keys or rows.num_rows == 0:
         return 0, None
     kinds = rows.column(KIND)
     refused = rows.filter(pc.equal(kinds, K_REFUSE))
-    inserted = rows.filter(pc.equal(kinds, K_INSERT))
+    inserted = rows.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REPLACE])))
     for k in keys:
         inserted = inserted.filter(pc.is_valid(inserted.column(k)))
     counts = inserted.group_by(list(keys)).aggregate([([], "count_all")])
@@ -116,7 +118,7 @@ def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = (
         if table is None:
             return
         kinds = table.column(KIND)
-        n_insert = _kind_count(kinds, K_INSERT)
+        n_insert = _kind_count(kinds, K_INSERT) + _kind_count(kinds, K_REPLACE)
         bad, example = _key_violations(table, keys, keys)
         written = table.filter(pc.not_equal(kinds, K_REFUSE))
         broken, violation = violations_of(written, columns)
@@ -148,14 +150,15 @@ def merge_task(
             return
         table = _resolve_candidates(pa.Table.from_batches(nonempty))
         kinds = table.column(KIND)
-        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED])))
+        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
-        n_insert = _kind_count(kinds, K_INSERT)
+        n_insert = _kind_count(kinds, K_INSERT) + _kind_count(kinds, K_REPLACE)
         key_names = [columns[images.index(k)] for k in keys]
-        bad, example = _key_violations(table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE]))), keys, key_names)
+        inserted = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE, K_REPLACE])))
+        bad, example = _key_violations(inserted, keys, key_names)
         broken, violation = 0, None
         if inserts:  # (without, the rows carry no images: the insert stream writes them)
-            news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE])))
+            news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE, K_REPLACE])))
             news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
             news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
             broken, violation = violations_of(news, columns)

@@ -30,10 +30,15 @@ class ActionKind(StrEnum):
     DO_NOTHING = "DO NOTHING"
     # internal, never parsed: a matched pair that would make an insert duplicate a key
     REFUSE = "REFUSE (duplicate key)"
+    # internal: a pair whose target row a BY SOURCE clause deletes and whose source row a NOT
+    # MATCHED clause inserts (a keyed table's ON with more than the key: ``engine.keys``)
+    REPLACE = "DELETE AND INSERT"
 
 
 ALLOWED_ACTIONS: dict[Category, frozenset[ActionKind]] = {
-    Category.MATCHED: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING, ActionKind.REFUSE}),
+    Category.MATCHED: frozenset(
+        {ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING, ActionKind.REFUSE, ActionKind.REPLACE}
+    ),
     Category.NOT_MATCHED: frozenset({ActionKind.INSERT, ActionKind.DO_NOTHING}),
     Category.NOT_MATCHED_BY_SOURCE: frozenset({ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING}),
 }
