@@ -342,7 +342,7 @@ class Database:
             if metrics.version is not None:
                 if spec.schema_evolution and table.snapshot().metadata.schema != snapshot.metadata.schema:
                     catalog.sync_schema(self.spark, spec.target)  # the catalog entry shows the new columns
-                maintenance.auto_compact(table, spec.operation)
+                maintenance.auto_compact(self.spark, table, spec.operation)
             return StatementResult(spec.operation, spec.target, metrics)
 
     def explain(self, text: str) -> str:
@@ -380,7 +380,7 @@ class Database:
             name=spec.target,
         )
         if metrics.version is not None:
-            maintenance.auto_compact(table, op)
+            maintenance.auto_compact(self.spark, table, op)
         return StatementResult(op, spec.target, metrics)
 
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:

@@ -13,6 +13,8 @@ the log work is ``tablets.storage.maintenance``):
   ``spark.databricks.delta.retentionDurationCheck.enabled``);
 - ``OPTIMIZE t``: compaction (tablets below half of ``target_tablet_rows`` or with over 30% of
   their rows deleted), new tablets sorted by the table's ``cluster_by`` property if it has one;
+  the rows are rewritten by Spark's tasks, or by the driver when they are few
+  (``tablets.engine.rewrite``);
 - ``auto_compact``: after a statement's commit, the table's auto-compaction policy.
 
 Each returns a DataFrame, as Delta's do.
@@ -30,6 +32,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from tablets import metadata as table_metadata
+from tablets.engine.rewrite import rewriter
 from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
 from tablets.settings import conf_flag
 from tablets.spark import catalog
@@ -302,6 +305,7 @@ def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> Dat
         target_tablet_rows=target,
         operation="OPTIMIZE",
         sort_by=sort_by,
+        rewrite=rewriter(spark, table),
     )
     added = removed = 0
     if version is not None:
@@ -318,12 +322,12 @@ def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> Dat
 # --- auto-compaction -----------------------------------------------------------------------------
 
 
-def auto_compact(table: TabletTable, after: str) -> int | None:
+def auto_compact(spark: SparkSession, table: TabletTable, after: str) -> int | None:
     """Run the table's auto-compaction policy after ``after`` committed: the new version or
     None. Never raises: the statement has committed, and a compaction that fails or loses a
     race only leaves the tablets as they are."""
     try:
-        version = table.auto_compact()
+        version = table.auto_compact(rewriter(spark, table))
     except (TabletsError, OSError) as e:
         logger.warning("tablets: auto-compaction of %s after %s skipped: %s", table.root, after, e)
         return None

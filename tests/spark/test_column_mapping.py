@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import tablets
+from support.conf import settings
+from tablets.engine.rewrite import REWRITE_CONF
 from tablets.engine.route import DRIVER_SCAN_CONF
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark import catalog
@@ -179,13 +181,16 @@ def test_time_travel_across_a_rename(db, spark, table):
     assert rows(db, "SELECT label FROM cm.t WHERE id = 4") == [("d",)]
 
 
-def test_optimize_after_a_rename_keeps_the_columns(db, spark, table):
+@pytest.mark.parametrize("rewrite", ["driver", "spark"])
+def test_optimize_after_a_rename_keeps_the_columns(db, spark, table, rewrite):
+    """On the driver and in Spark's tasks (``engine.rewrite``) alike."""
     t = db.table_of(table)
     db.sql("ALTER TABLE cm.t RENAME COLUMN c TO n")
     db.sql("ALTER TABLE cm.t DROP COLUMN v")
     db.sql("ALTER TABLE cm.t ADD COLUMNS (v STRING)")
     db.sql("INSERT INTO cm.t VALUES (4, 40, 'new')")
-    result = rows(db, "OPTIMIZE cm.t")
+    with settings(spark, {REWRITE_CONF: "64m" if rewrite == "driver" else "0"}):
+        result = rows(db, "OPTIMIZE cm.t")
     assert result[0][2] == 1 and len(t.snapshot().tablets) == 1  # three tablets -> one
     assert readers(db, spark, "SELECT id, n, v FROM cm.t") == [
         (1, 10, None),

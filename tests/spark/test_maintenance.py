@@ -186,7 +186,7 @@ def test_auto_compaction_through_the_front_door(db):
     print(f"{FRONT_DOOR_MERGES} front-door merges with auto-compaction: {elapsed:.1f} s")
 
 
-def test_hundred_merges_with_auto_compaction(tmp_path):
+def test_hundred_merges_with_auto_compaction(tmp_path, spark):
     """100 small merges (an update of old rows, an insert of new ones, as the engine commits
     them) with the auto-compaction hook after each: the tablet count stays under the bound
     and every one of the ~100 versions reads back exactly."""
@@ -213,7 +213,7 @@ def test_hundred_merges_with_auto_compaction(tmp_path):
         v = t.finish(h, sink.finish())
         state.update(new)
         expected[v] = sorted(state.items())
-        c = maintenance.auto_compact(t, "MERGE")
+        c = maintenance.auto_compact(spark, t, "MERGE")
         if c is not None:
             expected[c] = expected[v]
         most = max(most, len(t.snapshot().tablets))
@@ -224,7 +224,7 @@ def test_hundred_merges_with_auto_compaction(tmp_path):
         assert sorted((d["id"], d["v"]) for d in t.read(v).to_pylist()) == want, v
 
 
-def test_auto_compaction_gives_up_on_a_race(tmp_path, monkeypatch):
+def test_auto_compaction_gives_up_on_a_race(tmp_path, monkeypatch, spark):
     from tablets.exceptions import ConcurrentDeleteRead
 
     t = TabletTable.create(
@@ -240,7 +240,7 @@ def test_auto_compaction_gives_up_on_a_race(tmp_path, monkeypatch):
         raise ConcurrentDeleteRead("version 3 removed tablet x, which this OPTIMIZE read", 3)
 
     monkeypatch.setattr("tablets.storage.transaction.commit", lose)
-    assert maintenance.auto_compact(t, "INSERT") is None
+    assert maintenance.auto_compact(spark, t, "INSERT") is None
     monkeypatch.undo()
-    assert maintenance.auto_compact(t, "INSERT") == 3
+    assert maintenance.auto_compact(spark, t, "INSERT") == 3
     assert sorted(t.read().column("id").to_pylist()) == [1, 2]

@@ -28,6 +28,9 @@ from tablets.engine.names import (
     VIOLATION,
 )
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
+from tablets.storage.actions import AddTablet, SetDV
+from tablets.storage.tablet import read_tablet
+from tablets.storage.types import schema_to_arrow
 
 # a target row paired with a source row that no clause acts on (DO NOTHING, a false condition):
 # it changes nothing, but the statement's result depends on it (row-level conflict checks)
@@ -167,6 +170,24 @@ def merge_task(
                 sink.insert(news.select(columns))
                 frags += [fragment_to_json(f) for f in sink.finish()]
         yield _result_batch(frags, [*counts, n_insert, bad, broken], [*MERGE_COUNTS], example, violation)
+
+    return run
+
+
+def rewrite_task(handle: WriteHandle, groups: Sequence[Sequence[tuple[AddTablet, SetDV | None]]]):
+    """A compaction's task (``engine.rewrite``): each row of the input names a group of tablets
+    whose live rows this task reads (deletion vectors applied) and writes as new tablets."""
+    schema = schema_to_arrow(handle.schema)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for g in batch.column(0).to_pylist():
+                sink = RowLevelSink(handle)
+                for add, dv in groups[g]:
+                    sink.insert(read_tablet(handle.io, handle.root, add, dv, schema, mapping=handle.mapping))
+                frags = [fragment_to_json(f) for f in sink.finish()]
+                rows = sum(add.rows - (dv.cardinality if dv else 0) for add, dv in groups[g])
+                yield _result_batch(frags, [rows, 0, 0], ["n_insert", "key_violations", "violations"])
 
     return run
 

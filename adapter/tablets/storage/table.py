@@ -15,7 +15,7 @@ Example::
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import pyarrow as pa
@@ -52,6 +52,9 @@ from tablets.storage.transaction import (
 from tablets.storage.types import from_arrow, schema_from_arrow, schema_to_arrow
 
 DEFAULT_RETENTION_HOURS = 168.0
+# writes the live rows of some tablets of a snapshot as new tablets of a handle (a compaction):
+# ``TabletTable.rewrite_here``, or the engine's Spark job
+Rewriter = Callable[[Snapshot, Sequence[str], WriteHandle], list[Fragment]]
 METADATA_RETRIES = 5
 
 
@@ -384,9 +387,11 @@ class TabletTable:
         operation: str = "COMPACT",
         sort_by: Sequence[str] = (),
         parameters: Mapping[str, str] | None = None,
+        rewrite: Rewriter | None = None,
     ) -> int | None:
         """Rewrite the live rows of tablets that are mostly deleted or small, in one commit
-        (new tablets sorted by ``sort_by``)."""
+        (new tablets sorted by ``sort_by``). ``rewrite`` writes the new tablets (default
+        ``rewrite_here``: this process reads and writes them)."""
         snap = self.snapshot()
         pick = [
             tid
@@ -396,7 +401,7 @@ class TabletTable:
         ]
         if len(pick) < 2 and not any(snap.tablets[t].dv for t in pick):
             return None  # nothing worth rewriting
-        return self._rewrite(snap, pick, operation, target_tablet_rows, sort_by, parameters)
+        return self._rewrite(snap, pick, operation, target_tablet_rows, sort_by, parameters, rewrite)
 
     def _rewrite(
         self,
@@ -406,7 +411,10 @@ class TabletTable:
         target_tablet_rows: int | None,
         sort_by: Sequence[str] = (),
         parameters: Mapping[str, str] | None = None,
+        rewrite: Rewriter | None = None,
     ) -> int | None:
+        """The live rows of the tablets ``pick`` as new tablets (written by ``rewrite``), and
+        ``pick`` removed, in one commit."""
         rows = target_tablet_rows or DEFAULT_TARGET_TABLET_ROWS
         handle = transaction.begin(
             snap,
@@ -418,17 +426,23 @@ class TabletTable:
             sort_by=sort_by,
             io=self.io,
         )
-        sink = RowLevelSink(handle)
-        for part in self.scan(snap, tablet_ids=pick):
-            sink.insert(part)
+        fragments = (rewrite or self.rewrite_here)(snap, pick, handle)
         removes = [RemoveTablet(t) for t in pick]
         metrics = {
             "tablets_removed": float(len(pick)),
             "rows_copied": float(sum(snap.tablets[t].live_rows for t in pick)),
         }
-        return transaction.commit(handle, sink.finish(), extra_actions=removes, parameters=parameters, metrics=metrics)
+        return transaction.commit(handle, fragments, extra_actions=removes, parameters=parameters, metrics=metrics)
 
-    def auto_compact(self) -> int | None:
+    def rewrite_here(self, snap: Snapshot, pick: Sequence[str], handle: WriteHandle) -> list[Fragment]:
+        """The ``Rewriter`` of this process: the live rows of ``pick`` read and written here, a
+        tablet at a time."""
+        sink = RowLevelSink(handle)
+        for part in self.scan(snap, tablet_ids=pick):
+            sink.insert(part)
+        return sink.finish()
+
+    def auto_compact(self, rewrite: Rewriter | None = None) -> int | None:
         """Rewrite small and deletion-heavy tablets if the table's ``auto_compact`` property is
         on and ``AutoCompactPolicy`` thresholds are passed: the new version, or None (nothing
         to do, or a concurrent commit won: the compaction gives up)."""
@@ -441,7 +455,7 @@ class TabletTable:
             return None
         sort_by = [c.strip() for c in (snap.metadata.property("cluster_by") or "").split(",") if c.strip()]
         try:
-            return self._rewrite(snap, pick, "OPTIMIZE", policy.target_tablet_rows, sort_by, {"auto": "true"})
+            return self._rewrite(snap, pick, "OPTIMIZE", policy.target_tablet_rows, sort_by, {"auto": "true"}, rewrite)
         except CommitConflict:
             return None
 
