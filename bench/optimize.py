@@ -110,7 +110,9 @@ def main() -> None:
                 if limit is None:
                     n = max(1, -(-want[0] // TARGET_TABLET_ROWS))
                     rows = spark.read.parquet(*paths)
-                    rows = rows.repartitionByRange(n, "id").sortWithinPartitions("id") if clustered else rows.coalesce(n)
+                    rows = (
+                        rows.repartitionByRange(n, "id").sortWithinPartitions("id") if clustered else rows.coalesce(n)
+                    )
                     rows.write.mode("overwrite").parquet(os.path.join(work, "floor"))
                 else:
                     spark.conf.set(REWRITE_CONF, limit)
