@@ -26,7 +26,7 @@ import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
@@ -66,7 +66,6 @@ from tablets.spec import (
     RenameColumnSpec,
 )
 from tablets.sql import create_provider, parse_statement, statement_target
-from tablets.sqltext import quote_ident
 from tablets.storage.table import replacement
 
 if TYPE_CHECKING:
@@ -74,7 +73,6 @@ if TYPE_CHECKING:
 
     from tablets.storage import TabletTable
 
-_S = TypeVar("_S")
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
 
 
@@ -154,7 +152,7 @@ class Database:
             self._refuse_unroutable(text)
             return self._spark_sql(text)
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
-        spec = _path_alias(parse_statement(text))
+        spec = parse_statement(text)
         if isinstance(spec, CreateSpec):
             return self._create(spec, opts)
         if isinstance(spec, DropSpec):
@@ -346,7 +344,7 @@ class Database:
             return StatementResult(spec.operation, spec.target, metrics)
 
     def explain(self, text: str) -> str:
-        spec = _path_alias(parse_statement(text))
+        spec = parse_statement(text)
         if not isinstance(spec, MergeSpec):
             return f"{type(spec).__name__}: {spec}"
         table = self.table_of(spec.target)
@@ -517,27 +515,6 @@ _ROW_WRITE = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
-
-
-def _path_alias(spec: _S) -> _S:
-    """A target named by its path (``UPDATE tablets.`/data/stock` ...``) and given no alias is
-    called by the path's last part (``stock``), or ``target``, not by the path itself (which
-    is no SQL identifier). INSERT ... ON CONFLICT also names it so in ON and DO UPDATE."""
-    if not isinstance(spec, MergeSpec) or catalog.path_of(spec.target) is None:
-        return spec
-    written = spec.target.split(".", 1)[1]
-    if spec.target_alias != written and not spec.conflict_keys:
-        return spec  # the statement's own alias
-    last = written.rstrip("/").rsplit("/", 1)[-1]
-    alias = last if re.fullmatch(r"[A-Za-z_]\w*", last) else "target"
-    if not spec.conflict_keys:
-        return replace(spec, target_alias=alias)
-    old = f"{quote_ident(spec.target_alias)}."
-    clauses = tuple(
-        replace(c, assignments=tuple((n, v.replace(old, f"{alias}.")) for n, v in c.assignments)) for c in spec.clauses
-    )
-    on = " AND ".join(f"{alias}.{quote_ident(k)} = excluded.{quote_ident(k)}" for k in spec.conflict_keys)
-    return replace(spec, target_alias=alias, on=on, clauses=clauses)
 
 
 def connect(

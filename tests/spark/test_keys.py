@@ -54,6 +54,20 @@ def test_do_nothing_inserts_the_first_row_of_a_key(db):
     assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 20), (3, 30), (8, 5), (9, 1)]
 
 
+def test_do_update_of_a_table_named_by_its_path(db, tmp_path):
+    """The target ``tablets.`/.../v1.2/stock``` goes by ``stock`` in SET and WHERE (a bare column
+    is the existing row's); text inside a literal that looks like the path stays as written."""
+    root = tmp_path / "v1.2" / "stock"
+    target = f"tablets.`{root}`"
+    db.sql(f"CREATE TABLE {target} (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql(f"INSERT INTO {target} VALUES (1, 'a'), (2, 'b')")
+    db.sql(
+        f"INSERT INTO {target} VALUES (1, 'x'), (2, 'y'), (3, 'z') ON CONFLICT (id) "
+        f"DO UPDATE SET v = concat(stock.v, excluded.v, ' `{root}`.v') WHERE v <> 'b'"
+    )
+    assert rows(db, f"SELECT * FROM {target}") == [(1, f"ax `{root}`.v"), (2, "b"), (3, "z")]
+
+
 def test_do_nothing_null_keys_never_conflict(db):
     keyed(db)
     db.sql("INSERT INTO keys.t VALUES (NULL, 1), (NULL, 2) ON CONFLICT (id) DO NOTHING")

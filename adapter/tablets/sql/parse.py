@@ -112,6 +112,19 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
 # --- MERGE ---------------------------------------------------------------------------------
 
 
+def _own_name(table: exp.Expr) -> str:
+    """What a target without an alias is called in its statement: its name, or for a table
+    named by its path (``tablets.`/data/v1.2/stock```) the path's last part where that is an
+    identifier (``stock``), else ``target``: a path is no SQL identifier."""
+    if isinstance(table, exp.Schema):
+        table = table.this
+    name = table.name
+    if "/" not in name:
+        return name
+    last = name.rstrip("/").rsplit("/", 1)[-1]
+    return last if re.fullmatch(r"[A-Za-z_]\w*", last) else "target"
+
+
 def _alias_of(e: exp.Expr) -> str | None:
     alias = e.args.get("alias")
     return alias.name if alias is not None and alias.name else None
@@ -239,7 +252,7 @@ def _current(table: exp.Expr, statement: str) -> None:
 def _merge(tree: exp.Merge, default_source_alias: str, schema_evolution: bool = False) -> MergeSpec:
     _current(tree.this, "MERGE INTO")
     target = table_name(tree.this)
-    target_alias = _alias_of(tree.this) or tree.this.name
+    target_alias = _alias_of(tree.this) or _own_name(tree.this)
     source, source_alias = _source(tree.args["using"], default_source_alias)
     on = tree.args.get("on")
     if on is None:
@@ -292,13 +305,12 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
             f"INSERT OVERWRITE {target} ... ON CONFLICT: OVERWRITE replaces every row, so no existing row can conflict",
             help=f"Use INSERT INTO {target} ... ON CONFLICT to keep the other rows, or INSERT OVERWRITE without ON CONFLICT.",
         )
-    return _on_conflict(target, columns, query, conflict)
+    return _on_conflict(target, _own_name(target_node), columns, query, conflict)
 
 
-def _on_conflict(target: str, columns: tuple[str, ...], query: str, conflict: exp.OnConflict) -> MergeSpec:
+def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, conflict: exp.OnConflict) -> MergeSpec:
     """INSERT ... ON CONFLICT as MERGE (the seed's rewrite): the inserted rows are the source,
-    aliased ``excluded``."""
-    alias = target.split(".")[-1]
+    aliased ``excluded``; the table goes by ``alias`` (its name)."""
     if alias.lower() == "excluded":  # the incoming rows' name: the table is called otherwise here
         alias = "existing"
     keys = [k.this if isinstance(k, exp.Ordered) else k for k in conflict.args.get("conflict_keys") or ()]
@@ -390,7 +402,7 @@ def _where(tree: exp.Expr) -> str | None:
 def _update(tree: exp.Update) -> MergeSpec:
     _current(tree.this, "UPDATE")
     target = table_name(tree.this)
-    alias = _alias_of(tree.this) or tree.this.name
+    alias = _alias_of(tree.this) or _own_name(tree.this)
     if isinstance(tree.args.get("from_"), exp.Expr) or isinstance(tree.args.get("from"), exp.Expr):
         raise StatementParseError(
             f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING."
@@ -411,6 +423,6 @@ def _delete(tree: exp.Delete) -> MergeSpec:
         )
     _current(tree.this, "DELETE FROM")
     target = table_name(tree.this)
-    alias = _alias_of(tree.this) or tree.this.name
+    alias = _alias_of(tree.this) or _own_name(tree.this)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, _where(tree))
     return MergeSpec(target, alias, None, "", None, (clause,), operation="DELETE")
