@@ -65,7 +65,7 @@ from tablets.spec import (
     MergeSpec,
     RenameColumnSpec,
 )
-from tablets.sql import create_provider, parse_statement, statement_target
+from tablets.sql import create_provider, parse_statement, split_statements, statement_target
 from tablets.storage.table import replacement
 
 if TYPE_CHECKING:
@@ -132,6 +132,14 @@ class Database:
         self.retry_max_backoff = retry_max_backoff
 
     # --- routing --------------------------------------------------------------------------
+
+    def script(self, text: str, *, options: Mapping[str, object] | None = None) -> DataFrame | StatementResult | str:
+        """Run ``text``'s statements in order (a dbt model's ``sql_header`` before its statement):
+        the last one's result; ``options`` are the last one's."""
+        *before, last = split_statements(text)
+        for statement in before:
+            self.sql(statement)
+        return self.sql(last, options=options)
 
     def sql(self, text: str, *, options: Mapping[str, object] | None = None) -> DataFrame | StatementResult | str:
         """Run one statement. Queries return a DataFrame; writes to tablet tables a

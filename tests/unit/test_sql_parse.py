@@ -213,3 +213,14 @@ def test_statements_sqlglot_keeps_as_a_command_log_no_warning(caplog):
         assert statement_target("show databases") is None
         references("show databases")
     assert not [r for r in caplog.records if "Falling back" in r.getMessage()]
+
+
+def test_split_statements_at_the_semicolons_between_them():
+    from tablets.sql import split_statements
+
+    assert split_statements("SET TIME ZONE 'Asia/Kolkata';\nselect 1") == ["SET TIME ZONE 'Asia/Kolkata'", "\nselect 1"]
+    # semicolons in literals, identifiers and comments stay; empty pieces go
+    text = "select ';' as a; -- c;\n select `x;y` from t /* ; */;  ;"
+    assert split_statements(text) == ["select ';' as a", " -- c;\n select `x;y` from t /* ; */"]
+    assert split_statements("select 1") == ["select 1"]
+    assert split_statements("select 'unclosed;") == ["select 'unclosed;"]  # its parse reports it

@@ -38,6 +38,30 @@ def _parsed(text: str) -> exp.Expr:
     return trees[0]
 
 
+def split_statements(text: str) -> list[str]:
+    """``text``'s statements, split at the semicolons between them (not those inside quotes,
+    identifiers or comments); pieces with nothing but comments or space are dropped. Text that
+    does not tokenize is one statement: its own parse says what is wrong."""
+    if ";" not in text:
+        return [text]
+    try:
+        tokens = sqlglot.Dialect.get_or_raise(DIALECT).tokenize(text)
+    except sqlglot.errors.SqlglotError:
+        return [text]
+    out: list[str] = []
+    start, words = 0, False
+    for t in tokens:
+        if t.token_type is sqlglot.TokenType.SEMICOLON:
+            if words:
+                out.append(text[start : t.start])
+            start, words = t.end + 1, False
+        else:
+            words = True
+    if words:
+        out.append(text[start:])
+    return out or [text]
+
+
 def _parse(text: str) -> exp.Expr:
     _check_tokens(text)
     try:

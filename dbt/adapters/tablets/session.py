@@ -114,7 +114,8 @@ class TabletsCursor(SparkSessionCursor):
         self._rows = None
         sql, options = take_options(sql)
         db = self._connection.database
-        out = db.sql(sql, options=options)  # errors become dbt's in the manager's exception_handler
+        # a model's sql_header runs before its statement, in the same call
+        out = db.script(sql, options=options)  # errors become dbt's in the manager's exception_handler
         if isinstance(out, StatementResult):
             self._df = None
             self._rows = []

@@ -17,9 +17,11 @@ from dbt.tests.adapter.constraints.test_constraints import (
     BaseIncrementalConstraintsColumnsEqual,
     BaseIncrementalConstraintsRollback,
     BaseIncrementalConstraintsRuntimeDdlEnforcement,
+    BaseIncrementalContractSqlHeader,
     BaseIncrementalForeignKeyConstraint,
     BaseModelConstraintsRuntimeEnforcement,
     BaseTableConstraintsColumnsEqual,
+    BaseTableContractSqlHeader,
 )
 
 TABLETS = {"models": {"+file_format": "tablets"}}
@@ -240,3 +242,45 @@ class TestTabletsIncrementalForeignKeyConstraint(TabletsProject, BaseIncremental
     @pytest.fixture(scope="class")
     def macros(self):
         return {"create_table.sql": "{% macro create_table_macro() %}select 1{% endmacro %}"}
+
+
+# dbt-tests-adapter's header models speak PostgreSQL (``set session time zone``,
+# ``current_setting``); the same models in Spark SQL, as dbt-databricks rewrites them
+SQL_HEADER_MODEL = """
+{{{{ config(materialized = "{materialized}", on_schema_change = "append_new_columns") }}}}
+
+{{% call set_sql_header(config) %}}
+SET TIME ZONE 'Asia/Kolkata';
+{{%- endcall %}}
+select current_timezone() as column_name
+"""
+
+
+class SqlHeaderModels(TabletsProject):
+    materialized = "table"
+
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model_contract_sql_header.sql": SQL_HEADER_MODEL.format(materialized=self.materialized),
+            "constraints_schema.yml": spark_types(fixtures.model_contract_header_schema_yml),
+        }
+
+    def test_the_header_ran_before_the_model(self, project):
+        from dbt.tests.util import run_dbt
+
+        run_dbt(["run", "-s", "my_model_contract_sql_header"])
+        if self.materialized == "incremental":
+            run_dbt(["run", "-s", "my_model_contract_sql_header"])  # the incremental branch too
+        got = project.run_sql(
+            f"select column_name from {project.test_schema}.my_model_contract_sql_header", fetch="all"
+        )
+        assert {tuple(r) for r in got} == {("Asia/Kolkata",)}
+
+
+class TestTabletsTableContractSqlHeader(SqlHeaderModels, BaseTableContractSqlHeader):
+    pass
+
+
+class TestTabletsIncrementalContractSqlHeader(SqlHeaderModels, BaseIncrementalContractSqlHeader):
+    materialized = "incremental"
