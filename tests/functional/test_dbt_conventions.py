@@ -2,7 +2,7 @@
 5): ``merge_with_schema_evolution`` on merge_tablets and incremental (the second run's new
 column added by the MERGE's own commit), ``incremental_strategy: replace_where`` with
 ``incremental_predicates``, ``file_format`` defaulting to ``tablets`` for table, incremental and
-snapshot models, and the README's ``stock`` models run as printed, twice."""
+snapshot models and seeds, and the README's ``stock`` models run as printed, twice."""
 
 from __future__ import annotations
 
@@ -68,6 +68,14 @@ class TestDbtConventions:
         return MODELS
 
     @pytest.fixture(scope="class")
+    def seeds(self):
+        return {"plain_seed.csv": "id,v\n1,a\n2,b\n", "parquet_seed.csv": "id\n1\n"}
+
+    @pytest.fixture(scope="class")
+    def project_config_update(self):
+        return {"seeds": {"test": {"parquet_seed": {"+file_format": "parquet"}}}}
+
+    @pytest.fixture(scope="class")
     def runs(self, project):
         first = run_dbt(["run"])
         created = {m: self.version(project, m) for m in ("evolving", "inc_evolving")}
@@ -112,6 +120,18 @@ class TestDbtConventions:
             assert self.is_tablet_table(project, name), name
         assert not self.is_tablet_table(project, "parquet_table")
         assert rows(project, "parquet_table") == [(1,)]
+
+    def test_seeds_are_tablet_tables_by_default_and_load_again(self, project, runs):
+        run_dbt(["seed"])
+        assert self.is_tablet_table(project, "plain_seed")
+        assert not self.is_tablet_table(project, "parquet_seed")
+        seeds = os.path.join(project.project_root, "seeds")
+        with open(os.path.join(seeds, "plain_seed.csv"), "w") as f:
+            f.write("id,v\n3,c\n")
+        run_dbt(["seed"])  # dropped, created and loaded again, as dbt-spark's seeds
+        assert rows(project, "plain_seed") == [(3, "c")]
+        run_dbt(["seed", "--full-refresh"])
+        assert self.is_tablet_table(project, "plain_seed") and rows(project, "plain_seed") == [(3, "c")]
 
     def test_evolution_with_another_strategy_is_a_config_error(self, project, runs):
         project_dir = project.project_root
