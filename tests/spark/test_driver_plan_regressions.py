@@ -6,6 +6,7 @@ standard's rows and counts (DuckDB's MERGE INTO, Spark's semantics where they di
 import pytest
 import tablets
 from support.both_plans import check, on_both_plans
+from support.conf import LOS_ANGELES, settings
 from tablets.spark import catalog
 
 pytestmark = pytest.mark.spark
@@ -286,3 +287,27 @@ def test_a_key_inserted_again_while_its_row_stays_is_a_key_violation(db):
         "ON t.k = s.k AND t.v < 0 WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN UPDATE SET v = 0",
     )
     assert all(isinstance(r, str) and r.startswith("KeyViolation") and "k=1" in r for r in results.values()), results
+
+
+def test_a_timestamp_key_past_year_9999_in_utc(db, spark):
+    """Soak seed 1000072: TIMESTAMP '9999-12-31 23:59:59' in Los Angeles is in year 10000 in UTC,
+    where Python's datetime ends. Writing its tablet's statistics, the source's key range and the
+    key violation's example took it into Python and failed with OverflowError; now the column
+    has no bounds there (pruning keeps its tablets) and the example is Arrow's text."""
+    edge = "TIMESTAMP '9999-12-31 23:59:59'"
+    setup = [
+        "CREATE TABLE {t} (k TIMESTAMP, v INT) USING tablets TBLPROPERTIES ('key_columns'='k')",
+        f"INSERT INTO {{t}} VALUES ({edge}, 1), (TIMESTAMP '2024-01-01 00:00:00', 2)",
+    ]
+    with settings(spark, LOS_ANGELES):
+        results = on_both_plans(db, "ts_edge", setup, f"INSERT INTO {{t}} VALUES ({edge}, 3)")
+        assert all(r.startswith("KeyViolation") and "k=" in r for r in results.values()), results
+        merged = on_both_plans(
+            db,
+            "ts_edge",
+            setup,
+            f"MERGE INTO {{t}} t USING (SELECT {edge} AS k, 4 AS v) s ON t.k = s.k "
+            "WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+        )
+    assert {plan: r[1] for plan, r in merged.items()} == {plan: (0, 1, 0) for plan in merged}, merged
+    assert all(sorted(r[0].values()) == [1, 1] and len(r[0]) == 2 for r in merged.values()), merged

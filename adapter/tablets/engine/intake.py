@@ -50,6 +50,7 @@ from tablets.spark.frames import (
 )
 from tablets.spark.sizes import broadcast_threshold, row_width, size_bytes
 from tablets.spec import ActionKind
+from tablets.storage.tablet import OUT_OF_RANGE, python_value
 
 
 def broadcastable(run: Run, source: DataFrame) -> bool:
@@ -120,7 +121,9 @@ def collect_local_source(
             ranges = _source_ranges(run, frame) if frame is not None else None
             break
         lo_hi = pc.min_max(data.column(i))
-        ranges.append((col, lo_hi["min"].as_py(), lo_hi["max"].as_py()))  # type: ignore[union-attr]
+        lo, hi = python_value(lo_hi["min"]), python_value(lo_hi["max"])
+        if lo is not OUT_OF_RANGE and hi is not OUT_OF_RANGE:  # else no range of this column
+            ranges.append((col, lo, hi))  # type: ignore[union-attr]
     if run.intake.local is None:  # Spark cannot take these rows back as they are
         return None
     run.metrics.source_rows = data.num_rows

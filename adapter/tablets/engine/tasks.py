@@ -29,7 +29,7 @@ from tablets.engine.names import (
 )
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 from tablets.storage.actions import AddTablet, SetDV
-from tablets.storage.tablet import read_tablet
+from tablets.storage.tablet import OUT_OF_RANGE, python_value, read_tablet
 from tablets.storage.types import schema_to_arrow
 
 # a target row paired with a source row that no clause acts on (DO NOTHING, a false condition):
@@ -106,8 +106,7 @@ def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -
     example = refused if refused.num_rows else dups
     if example.num_rows == 0:
         return 0, None
-    first = example.slice(0, 1).to_pylist()[0]
-    text = ", ".join(f"{n}={first[k]!r}" for k, n in zip(keys, names, strict=True))
+    text = ", ".join(f"{n}={shown(example.column(k)[0])}" for k, n in zip(keys, names, strict=True))
     return refused.num_rows + int(pc.sum(dups.column("count_all")).as_py() or 0), text
 
 
@@ -211,8 +210,21 @@ def violations_of(rows: pa.Table, columns: Sequence[str]) -> tuple[int, str | No
     if not n:
         return 0, None
     i = int(pc.index(bad, True).as_py())
-    row = {c: rows.column(c)[i].as_py() for c in columns}
+    row = {c: _value(rows.column(c)[i]) for c in columns}
     return n, json.dumps({"constraint": labels[i].as_py(), "row": row}, default=str)
+
+
+def _value(value: pa.Scalar) -> object:
+    """``value`` in Python, or as Arrow's text where Python's types cannot hold it (a timestamp
+    past year 9999 in the session's zone)."""
+    v = python_value(value)
+    return pc.cast(value, pa.string()).as_py() if v is OUT_OF_RANGE else v
+
+
+def shown(value: pa.Scalar) -> str:
+    """``value`` as an error message shows it (``repr`` of its Python value, where it has one)."""
+    v = _value(value)
+    return repr(v) if not isinstance(v, str) or value.type == pa.string() else v
 
 
 def _result_batch(

@@ -16,7 +16,7 @@ import hashlib
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -79,6 +79,18 @@ def tablet_id_of_path(path: str) -> str:
     return basename(path).removesuffix(TABLET_SUFFIX)
 
 
+# a value Python's types cannot hold (a timestamp or date past year 9999, as Spark may store)
+OUT_OF_RANGE = object()
+
+
+def python_value(value: pa.Scalar) -> object:
+    """``value.as_py()``, or ``OUT_OF_RANGE``."""
+    try:
+        return value.as_py()
+    except (OverflowError, ValueError):
+        return OUT_OF_RANGE
+
+
 def _json_value(v: object) -> object:
     if isinstance(v, (dt.datetime, dt.date, dt.time)):
         return v.isoformat()
@@ -100,7 +112,10 @@ def column_stats(data: pa.Table) -> tuple[tuple[str, ColumnStats], ...]:
             out.append((name, ColumnStats(None, None, nulls)))
             continue
         mm = pc.min_max(col)
-        lo, hi = mm["min"].as_py(), mm["max"].as_py()
+        lo, hi = python_value(mm["min"]), python_value(mm["max"])
+        if lo is OUT_OF_RANGE or hi is OUT_OF_RANGE:  # no bounds: pruning keeps the tablet
+            out.append((name, ColumnStats(None, None, nulls)))
+            continue
         nans = int(pc.sum(pc.is_nan(col)).as_py() or 0) if pa.types.is_floating(t) else None
         if nans:  # NaN is above every number in Spark (min/max leave it out): no upper bound
             hi = None
@@ -276,7 +291,11 @@ class KeySet:
     def __init__(self, values: pa.Array) -> None:
         values = values.drop_null()
         mm = pc.min_max(values)
-        self.lo, self.hi = mm["min"].as_py(), mm["max"].as_py()  # None: no values
+        # None: no values; OUT_OF_RANGE: values beyond Python's (every row group may hold them)
+        self.lo: Any = python_value(mm["min"])
+        self.hi: Any = python_value(mm["max"])
+        if self.lo is OUT_OF_RANGE or self.hi is OUT_OF_RANGE:
+            self.lo = self.hi = OUT_OF_RANGE
         self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
         self._cast: dict[pa.DataType, pa.Array] = {}  # the values in a tablet column's type
         self._mark: np.ndarray | None = None
@@ -310,11 +329,12 @@ def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> 
     if lo is None or hi is None:
         return False
     stats = meta.column(index).statistics
-    if stats is None or not stats.has_min_max:
+    if lo is OUT_OF_RANGE or stats is None or not stats.has_min_max:
         return True
     try:
         return not (hi < stats.min or lo > stats.max)
-    except TypeError:  # statistics of another physical type (e.g. bytes): cannot tell
+    # statistics of another physical type (e.g. bytes), or beyond Python's dates: cannot tell
+    except (TypeError, OverflowError, ValueError):
         return True
 
 
