@@ -101,13 +101,23 @@ def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -
     inserted = rows.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REPLACE])))
     for k in keys:
         inserted = inserted.filter(pc.is_valid(inserted.column(k)))
-    counts = inserted.group_by(list(keys)).aggregate([([], "count_all")])
+    counts = _as_spark_groups(inserted.select(list(keys))).group_by(list(keys)).aggregate([([], "count_all")])
     dups = counts.filter(pc.greater(counts.column("count_all"), 1))
     example = refused if refused.num_rows else dups
     if example.num_rows == 0:
         return 0, None
     text = ", ".join(f"{n}={shown(example.column(k)[0])}" for k, n in zip(keys, names, strict=True))
     return refused.num_rows + int(pc.sum(dups.column("count_all")).as_py() or 0), text
+
+
+def _as_spark_groups(rows: pa.Table) -> pa.Table:
+    """Floating-point columns as Spark groups and joins them: -0.0 as 0.0, every NaN as one."""
+    for i, col in enumerate(rows.columns):
+        if pa.types.is_floating(col.type):
+            zero, nan = pa.scalar(0.0, col.type), pa.scalar(float("nan"), col.type)
+            col = pc.if_else(pc.equal(col, zero), zero, col)
+            rows = rows.set_column(i, rows.field(i), pc.if_else(pc.is_nan(col), nan, col))
+    return rows
 
 
 def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = ()):
