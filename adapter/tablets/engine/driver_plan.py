@@ -134,13 +134,13 @@ def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
 def driver_on_rest(run: Run) -> Compiled | Literal[True] | None:
     """``Plan.driver_on_rest`` over the collected source's types, compiled once a statement:
     True where ON is only the key equalities the driver pairs on."""
-    if not run.driver.on_rest:
+    if run.driver.on_rest is None:
         source = (
             {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields}
             if run.intake.local is not None
             else None
         )
-        run.driver.on_rest.append(run.plan.driver_on_rest(source))
+        run.driver.on_rest = (run.plan.driver_on_rest(source),)
     return run.driver.on_rest[0]
 
 

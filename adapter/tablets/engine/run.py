@@ -56,7 +56,7 @@ class DriverWork:
     pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # key_pairs
     on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
     clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # driver_clauses, by category
-    on_rest: list[Any] = field(default_factory=list)  # [driver_on_rest's answer], once computed
+    on_rest: tuple[Any] | None = None  # (driver_on_rest's answer,) once computed (it may be None)
 
 
 @dataclass

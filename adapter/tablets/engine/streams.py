@@ -50,8 +50,8 @@ from tablets.storage import (
 def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool) -> list:
     """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
     tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
-    of updates ride along to their old tablet's task, inserted rows go to one task when they fit
-    one tablet, else are spread by a hash. ``base`` in Arrow (``classify_on_driver``): one task, here."""
+    of updates ride along to their old tablet's task, inserted rows go to one task where
+    ``inserts_in_one_task`` says they fit one, else are spread by a hash of their key. ``base`` in Arrow (``classify_on_driver``): one task, here."""
     names, images = run.plan.columns, run.plan.images
     parts = stream_partitions(run.spark, stream_rows(run))
     keys = _key_images(run.plan, images)
