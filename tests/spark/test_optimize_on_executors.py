@@ -4,6 +4,7 @@ issue 28): the driver picks and commits, tasks read and write. Below
 
 import itertools
 
+import pyarrow as pa
 import pytest
 import tablets
 from support.conf import settings
@@ -38,9 +39,10 @@ def _table(db, name, props=""):
         f"CREATE TABLE {name} (id BIGINT, v STRING, d DOUBLE) USING tablets "
         f"TBLPROPERTIES ('target_tablet_rows' = '10'{props})"
     )
+    t = db.table_of(name)
     for start in range(0, 40, 4):  # ten tablets of four rows, ids interleaved across them
-        values = ", ".join(f"({(i * 7) % 40}, 'v{i}', {i}.5)" for i in range(start, start + 4))
-        db.sql(f"INSERT INTO {name} VALUES {values}")
+        ids = [(i * 7) % 40 for i in range(start, start + 4)]
+        t.append(pa.table({"id": ids, "v": [f"v{i}" for i in ids], "d": [i + 0.5 for i in ids]}))
     db.sql(f"DELETE FROM {name} WHERE id % 5 = 0")  # deletion vectors in most tablets
     return sorted(db.table_of(name).read().to_pylist(), key=lambda r: r["id"])
 
