@@ -41,10 +41,10 @@ class TestTabletsCloneNotPossible(BaseCloneNotPossible):
 
 
 class TestTabletsCloneOfParquetTablesMakesViews(BaseClonePossible):
-    # models in dbt-spark's parquet (and seeds, dbt-spark's tables): no such table can be cloned, all views
+    # models and seeds in dbt-spark's parquet: no such table can be cloned, all views
     @pytest.fixture(scope="class")
     def project_config_update(self):
-        return {"models": {"+file_format": "parquet"}}
+        return {"models": {"+file_format": "parquet"}, "seeds": {"+file_format": "parquet"}}
 
     def test_can_clone_true(self, project, unique_schema, other_schema):
         project.create_test_schema(other_schema)

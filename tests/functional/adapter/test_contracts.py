@@ -259,6 +259,19 @@ select current_timezone() as column_name
 class SqlHeaderModels(TabletsProject):
     materialized = "table"
 
+    @pytest.fixture(scope="class", autouse=True)
+    def session_zone_kept(self):
+        """The header sets the session's time zone, and the process's other tests share the
+        session: their zone back afterwards."""
+        from pyspark.sql import SparkSession
+
+        spark = SparkSession.getActiveSession()
+        zone = spark.conf.get("spark.sql.session.timeZone") if spark is not None else None
+        yield
+        spark = SparkSession.getActiveSession()
+        if spark is not None and zone is not None:
+            spark.conf.set("spark.sql.session.timeZone", zone)
+
     @pytest.fixture(scope="class")
     def models(self):
         return {

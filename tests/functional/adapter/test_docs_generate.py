@@ -1,9 +1,9 @@
 """dbt-tests-adapter's docs generate suites: the catalog of a project with seeds, views, an
-ephemeral model, a table and a snapshot (a tablet table, this adapter's default), with Spark's
-types and owner (dbt-spark's own expectations: ``long``, ``string``, ``timestamp``, the Spark
-user), no statistics for Spark's tables and views (Spark 4.3 records none for dbt-spark's seeds),
-no comments where none were persisted, column indexes from 1; and the same references
-project with its table a tablet table, whose catalog entry has the tablet statistics."""
+ephemeral model, a table and a snapshot, with Spark's types and owner (dbt-spark's own
+expectations: ``long``, ``string``, ``timestamp``, the Spark user), no statistics for Spark's
+tables and views (Spark 4.3 records none), the tablet statistics of the seed (a tablet table,
+this adapter's default for seeds too), no comments where none were persisted, column indexes
+from 1; and the same references project with its table a tablet table as well."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ SPARK_TYPES = {"id_type": "long", "text_type": "string", "time_type": "timestamp
 class TestDocsGenerateTablets(BaseDocsGenerate):
     @pytest.fixture(scope="class")
     def expected_catalog(self, project):
-        return expected_catalog.base_expected_catalog(
+        expected = expected_catalog.base_expected_catalog(
             project,
             role=spark_user(),
             view_type="view",
@@ -60,6 +60,9 @@ class TestDocsGenerateTablets(BaseDocsGenerate):
             model_stats=expected_catalog.no_stats(),
             **SPARK_TYPES,
         )
+        expected["nodes"]["seed.test.seed"]["stats"] = tablet_stats(rows=1)
+        expected["sources"]["source.test.my_source.my_table"]["stats"] = tablet_stats(rows=1)  # the seed
+        return expected
 
 
 class TestDocsGenReferencesTablets(BaseDocsGenReferences):
@@ -86,4 +89,6 @@ class TestDocsGenReferencesTablets(BaseDocsGenReferences):
             **SPARK_TYPES,
         )
         expected["nodes"]["model.test.ephemeral_summary"]["stats"] = tablet_stats(rows=1)
+        expected["nodes"]["seed.test.seed"]["stats"] = tablet_stats(rows=1)
+        expected["sources"]["source.test.my_source.my_table"]["stats"] = tablet_stats(rows=1)  # the seed
         return expected
