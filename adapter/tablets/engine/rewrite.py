@@ -25,7 +25,7 @@ from tablets.engine.errors import job_failed
 from tablets.engine.names import K_INSERT, KIND
 from tablets.engine.tasks import INSERT_RESULT, insert_task, rewrite_task
 from tablets.spark.frames import tablet_scan
-from tablets.spark.sizes import parse_bytes
+from tablets.spark.sizes import conf_bytes
 from tablets.sqltext import quote_ident
 from tablets.storage import Fragment, Snapshot, TabletTable, WriteHandle, fragment_from_json
 from tablets.storage.table import Rewriter
@@ -47,11 +47,7 @@ def rewriter(spark: SparkSession, table: TabletTable) -> Rewriter:
 
 
 def driver_rewrite_bytes(spark: SparkSession) -> int:
-    try:
-        text = spark.conf.get(REWRITE_CONF, None)
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        text = None
-    size = parse_bytes(text or None)
+    size = conf_bytes(spark, REWRITE_CONF)
     return DRIVER_REWRITE_BYTES if size is None else max(size, 0)
 
 

@@ -14,7 +14,7 @@ from tablets.engine.plan import Plan, source_column
 from tablets.settings import conf_flag
 from tablets.spark.backend import is_connect
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
-from tablets.spark.sizes import broadcast_threshold, parse_bytes, size_bytes
+from tablets.spark.sizes import broadcast_threshold, conf_bytes, size_bytes
 from tablets.spec import Category
 
 # the insert path writes a stream Spark estimates below this as one tablet (one task)
@@ -80,7 +80,7 @@ def driver_scan_bytes(spark: SparkSession) -> int:
         except Exception:  # noqa: BLE001 - cannot tell: the default
             return ""
 
-    size = parse_bytes(conf(DRIVER_SCAN_CONF) or None)
+    size = conf_bytes(spark, DRIVER_SCAN_CONF)
     if size is not None:
         return size
     # a Spark Connect client may be on another machine than its server's local-mode executors

@@ -38,6 +38,15 @@ def parse_bytes(text: str | None) -> int | None:
     return int(m.group(1)) * _UNITS[m.group(2).lower()]
 
 
+def conf_bytes(spark: SparkSession, key: str) -> int | None:
+    """The byte-size setting ``key`` of ``spark`` (``parse_bytes``); None where it is unset, is not
+    a size, or the session cannot be asked."""
+    try:
+        return parse_bytes(spark.conf.get(key, None) or None)
+    except Exception:  # noqa: BLE001 - cannot tell: the caller's default
+        return None
+
+
 def connect_size(frame: DataFrame) -> int | None:
     """Spark's size estimate of ``frame`` over Spark Connect: the optimized plan's root statistics
     from the server's ``EXPLAIN COST`` (``Statistics(sizeInBytes=1.5 KiB, ...)``)."""
