@@ -202,19 +202,14 @@ def keyed(
     # clauses ON's rest names target columns only, so every pair of the row is outside alike)
     outside = f"NOT COALESCE({extra}, FALSE)"
     firsts = _first_of(spec, scope, Category.NOT_MATCHED)
-    deletes = [j for j, d in _first_of(spec, scope, Category.NOT_MATCHED_BY_SOURCE) if d.action is ActionKind.DELETE]
+    deleted = " OR ".join(
+        f"({j})" for j, d in _first_of(spec, scope, Category.NOT_MATCHED_BY_SOURCE) if d.action is ActionKind.DELETE
+    )
     # its source row inserted and its target row deleted: one row of the key remains
     for first, ins in firsts:
-        for j in deletes:
-            if ins.action is ActionKind.INSERT:
-                clauses.append(
-                    replace(
-                        ins,
-                        category=Category.MATCHED,
-                        action=ActionKind.REPLACE,
-                        condition=f"{outside} AND ({first}) AND ({j})",
-                    )
-                )
+        if deleted and ins.action is ActionKind.INSERT:
+            replaced = f"{outside} AND ({first}) AND ({deleted})"
+            clauses.append(replace(ins, category=Category.MATCHED, action=ActionKind.REPLACE, condition=replaced))
     # its source row inserted and its target row kept: refused
     inserted = " OR ".join(f"({f})" for f, ins in firsts if ins.action is ActionKind.INSERT) or "FALSE"
     clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND ({inserted})"))
