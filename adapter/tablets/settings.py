@@ -1,5 +1,5 @@
-"""The one reader of on/off settings: ``spark.tablets.*`` switches, ``TABLETS_*`` environment
-variables and boolean table properties all take the same words.
+"""The readers of settings: on/off (``spark.tablets.*`` switches, ``TABLETS_*`` environment
+variables and boolean table properties all take the same words) and counts.
 
 On: ``true``, ``on``, ``1``, ``yes``; off: ``false``, ``off``, ``0``, ``no`` (any case, spaces
 around ignored). Unset or empty: the setting's default. Anything else is an ``InvalidSetting``
@@ -21,6 +21,9 @@ BOOLEANS = ON + OFF
 
 class InvalidSetting(TabletsError):
     help = "Set it to true or false (on/off, 1/0 and yes/no are read the same way), or unset it for the default."
+
+
+COUNT_HELP = "Set it to a whole number of 0 or more (0 turns the shortcut off), or unset it for the default."
 
 
 def flag(value: object, name: str, default: bool = True) -> bool:
@@ -45,3 +48,27 @@ def conf_flag(spark: Any, key: str, default: bool = True) -> bool:
     except Exception:  # noqa: BLE001 - cannot tell: the default
         return default
     return flag(value, key, default)
+
+
+def count(value: object, name: str, default: int) -> int:
+    """``value`` of the setting ``name``, a whole number of 0 or more; ``default`` when unset or empty."""
+    text = "" if value is None else str(value).strip()
+    if not text:
+        return default
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if n < 0:
+        raise InvalidSetting(f"{name} = {str(value)!r} is not a whole number of 0 or more", help=COUNT_HELP)
+    return n
+
+
+def conf_count(spark: Any, key: str, default: int) -> int:
+    """The Spark setting ``key`` of ``spark`` as a count (``count``); ``default`` where the session
+    cannot be asked."""
+    try:
+        value = spark.conf.get(key, None)
+    except Exception:  # noqa: BLE001 - cannot tell: the default
+        return default
+    return count(value, key, default)

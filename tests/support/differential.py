@@ -24,6 +24,7 @@ import pyarrow as pa
 from tablets.engine.route import (
     ARROW_EVAL_CONF,
     DRIVER_SCAN_CONF,
+    DRIVER_WRITE_CONF,
     PRUNE_CONF,
     RERUN_CONF,
     SKIP_NOOP_CONF,
@@ -36,10 +37,14 @@ from support.sqlgen import Case, Step, values_query
 
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
-# other shortcut on, with every shortcut off (the long way), or the driver plan with one of its
-# shortcuts off. Each is held to DuckDB and to the first table (the session's defaults).
+# other shortcut on (few pairs then written by one task on the driver), Spark's plan with its
+# pairs always written by Spark's tasks (as at scale), with every shortcut off (the long way), or
+# the driver plan with one of its shortcuts off. Each is held to DuckDB and to the first table
+# (the session's defaults).
+SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0"}
 ALL_OFF = {
     DRIVER_SCAN_CONF: "0",
+    DRIVER_WRITE_CONF: "0",
     ARROW_EVAL_CONF: "false",
     PRUNE_CONF: "false",
     RERUN_CONF: "false",
@@ -50,7 +55,7 @@ SECOND = (
     ("spark, all shortcuts off", ALL_OFF),
     ("spark", PLANS["spark"]),
     ("driver, arrowEval off", {ARROW_EVAL_CONF: "false"}),
-    ("spark", PLANS["spark"]),
+    ("spark, tasks", SPARK_TASKS),
     ("driver, pruning off", {PRUNE_CONF: "false"}),
 )
 
@@ -308,6 +313,7 @@ class Tally:
                 continue
             for flag, on in (
                 ("merged on driver", m.merged_on_driver),
+                ("Spark's pairs written on driver", m.written_on_driver),
                 ("read on driver", m.tablets_read_on_driver > 0),
                 ("tablets pruned", m.tablets_pruned > 0),
                 ("re-run (same_source)", m.same_source),

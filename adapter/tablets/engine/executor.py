@@ -55,7 +55,7 @@ from tablets.engine.route import (
     SKIP_NOOP_CONF,
 )
 from tablets.engine.run import MergeOptions, Run, setting_on
-from tablets.engine.streams import delete_stream, insert_stream
+from tablets.engine.streams import collect_few_pairs, delete_stream, insert_stream
 from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
@@ -235,6 +235,12 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
     check = stream_check(run.snapshot.metadata, run.plan.columns, run.plan.images)
     if check is not None:  # the rows the streams write, checked where they are written
         base = base.withColumn(VIOLATION, check)
+    few = collect_few_pairs(run, base, tablets)
+    if few is not None:  # one task, here, as the driver plan's pairs: it sorts by cluster_by itself
+        run.metrics.written_on_driver = True
+        fragments = delete_stream(run, few, handle, len(tablets), inserts=plan.has_inserts)
+        run.phase("streams", t0)
+        return fragments
     if plan.has_inserts and not together:
         base = base.persist(StorageLevel.MEMORY_AND_DISK)  # two jobs read the one join
         persisted.append(base)

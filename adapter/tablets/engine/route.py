@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets.engine.plan import Plan, source_column
-from tablets.settings import conf_flag
+from tablets.settings import conf_count, conf_flag
 from tablets.spark.backend import is_connect
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.spark.sizes import broadcast_threshold, conf_bytes, size_bytes
@@ -51,6 +51,10 @@ ARROW_EVAL_CONF = "spark.tablets.merge.arrowEval"
 PRUNE_CONF = "spark.tablets.merge.pruneTablets"
 # "false": a MERGE run again with the same rows reads the target to find it changes nothing
 RERUN_CONF = "spark.tablets.merge.skipSameSource"
+# "0": the classified pairs of Spark's plan always go to Spark's tasks, however few they can be
+# (DRIVER_WRITE_ROWS: at most this many are collected and written by one task on the driver)
+DRIVER_WRITE_CONF = "spark.tablets.merge.driverWriteRows"
+DRIVER_WRITE_ROWS = 10_000
 # "false": a statement that changes nothing (degenerate, an empty source, a re-merge of rows
 # already there) still runs to its commit step, which then writes nothing
 SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"
@@ -88,6 +92,12 @@ def driver_scan_bytes(spark: SparkSession) -> int:
     return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
 
 
+def driver_write_rows(spark: SparkSession) -> int:
+    """``DRIVER_WRITE_CONF``: the most rows Spark's classified pairs can hold for the driver to
+    collect and write them as one task (0: never)."""
+    return conf_count(spark, DRIVER_WRITE_CONF, DRIVER_WRITE_ROWS)
+
+
 _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
 
 
@@ -110,11 +120,18 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
     long way."""
     switches = (
         f"   switches: {DRIVER_SCAN_CONF}=0 (Spark's plan), {ARROW_EVAL_CONF}=false, {PRUNE_CONF}=false, "
-        f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false"
+        f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false, {DRIVER_WRITE_CONF}=0"
     )
 
     def spark_plan(why: str) -> list[str]:
-        return [f"[Route] Spark's plan: {why}", switches]
+        few = driver_write_rows(spark)
+        writes = (
+            f"   its pairs are written by Spark's tasks, or by one task on the driver where they can be at most {few:,}"
+            f" rows ({DRIVER_WRITE_CONF})"
+            if few
+            else f"   its pairs are written by Spark's tasks ({DRIVER_WRITE_CONF} is 0)"
+        )
+        return [f"[Route] Spark's plan: {why}", writes, switches]
 
     scan = driver_scan_bytes(spark)
     if scan <= 0:

@@ -34,6 +34,7 @@ from tablets.engine.names import (
 from tablets.engine.plan import (
     Plan,
 )
+from tablets.engine.route import driver_write_rows
 from tablets.engine.run import Run
 from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
 from tablets.exceptions import (
@@ -115,6 +116,35 @@ def stream_rows(run: Run) -> int:
     if run.plan.join in ("right", "full"):
         bound += run.snapshot.live_rows
     return bound
+
+
+def pairs_bound(run: Run, tablets: Sequence[str]) -> int:
+    """At most how many rows Spark's classified pairs of a statement over ``tablets`` hold: each
+    pair (and its marker, ``pairs_sql.one_shuffle_pairs``), each source row without one, and with
+    BY SOURCE clauses each target row without one. A pair per source row where ON equates every
+    key column of a keyed table (its keys are unique and ``=`` never pairs NULL), else one per
+    (source row, target row)."""
+    target = sum(run.snapshot.tablets[t].live_rows for t in tablets)
+    plan = run.plan
+    if plan.join is None:  # UPDATE / DELETE: the target rows
+        return target
+    source = run.metrics.source_rows
+    keyed = bool(plan.key_columns) and set(plan.key_columns) <= {c for c, _ in plan.join_keys}
+    pairs = source if keyed else source * target
+    return 2 * pairs + source + (target if plan.by_source else 0)
+
+
+def collect_few_pairs(run: Run, base: DataFrame, tablets: Sequence[str]) -> pa.Table | None:
+    """Spark's classified pairs collected to the driver, where they can be at most
+    ``route.driver_write_rows`` rows: one task here writes them (no shuffle, no Python worker),
+    as the driver plan's pairs are. None where they can be more, or have no Arrow form."""
+    limit = driver_write_rows(run.spark)
+    if limit <= 0 or run.driver.on_driver or pairs_bound(run, tablets) > limit:
+        return None
+    try:
+        return base.toArrow()
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        return None
 
 
 def stream_partitions(spark: SparkSession, rows: int) -> int:

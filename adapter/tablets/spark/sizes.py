@@ -9,6 +9,7 @@ import re
 
 from pyspark.sql import DataFrame, SparkSession
 
+from tablets.settings import InvalidSetting
 from tablets.spark.backend import is_connect
 
 _UNITS = {
@@ -39,12 +40,22 @@ def parse_bytes(text: str | None) -> int | None:
 
 
 def conf_bytes(spark: SparkSession, key: str) -> int | None:
-    """The byte-size setting ``key`` of ``spark`` (``parse_bytes``); None where it is unset, is not
-    a size, or the session cannot be asked."""
+    """The byte-size setting ``key`` of ``spark`` (``parse_bytes``); None where it is unset or the
+    session cannot be asked; an ``InvalidSetting`` naming it where it is not a size."""
     try:
-        return parse_bytes(spark.conf.get(key, None) or None)
+        text = spark.conf.get(key, None)
     except Exception:  # noqa: BLE001 - cannot tell: the caller's default
         return None
+    if text is None or not str(text).strip():
+        return None
+    size = parse_bytes(text)
+    if size is None:
+        raise InvalidSetting(
+            f"{key} = {text!r} is not a size",
+            help="Set it to a number of bytes with an optional unit (65536, 64k, 64MB, 1g; 0 turns the shortcut off), "
+            "or unset it for the default.",
+        )
+    return size
 
 
 def connect_size(frame: DataFrame) -> int | None:
