@@ -327,3 +327,21 @@ def test_minus_zero_and_zero_are_one_key(db):
             f"INSERT INTO {{t}} SELECT * FROM VALUES {values} AS v(k1, k2)",
         )
         assert all(r.startswith("KeyViolation") for r in results.values()), results
+
+
+def test_a_null_safe_key_with_more_of_on_pairs_null_keys(db):
+    """Seed 22 (of a 20-statement run): a keyed table's MERGE whose ON is ``t.k <=> s.k AND
+    <more>`` was rewritten to pair on ``t.k = s.k``, which never pairs NULL keys, so the NULL-key
+    row was inserted a second time on both plans."""
+    results = on_both_plans(
+        db,
+        "null_safe_key",
+        [
+            "CREATE TABLE {t} (k1 SMALLINT, d DATE) USING tablets TBLPROPERTIES ('key_columns' = 'k1')",
+            "INSERT INTO {t} VALUES (NULL, DATE'1969-12-31'), (1, DATE'2000-01-01')",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(NULL AS SMALLINT), DATE'1970-01-01'), "
+        "(CAST(1 AS SMALLINT), DATE'2001-01-01'), (CAST(2 AS SMALLINT), DATE'2002-01-01') AS v(k1, d)) s "
+        "ON (t.k1 <=> s.k1) AND (t.d <=> t.d) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
+    )
+    check(results, [(None, 0), (1, 11323), (2, 11688)], (1, 2, 0))

@@ -64,13 +64,14 @@ def _same_sql(a: str, b: str) -> bool:
 
 def _key_matches(
     spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]
-) -> tuple[dict[str, str], list[exp.Expr]]:
-    """The ON condition's ``target.key = <source expression>`` conjuncts, by key column, and
-    the other conjuncts."""
+) -> tuple[dict[str, str], list[exp.Expr], set[str]]:
+    """The ON condition's ``target.key = <source expression>`` (or ``<=>``) conjuncts, by key
+    column, the other conjuncts, and the key columns matched with ``<=>``."""
     t = spec.target_alias.lower()
     wanted = {k.lower() for k in keys}
     found: dict[str, str] = {}
     rest: list[exp.Expr] = []
+    null_safe: set[str] = set()
     for c in conjuncts(on):
         hit = None
         if isinstance(c, (exp.EQ, exp.NullSafeEQ)):
@@ -88,7 +89,9 @@ def _key_matches(
             rest.append(c)
         else:
             found[hit[0].lower()] = hit[1]
-    return found, rest
+            if isinstance(c, exp.NullSafeEQ):
+                null_safe.add(hit[0].lower())
+    return found, rest, null_safe
 
 
 def check_conflict_target(spec: MergeSpec, keys: Sequence[str]) -> None:
@@ -136,8 +139,11 @@ def keyed(
     key_list = ", ".join(keys)
     found: dict[str, str] = {}
     rest: list[exp.Expr] = []
+    null_safe: set[str] = set()
     if spec.on is not None:
-        found, rest = _key_matches(spec, scope.qualify(spec.on, Category.MATCHED, "ON condition"), lower_t, keys)
+        found, rest, null_safe = _key_matches(
+            spec, scope.qualify(spec.on, Category.MATCHED, "ON condition"), lower_t, keys
+        )
     for i, clause in enumerate(spec.clauses):
         if clause.action is not ActionKind.UPDATE:
             continue
@@ -191,7 +197,9 @@ def keyed(
             help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
         )
     extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
-    on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
+    on = " AND ".join(
+        f"{spec.target_alias}.`{k}` {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}" for k in keys
+    )
     clauses: list[Clause] = []
     for c in spec.clauses:
         if c.category is Category.MATCHED:
