@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from tablets import metadata as table_metadata
+from tablets.engine.file_check import missing_files
 from tablets.engine.rewrite import rewriter
 from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
 from tablets.settings import conf_flag
@@ -241,7 +242,7 @@ def restore(spark: SparkSession, spec: RestoreSpec, table: TabletTable) -> DataF
     where = f"RESTORE {spec.target}"
     version = resolve_version(spark, table, spec.as_of, where)
     before = table.snapshot().metadata.schema
-    committed = table.restore(version, statement=f"{where} TO {spec.as_of.sql()}")
+    committed = table.restore(version, statement=f"{where} TO {spec.as_of.sql()}", missing=missing_files(spark, table))
     if committed is not None and table.snapshot(committed).metadata.schema != before:
         catalog.sync_schema(spark, spec.target)
     metrics = {}

@@ -1,14 +1,19 @@
 """OPTIMIZE and auto-compaction rewrite tablets in Spark's tasks (``tablets.engine.rewrite``,
 issue 28): the driver picks and commits, tasks read and write. Below
-``spark.tablets.optimize.driverRewriteBytes`` the driver rewrites alone, with no Spark job."""
+``spark.tablets.optimize.driverRewriteBytes`` the driver rewrites alone, with no Spark job.
+RESTORE's check that its files exist runs in tasks too above
+``spark.tablets.restore.driverCheckFiles`` (``tablets.engine.file_check``)."""
 
 import itertools
+import os
 
 import pyarrow as pa
 import pytest
 import tablets
 from support.conf import settings
+from tablets.engine.file_check import CHECK_CONF
 from tablets.engine.rewrite import REWRITE_CONF, bins
+from tablets.exceptions import FormatError
 
 pytestmark = pytest.mark.spark
 _groups = itertools.count()
@@ -110,3 +115,42 @@ def test_bins_pack_tablets_first_fit_decreasing():
     sizes = {"t0": 6, "t1": 5, "t2": 4, "t3": 3, "t4": 2, "t5": 30}
     snap = SimpleNamespace(tablets={t: TabletState(AddTablet(t, f"{t}.parquet", r, 100)) for t, r in sizes.items()})
     assert bins(snap, list(sizes), 10) == [["t5"], ["t0", "t2"], ["t1", "t3", "t4"]]  # a big one alone
+
+
+# --- RESTORE's check of its files ------------------------------------------------------------
+
+
+def _restorable(db, name):
+    db.sql(f"DROP TABLE IF EXISTS {name}")
+    db.sql(f"CREATE TABLE {name} (id BIGINT, v STRING) USING tablets TBLPROPERTIES ('target_tablet_rows' = '2')")
+    db.sql(f"INSERT INTO {name} VALUES (1,'a'),(2,'b'),(3,'c'),(4,'d'),(5,'e')")  # version 1: three tablets
+    db.sql(f"DELETE FROM {name} WHERE id = 2")  # version 2: a deletion vector
+    db.sql(f"DELETE FROM {name} WHERE id > 0")
+    return db.table_of(name)
+
+
+@pytest.mark.parametrize("where", ["driver", "tasks"])
+def test_restore_checks_its_files_on_the_driver_or_in_tasks(db, where):
+    t = _restorable(db, f"rw.restore_{where}")
+    conf = {CHECK_CONF: "100" if where == "driver" else "0"}
+    with settings(db.spark, conf):
+        _, jobs = _jobs(db.spark, lambda: db.sql(f"RESTORE rw.restore_{where} TO VERSION AS OF 2"))
+    assert sorted(r["id"] for r in t.read().to_pylist()) == [1, 3, 4, 5]
+    assert (jobs == 0) if where == "driver" else (jobs >= 1)
+
+
+@pytest.mark.parametrize("where", ["driver", "tasks"])
+def test_restore_of_a_version_whose_files_are_gone_names_them(db, where):
+    t = _restorable(db, f"rw.gone_{where}")
+
+    def files(snap):
+        return {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
+
+    lost = sorted(files(t.snapshot(2)) - files(t.snapshot()))[0]  # as a VACUUM would delete it
+    os.remove(os.path.join(t.root, lost))
+    before = t.version
+    conf = {CHECK_CONF: "100" if where == "driver" else "0"}
+    with settings(db.spark, conf), pytest.raises(FormatError, match="can no longer be restored") as e:
+        db.sql(f"RESTORE rw.gone_{where} TO VERSION AS OF 2")
+    assert lost in str(e.value)
+    assert t.version == before

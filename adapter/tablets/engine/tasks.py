@@ -201,6 +201,22 @@ def rewrite_task(handle: WriteHandle, groups: Sequence[Sequence[tuple[AddTablet,
     return run
 
 
+MISSING_RESULT = "path string"
+
+
+def missing_files_task(io, chunks: Sequence[Sequence[str]]):
+    """RESTORE's check (``engine.file_check``): each row of the input names a chunk of paths;
+    the task returns those of them that do not exist."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for c in batch.column(0).to_pylist():
+                gone = [p for p in chunks[c] if not io.exists(p)]
+                yield pa.RecordBatch.from_arrays([pa.array(gone, pa.string())], names=["path"])
+
+    return run
+
+
 MERGE_COUNTS = ("n_delete", "n_update", "n_unchanged", "duplicates", "n_insert", "key_violations", "violations")
 MERGE_RESULT = (
     "fragment string, "

@@ -55,6 +55,8 @@ DEFAULT_RETENTION_HOURS = 168.0
 # writes the live rows of some tablets of a snapshot as new tablets of a handle (a compaction):
 # ``TabletTable.rewrite_here``, or the engine's Spark job
 Rewriter = Callable[[Snapshot, Sequence[str], WriteHandle], list[Fragment]]
+# the paths among those given that do not exist (RESTORE's check: the engine may run it in tasks)
+MissingFiles = Callable[[Sequence[str]], list[str]]
 METADATA_RETRIES = 5
 
 
@@ -467,10 +469,11 @@ class TabletTable:
         """The newest version committed at or before ``timestamp_ms`` (Delta's TIMESTAMP AS OF)."""
         return version_at(self.commit_times(), timestamp_ms, what)
 
-    def restore(self, version: int, *, statement: str | None = None) -> int | None:
+    def restore(self, version: int, *, statement: str | None = None, missing: MissingFiles | None = None) -> int | None:
         """One new commit whose live rows (and schema) are those of ``version``: its tablets and
         deletion vectors, the same files, referenced again. None if the table already reads so.
-        The files must still exist (a ``FormatError`` names VACUUM if not)."""
+        The files must still exist (a ``FormatError`` names VACUUM if not): ``missing`` checks
+        them (default: here, one by one)."""
         what = statement or f"RESTORE TO VERSION AS OF {version}"
         snap = self.snapshot()
         try:
@@ -478,8 +481,9 @@ class TabletTable:
         except TableNotFound as e:
             raise TableNotFound(f"{what}: {e.detail}", help="Pick a version from DESCRIBE HISTORY.") from None
         actions = restore_actions(snap, old)
-        missing = [p for p in restored_files(actions) if not self.io.exists(join(self.root, p))]
-        check_restorable(missing, version, what)
+        paths = [join(self.root, p) for p in restored_files(actions)]
+        gone_files = missing(paths) if missing is not None else [p for p in paths if not self.io.exists(p)]
+        check_restorable([p[len(self.root) :].lstrip("/") for p in gone_files], version, what)
         handle = transaction.begin(
             snap, self.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io
         )
