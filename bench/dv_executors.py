@@ -33,7 +33,7 @@ def main() -> None:
 
     import tablets
     from tablets.spark import vectors
-    from tablets.spark.frames import _words_frame, snapshot_frame
+    from tablets.spark.frames import dv_words_frame, snapshot_frame
     from tablets.spark.session import build_session
     from tablets.storage import RowLevelSink
 
@@ -70,7 +70,7 @@ def main() -> None:
 
     tracemalloc.start()
     t0 = time.perf_counter()
-    words = _words_frame(spark, t, with_dv)
+    words = dv_words_frame(spark, t, with_dv)
     built = time.perf_counter() - t0
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -35,8 +35,8 @@ from tablets.storage.transaction import RowLevelSink
 def _deleted_rows_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:
     files, rows = [], []
     for st in states:
-        pos = frames._dv_positions(table, st)
-        files.append(pa.array([frames._file_name(st)] * len(pos), pa.string()))
+        pos = frames.dv_positions(table, st)
+        files.append(pa.array([frames.tablet_file_name(st)] * len(pos), pa.string()))
         rows.append(pa.array(pos, pa.int64()))
     data = pa.table({frames._DEL_FILE: pa.concat_arrays(files), frames._DEL_WORD: pa.concat_arrays(rows)})
     return spark.createDataFrame(data)
@@ -57,8 +57,8 @@ def isin(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: Sequen
         return df
     cases = F.lit(True)
     for st in with_dv:
-        inlist = ",".join(map(str, frames._dv_positions(table, st).tolist()))
-        this = F.col(frames._FILE) == frames._file_name(st)
+        inlist = ",".join(map(str, frames.dv_positions(table, st).tolist()))
+        this = F.col(frames._FILE) == frames.tablet_file_name(st)
         cases = F.when(this, F.expr(f"NOT {frames._ROW} IN ({inlist})")).otherwise(cases)
     return df.filter(cases)
 

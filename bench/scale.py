@@ -278,7 +278,7 @@ def tablet_summary(snap: Snapshot) -> dict[str, object]:
 
 def dv_summary(t: TabletTable, snap: Snapshot) -> dict[str, object]:
     """The live DVs: sizes, cardinalities, densities, and the rows and Arrow bytes of the
-    (file name, word, bits) table that a scan of every tablet broadcasts (frames._words_frame)."""
+    (file name, word, bits) table that a scan of every tablet broadcasts (frames.dv_words_frame)."""
     sizes, cards, density, words = [], [], [], 0
     words_bytes = 0
     t0 = time.perf_counter()

@@ -26,7 +26,7 @@ from tablets.exceptions import SchemaMismatch
 from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
 from tablets.spark.read_frames import read_frame
-from tablets.spark.registry import _Entry, _register, provider_name
+from tablets.spark.registry import RegistryEntry, provider_name, register_entries
 from tablets.spec import ConstraintSpec, CreateSpec
 from tablets.storage.actions import Metadata
 from tablets.storage.constraints import (
@@ -113,7 +113,7 @@ def _rows(spark: SparkSession, table: TabletTable, snap: Snapshot) -> DataFrame:
     if frame is not None:
         return frame
     provider = provider_name(table.root)
-    _register(spark, [_Entry(f"tablets.`{table.root}`", table.root, provider)])
+    register_entries(spark, [RegistryEntry(f"tablets.`{table.root}`", table.root, provider)])
     return spark.read.format(provider).option("version", str(snap.version)).load()
 
 

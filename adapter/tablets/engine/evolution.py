@@ -30,7 +30,7 @@ from tablets.engine.plan import source_column
 from tablets.engine.scope import plan_error
 from tablets.spec import ActionKind, MergeSpec
 from tablets.storage.actions import Metadata
-from tablets.storage.types import _ALIASES
+from tablets.storage.types import TYPE_ALIASES
 
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
 _DECIMAL = re.compile(r"^decimal\((\d+),(\d+)\)$")
@@ -45,7 +45,7 @@ def _norm(t: str) -> str:
     t = t.strip().lower().replace(" ", "").replace("`", "")
     if t == "decimal":
         return "decimal(10,0)"
-    return _ALIASES.get(t, t)
+    return TYPE_ALIASES.get(t, t)
 
 
 def widening(old: str, new: str) -> bool:

@@ -62,13 +62,13 @@ from pyspark.sql.types import StructType
 
 from tablets.spark.names import *  # noqa: F403  (re-exported: catalog.qualify, catalog.split_name, ...)
 from tablets.spark.names import (
-    _exists,
-    _quiet_hive_alter,
-    _sql_name,
-    qualify,
+    missing_provider as missing_provider,
 )
 from tablets.spark.names import (
-    missing_provider as missing_provider,
+    qualify,
+    quiet_hive_alter,
+    sql_name,
+    table_exists,
 )
 from tablets.spark.names import (
     split_name as split_name,
@@ -78,15 +78,15 @@ from tablets.spark.names import (
 # registry.py, names.py and resolve.py, and are asked for here as catalog.<name>
 from tablets.spark.registry import (
     PATH_PROPERTY,
-    _Entry,
-    _has_log,
-    _load,
-    _register,
-    _remove_entry,
-    _write_entry,
+    RegistryEntry,
+    has_log,
+    load_registry,
     provider_name,
+    register_entries,
+    remove_entry,
     storage,
     warehouse_dir,
+    write_entry,
 )
 from tablets.spark.registry import (
     PROVIDER_PREFIX as PROVIDER_PREFIX,
@@ -132,12 +132,12 @@ from tablets.spark.resolve import (
 
 def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:
     """(qualified name, root) of the registered tablet tables, of ``database`` if given."""
-    reg = _load(spark)
+    reg = load_registry(spark)
     db = database.lower() if database else None
     out = [
         (e.name, e.path)
         for e in reg.by_name.values()
-        if (db is None or e.name.split(".", 1)[0] == db) and _has_log(spark, e.path)
+        if (db is None or e.name.split(".", 1)[0] == db) and has_log(spark, e.path)
     ]
     return sorted(out)
 
@@ -187,7 +187,7 @@ def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: Ta
         props["tablets.key_columns"] = ",".join(meta.key_columns)
     tblprops = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
     spark.sql(
-        f"CREATE TABLE {_sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
+        f"CREATE TABLE {sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
         f"LOCATION {sql_string(root)} TBLPROPERTIES ({tblprops})"
     )
 
@@ -223,11 +223,11 @@ def create_table(
         raise TableNotFound(
             f"database {db} does not exist (creating {qualified})", help=f"Create it first: CREATE DATABASE {db}."
         )
-    known = _load(spark).by_name.get(qualified)
-    in_catalog = _exists(spark, db, table)
+    known = load_registry(spark).by_name.get(qualified)
+    in_catalog = table_exists(spark, db, table)
     if in_catalog or known is not None:
         if if_not_exists and in_catalog:
-            if known is None or not _has_log(spark, known.path):
+            if known is None or not has_log(spark, known.path):
                 raise TableAlreadyExists(
                     f"{qualified} exists and is not a tablet table", help="Pick another name, or drop it first."
                 )
@@ -277,20 +277,20 @@ def create_table(
         )
         created = True
     provider = provider_name(root)
-    other = _load(spark).by_provider.get(provider)
-    if other is not None and other.name != qualified and _exists(spark, *other.name.split(".", 1)):
+    other = load_registry(spark).by_provider.get(provider)
+    if other is not None and other.name != qualified and table_exists(spark, *other.name.split(".", 1)):
         raise TableAlreadyExists(
             f"the tablet table at {root} is already the catalog table {other.name}",
             help="Use that name, or another LOCATION.",
         )
     # managed: a table made at its default location by another path (a shallow clone)
-    entry = _Entry(qualified, root, provider, external=location is not None and not managed)
-    _write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
+    entry = RegistryEntry(qualified, root, provider, external=location is not None and not managed)
+    write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
     try:
-        _register(spark, [entry])
+        register_entries(spark, [entry])
         _create_entry(spark, db, table, root, store)
     except Exception:
-        _remove_entry(spark, provider)
+        remove_entry(spark, provider)
         if created:
             store.drop()
         raise
@@ -304,7 +304,7 @@ def replaceable(spark: SparkSession, name: str, location: str | None = None) -> 
     None otherwise: the old table is dropped and a new one made (``create_table``)."""
     if path_of(name) is None:
         db, table = qualify(spark, name)
-        if not _exists(spark, db, table):
+        if not table_exists(spark, db, table):
             return None
     root = lookup(spark, name)
     if root is None or (location is not None and normalize(location) != root):
@@ -371,7 +371,7 @@ def is_external(spark: SparkSession, name: str) -> bool:
     if path_of(name) is not None:
         return True
     db, table = qualify(spark, name)
-    entry = _load(spark).by_name.get(f"{db}.{table}")
+    entry = load_registry(spark).by_name.get(f"{db}.{table}")
     if entry is None:
         return False
     if entry.external is not None:
@@ -389,20 +389,20 @@ def drop_table(spark: SparkSession, name: str, if_exists: bool = False, *, keep_
         )
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
-    entry = _load(spark).by_name.get(qualified)
-    in_catalog = _exists(spark, db, table)
+    entry = load_registry(spark).by_name.get(qualified)
+    in_catalog = table_exists(spark, db, table)
     if entry is None and not in_catalog:
         if if_exists:
             return f"no table {qualified}: nothing dropped"
         raise TableNotFound(f"table {qualified} does not exist")
     external = entry is not None and is_external(spark, qualified)
     if in_catalog:
-        spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
+        spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
     if entry is None:
         return f"dropped the catalog entry of {qualified}"
     if not keep_data and not external:
         storage(spark).table(entry.path).drop()
-    _remove_entry(spark, entry.provider)
+    remove_entry(spark, entry.provider)
     if keep_data or external:
         why = " (an EXTERNAL table: its data is not the catalog's to delete)" if external else ""
         return f"dropped the catalog entry of {qualified}; kept its files at {entry.path}{why}"
@@ -413,13 +413,13 @@ def rename_table(spark: SparkSession, old: str, new: str) -> None:
     """Rename the catalog entry; the data stays where it is (the entry is EXTERNAL)."""
     db, table = qualify(spark, old)
     ndb, ntable = qualify(spark, new)
-    entry = _load(spark).by_name.get(f"{db}.{table}")
+    entry = load_registry(spark).by_name.get(f"{db}.{table}")
     if entry is None:
         raise TableNotFound(f"{db}.{table} is not a tablet table")
-    if _exists(spark, ndb, ntable) or f"{ndb}.{ntable}" in _load(spark).by_name:
+    if table_exists(spark, ndb, ntable) or f"{ndb}.{ntable}" in load_registry(spark).by_name:
         raise TableAlreadyExists(f"table {ndb}.{ntable} already exists", help="Drop it first, or pick another name.")
-    spark.sql(f"ALTER TABLE {_sql_name(db, table)} RENAME TO {_sql_name(ndb, ntable)}")
-    _write_entry(spark, _Entry(f"{ndb}.{ntable}", entry.path, entry.provider))
+    spark.sql(f"ALTER TABLE {sql_name(db, table)} RENAME TO {sql_name(ndb, ntable)}")
+    write_entry(spark, RegistryEntry(f"{ndb}.{ntable}", entry.path, entry.provider))
 
 
 def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -> None:
@@ -435,14 +435,14 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
         raise TableNotFound(f"{db}.{table} is not a tablet table")
     store = storage(spark).table(root)
     want = [(n, t.lower()) for n, t, _ in store.snapshot().metadata.schema]
-    have = [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(_sql_name(db, table))]
+    have = [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(sql_name(db, table))]
     if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have] and not keys_changed:
         return
     head = [(n.lower(), t) for n, t in want[: len(have)]]
     if head == [(n.lower(), t) for n, t in have] and not keys_changed:
         added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have) :])
-        _quiet_hive_alter(spark)
-        spark.sql(f"ALTER TABLE {_sql_name(db, table)} ADD COLUMNS ({added})")
+        quiet_hive_alter(spark)
+        spark.sql(f"ALTER TABLE {sql_name(db, table)} ADD COLUMNS ({added})")
         return
-    spark.sql(f"DROP TABLE IF EXISTS {_sql_name(db, table)}")
+    spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
     _create_entry(spark, db, table, root, store)

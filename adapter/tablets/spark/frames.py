@@ -203,26 +203,26 @@ def _arrow_frame(
     return ids.repartition(len(adds)).mapInArrow(read, out)
 
 
-def _dv_positions(table: TabletTable, st: TabletState) -> np.ndarray:
+def dv_positions(table: TabletTable, st: TabletState) -> np.ndarray:
     assert st.dv is not None
     bm = read_dv(table.io, join(table.root, st.dv.path), DVInfo(st.dv.size, st.dv.checksum, st.dv.cardinality))
     return positions_of(bm).astype(np.int64)
 
 
-def _file_name(st: TabletState) -> str:
+def tablet_file_name(st: TabletState) -> str:
     return basename(st.add.path)
 
 
-def _words_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:
+def dv_words_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:
     """(file name, word index, 64-bit word of deleted bits) for every word with a deletion."""
     files, words, bits = [], [], []
     for st in states:
-        pos = _dv_positions(table, st)
+        pos = dv_positions(table, st)
         w = pos >> 6
         uniq, start = np.unique(w, return_index=True)
         masks = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
         ored = np.bitwise_or.reduceat(masks, start) if len(pos) else masks
-        files.append(pa.array([_file_name(st)] * len(uniq), pa.string()))
+        files.append(pa.array([tablet_file_name(st)] * len(uniq), pa.string()))
         words.append(pa.array(uniq, pa.int64()))
         bits.append(pa.array(ored.view(np.int64), pa.int64()))
     data = pa.table(
@@ -239,7 +239,7 @@ def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: 
     if not with_dv:
         return df
     # words: one row per 64-bit word holding a deletion; a row is live unless its bit is set
-    words = F.broadcast(_words_frame(spark, table, with_dv))
+    words = F.broadcast(dv_words_frame(spark, table, with_dv))
     cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.shiftright(F.col(_ROW), 6) == F.col(_DEL_WORD))
     joined = df.join(words, cond, "left")
     live = F.col(_BITS).isNull() | (F.bit_get(F.col(_BITS), (F.col(_ROW) % 64).cast("int")) == 0)
@@ -287,7 +287,7 @@ class TabletScan:
         (both empty without deletion vectors). ``register`` names a DataFrame as a temp view."""
         if not self.with_dv:
             return "", ""
-        words = register(F.broadcast(_words_frame(self.spark, self.table, self.with_dv)))
+        words = register(F.broadcast(dv_words_frame(self.spark, self.table, self.with_dv)))
         w = "__tablets_w"
         join = (
             f" LEFT OUTER JOIN {words} AS {w} ON {alias}.{_FILE} = {w}.{_DEL_FILE}"
@@ -370,7 +370,7 @@ def tablet_scan(
     frame = df.select(*keep)
     if with_dv and vectors.on_executors(spark):  # tested in the scan's tasks: nothing left for ``live``
         by_name: list[tuple[str | int, str, SetDV]] = [
-            (_file_name(st), hadoop_location(spark, join(table.root, st.dv.path)), st.dv)
+            (tablet_file_name(st), hadoop_location(spark, join(table.root, st.dv.path)), st.dv)
             for st in with_dv
             if st.dv is not None
         ]
@@ -441,7 +441,7 @@ def driver_rows(
             n, m = n + paired, m + rows.num_rows - paired
             if n > max_rows or m > max_others:
                 return None
-            rows = rows.append_column(_FILE, pa.array([_file_name(st)] * rows.num_rows, pa.string()))
+            rows = rows.append_column(_FILE, pa.array([tablet_file_name(st)] * rows.num_rows, pa.string()))
             rows = rows.append_column(_ROW, positions)
             parts.append(rows.append_column(BY_VALUES, by_values) if others is not None else rows)
     if not parts:

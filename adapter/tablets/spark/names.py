@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from tablets.exceptions import TableNotFound, TabletsError
-from tablets.spark.registry import PROVIDER_PREFIX, _load, _register, registry_dir
+from tablets.spark.registry import PROVIDER_PREFIX, load_registry, register_entries, registry_dir
 from tablets.sqltext import quote_ident
 
 if TYPE_CHECKING:
@@ -65,13 +65,13 @@ def qualify(spark: SparkSession, name: str) -> tuple[str, str]:
     )
 
 
-def _sql_name(db: str, table: str) -> str:
+def sql_name(db: str, table: str) -> str:
     return f"{quote_ident(db)}.{quote_ident(table)}"
 
 
-def _exists(spark: SparkSession, db: str, table: str) -> bool:
+def table_exists(spark: SparkSession, db: str, table: str) -> bool:
     try:
-        return bool(spark.catalog.tableExists(_sql_name(db, table)))
+        return bool(spark.catalog.tableExists(sql_name(db, table)))
     except Exception as e:  # noqa: BLE001 - py4j and Spark errors alike
         clear = missing_provider(spark, e)
         if clear is None:
@@ -89,9 +89,9 @@ def missing_provider(spark: SparkSession, error: BaseException) -> TabletsError 
     m = _MISSING_PROVIDER.search(str(error))
     if m is None:
         return None
-    entry = _load(spark).by_provider.get(m.group(1))
+    entry = load_registry(spark).by_provider.get(m.group(1))
     if entry is not None:  # created by another process just now (a shared metastore)
-        _register(spark, [entry])
+        register_entries(spark, [entry])
         return TabletsError(
             f"the tablet table {entry.name} was created by another process while this statement was planned",
             help="Run the statement again: its provider is registered now.",
@@ -107,7 +107,7 @@ def missing_provider(spark: SparkSession, error: BaseException) -> TabletsError 
     )
 
 
-def _quiet_hive_alter(spark: SparkSession) -> None:
+def quiet_hive_alter(spark: SparkSession) -> None:
     """``ALTER TABLE`` of a data source table makes Hive log "ERROR HiveAlterHandler: Failed
     to alter table" before Spark falls back to storing the schema its own way (it works)."""
     try:

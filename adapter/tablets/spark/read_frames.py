@@ -36,11 +36,11 @@ if TYPE_CHECKING:
     from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.spark.frames import (
     VERIFY_OPTIONS,
-    _dv_positions,
-    _file_name,
+    dv_positions,
     empty_frame,
     hadoop_location,
     native_scan,
+    tablet_file_name,
     tablet_scan,
 )
 from tablets.spec.conditions import Cond, typed
@@ -67,7 +67,7 @@ READ_LITERAL_WORDS = 1 << 20
 def _dense_words(table: TabletTable, st: TabletState) -> np.ndarray:
     """The tablet's deletion vector as 64-bit words up to its last deleted row (bit r of word w:
     row 64w + r is deleted)."""
-    pos = _dv_positions(table, st)
+    pos = dv_positions(table, st)
     words = np.zeros(int(pos.max() >> 6) + 1 if len(pos) else 0, dtype=np.uint64)
     np.bitwise_or.at(words, pos >> 6, np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64)))
     return words.view(np.int64)
@@ -259,7 +259,7 @@ def _read_frame(
             # name (~50 bytes compared a row per tablet with deletions); the name too where two
             # tablets of the scan are of one size
             same = size == F.lit(st.add.bytes)
-            return same if sizes[st.add.bytes] == 1 else same & (name == _file_name(st))
+            return same if sizes[st.add.bytes] == 1 else same & (name == tablet_file_name(st))
 
     # a tablet's words end at its last deleted row: a later row's word index must not run on
     # into the next tablet's words (NULL: live)
@@ -298,7 +298,7 @@ def _read_frame_tested(
     else:
         scan = parquet(struct)
         key, row = F.col("_metadata.file_name"), F.col("_metadata.row_index")
-        keys = [_file_name(st) for st in with_dv]
+        keys = [tablet_file_name(st) for st in with_dv]
     where = [hadoop_location(spark, join(table.root, st.dv.path)) for st in with_dv]  # type: ignore[union-attr]
     live = vectors.live(spark, key, row, [(k, w, st.dv) for k, w, st in zip(keys, where, with_dv, strict=True)])  # type: ignore[misc]
     scan = scan.select(*named_columns(struct, mapping), live.alias(_LIVE))

@@ -53,7 +53,7 @@ def root_of_provider(spark: SparkSession, provider: str) -> str | None:
     root = _provider_roots.get(provider)
     if root is not None:
         return root
-    entry = _load(spark).by_provider.get(provider)
+    entry = load_registry(spark).by_provider.get(provider)
     return entry.path if entry is not None else None
 
 
@@ -79,7 +79,7 @@ def table_source(root: str, storage_options: Mapping[str, str] | None = None) ->
 
 
 @dataclass(frozen=True)
-class _Entry:
+class RegistryEntry:
     name: str  # qualified, lower case: db.t
     path: str
     provider: str
@@ -90,8 +90,8 @@ class _Entry:
 class _Registry:
     directory: str
     listing: tuple[tuple[str, int, float], ...]
-    by_name: dict[str, _Entry]
-    by_provider: dict[str, _Entry]
+    by_name: dict[str, RegistryEntry]
+    by_provider: dict[str, RegistryEntry]
     names: re.Pattern[str] | None = None  # see may_name_a_tablet_table
 
 
@@ -150,7 +150,7 @@ def registry_dir(spark: SparkSession) -> str:
     return join(warehouse_dir(spark), REGISTRY_DIR)
 
 
-def _load(spark: SparkSession) -> _Registry:
+def load_registry(spark: SparkSession) -> _Registry:
     st = storage(spark)
     directory = join(st.warehouse, REGISTRY_DIR)
     files = [f for f in st.io.list(directory) if f.name.endswith(".json") and not f.name.startswith(".")]
@@ -159,12 +159,14 @@ def _load(spark: SparkSession) -> _Registry:
         cached = _registries.get(directory)
         if cached is not None and cached.listing == listing:
             return cached
-    by_name: dict[str, _Entry] = {}
-    by_provider: dict[str, _Entry] = {}
+    by_name: dict[str, RegistryEntry] = {}
+    by_provider: dict[str, RegistryEntry] = {}
     for f in files:
         try:
             obj = json.loads(st.io.read(f.path))
-            entry = _Entry(obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5], obj.get("external"))
+            entry = RegistryEntry(
+                obj["name"].lower(), obj["path"], obj.get("provider") or f.name[:-5], obj.get("external")
+            )
         except (OSError, ValueError, KeyError, AttributeError):
             continue  # a file being replaced, or not ours
         by_name[entry.name] = entry
@@ -180,7 +182,7 @@ def _invalidate(directory: str) -> None:
         _registries.pop(directory, None)
 
 
-def _write_entry(spark: SparkSession, entry: _Entry) -> None:
+def write_entry(spark: SparkSession, entry: RegistryEntry) -> None:
     directory = registry_dir(spark)
     body: dict[str, object] = {"name": entry.name, "path": entry.path, "provider": entry.provider}
     if entry.external is not None:
@@ -190,13 +192,13 @@ def _write_entry(spark: SparkSession, entry: _Entry) -> None:
     _invalidate(directory)
 
 
-def _remove_entry(spark: SparkSession, provider: str) -> None:
+def remove_entry(spark: SparkSession, provider: str) -> None:
     directory = registry_dir(spark)
     storage(spark).io.delete(join(directory, f"{provider}.json"))
     _invalidate(directory)
 
 
-def _has_log(spark: SparkSession, root: str) -> bool:
+def has_log(spark: SparkSession, root: str) -> bool:
     """Cheap: one existence check of version 0 (or, where the versions before a checkpoint
     are gone, of the checkpoint hint)."""
     io = io_for(root, storage(spark).options)
@@ -209,7 +211,7 @@ def _registry_of(spark: SparkSession) -> set[str]:
     return _registered.setdefault(context_key(spark), set())
 
 
-def _register(spark: SparkSession, entries: Sequence[_Entry]) -> None:
+def register_entries(spark: SparkSession, entries: Sequence[RegistryEntry]) -> None:
     with _lock:
         done = _registry_of(spark)
         for e in entries:
@@ -227,7 +229,7 @@ def register_sources(spark: SparkSession) -> None:
         if SOURCE_NAME not in done:
             register_base(spark)
             done.add(SOURCE_NAME)
-    _register(spark, list(_load(spark).by_provider.values()))
+    register_entries(spark, list(load_registry(spark).by_provider.values()))
 
     native.register(spark, table_of_provider)
 

@@ -15,11 +15,11 @@ from tablets.spark.datasource import SOURCE_NAME
 from tablets.spark.names import qualify, split_name
 from tablets.spark.registry import (
     PROVIDER_PREFIX,
-    _Entry,
-    _has_log,
-    _load,
-    _register,
+    RegistryEntry,
+    has_log,
+    load_registry,
     provider_name,
+    register_entries,
     storage,
 )
 from tablets.storage.fileio import io_for, join, normalize
@@ -135,7 +135,7 @@ def table_views(spark: SparkSession, text: str, pick: Any) -> str:
             frame = read_frame(spark, table, table.snapshot(got.version))
         if frame is None:
             provider = provider_name(got.root)
-            _register(spark, [_Entry(f"tablets.`{got.root}`", got.root, provider)])
+            register_entries(spark, [RegistryEntry(f"tablets.`{got.root}`", got.root, provider)])
             reader = spark.read.format(provider)
             if got.version is not None:
                 reader = reader.option("version", str(got.version))
@@ -191,7 +191,7 @@ def lookup(spark: SparkSession, name: str) -> str | None:
     the registry directory and a dict lookup (plus the current database for unqualified names)."""
     path = path_of(name)
     if path is not None:
-        return path if _has_log(spark, path) else None
+        return path if has_log(spark, path) else None
     try:
         parts = split_name(name)
     except TabletsError:
@@ -199,10 +199,10 @@ def lookup(spark: SparkSession, name: str) -> str | None:
     if len(parts) > 3 or (len(parts) == 3 and parts[0].lower() != "spark_catalog"):
         return None
     db, table = qualify(spark, name)
-    entry = _load(spark).by_name.get(f"{db}.{table}")
-    if entry is None or not _has_log(spark, entry.path):
+    entry = load_registry(spark).by_name.get(f"{db}.{table}")
+    if entry is None or not has_log(spark, entry.path):
         return None
-    _register(spark, [entry])  # created by another process since this session started
+    register_entries(spark, [entry])  # created by another process since this session started
     return entry.path
 
 
@@ -210,10 +210,10 @@ def may_name_a_tablet_table(spark: SparkSession, text: str) -> bool:
     """False when ``text`` cannot write a tablet table because it mentions neither the
     ``tablets`` provider nor the bare name of any registered tablet table (a cheap test that
     spares parsing seed batches and view DDL; a True only means "parse it")."""
-    reg = _load(spark)
+    reg = load_registry(spark)
     # tables created by another process since this session started (a shared metastore): their
     # providers must be known before Spark resolves a plain SELECT of them
-    _register(spark, list(reg.by_provider.values()))
+    register_entries(spark, list(reg.by_provider.values()))
     if reg.names is None:  # built once per registry state: a word match of any bare table name
         bare = sorted({n.rsplit(".", 1)[-1] for n in reg.by_name} | {SOURCE_NAME}, key=len, reverse=True)
         reg.names = re.compile(r"(?<![\w$])(?:" + "|".join(map(re.escape, bare)) + r")(?![\w$])", re.IGNORECASE)

@@ -6,7 +6,7 @@ it in the executor for later tasks and queries.
 What the driver sends is one entry per tablet with a deletion vector (its file, size, CRC-32
 and cardinality, as ``set_dv`` records them: ~150 bytes), in the plan: it grows with the number
 of tablets (~1,000 at 1B rows in 1M-row tablets: ~150 KB), never with the rows or the deletes.
-The broadcast of 64-bit words it replaces (``frames._words_frame``) grew with the rows: 9 MiB of
+The broadcast of 64-bit words it replaces (``frames.dv_words_frame``) grew with the rows: 9 MiB of
 Arrow at 10M rows with 10% deleted, 90 MiB at 100M (docs/SCALE.md).
 
 The executor reads the vector through Hadoop's file system, as Spark's Parquet scan reads the

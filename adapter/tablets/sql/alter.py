@@ -15,8 +15,8 @@ from sqlglot import exp
 
 from tablets.exceptions import StatementParseError
 from tablets.spec import AddColumnsSpec, AlterColumnsSpec, ConstraintSpec, DropColumnsSpec, RenameColumnSpec
-from tablets.sql.create import _column_type, check_of
-from tablets.sql.syntax import _sql, table_name
+from tablets.sql.create import check_of, stored_column_type
+from tablets.sql.syntax import table_name, to_sql
 
 FORMS = (
     "ADD COLUMNS (c type, ...), RENAME COLUMN a TO b, DROP COLUMN c or DROP COLUMNS (c, d), "
@@ -50,10 +50,10 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
         for d in defs:
             if not isinstance(d, exp.ColumnDef):
                 raise StatementParseError(
-                    f"{where}: {_sql(action)!r} is not supported on tablet tables (one of: {FORMS})",
+                    f"{where}: {to_sql(action)!r} is not supported on tablet tables (one of: {FORMS})",
                     help="Rebuild the table (dbt --full-refresh) for other schema changes.",
                 )
-            columns.append((d.name, _column_type(d, where).lower()))
+            columns.append((d.name, stored_column_type(d, where).lower()))
     return AddColumnsSpec(target, tuple(columns))
 
 
@@ -64,7 +64,7 @@ def _column(node: exp.Expr | None, where: str) -> str:
     if isinstance(node, exp.Identifier):
         return node.name
     raise StatementParseError(
-        f"{where}: {_sql(node)!r} is not a column of the table (fields of struct columns cannot be renamed or dropped)",
+        f"{where}: {to_sql(node)!r} is not a column of the table (fields of struct columns cannot be renamed or dropped)",
         help="Name a top-level column.",
     )
 

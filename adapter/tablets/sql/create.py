@@ -8,13 +8,13 @@ from tablets.exceptions import StatementParseError
 from tablets.spec import (
     CreateSpec,
 )
-from tablets.sql.syntax import _sql, table_name
+from tablets.sql.syntax import table_name, to_sql
 from tablets.sqltext import quote_ident
 
 # --- CREATE ------------------------------------------------------------------------------------
 
 
-def _create(tree: exp.Create) -> CreateSpec:
+def create_statement(tree: exp.Create) -> CreateSpec:
     this = tree.this
     target = table_name(this)
     columns_ddl = None
@@ -22,7 +22,9 @@ def _create(tree: exp.Create) -> CreateSpec:
     checks: list[tuple[str, str]] = []
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
-        columns_ddl = ", ".join(f"{quote_ident(c.name)} {_column_type(c, f'CREATE TABLE {target}')}" for c in defs)
+        columns_ddl = ", ".join(
+            f"{quote_ident(c.name)} {stored_column_type(c, f'CREATE TABLE {target}')}" for c in defs
+        )
         not_null = [
             c.name
             for c in defs
@@ -44,7 +46,7 @@ def _create(tree: exp.Create) -> CreateSpec:
     return CreateSpec(
         target=target,
         columns_ddl=columns_ddl,
-        query=_sql(query) if query is not None else None,
+        query=to_sql(query) if query is not None else None,
         replace=bool(tree.args.get("replace")),
         if_not_exists=bool(tree.args.get("exists")),
         location=location,
@@ -59,15 +61,15 @@ def check_of(node: exp.Expr, where: str) -> tuple[str, str]:
     (PRIMARY KEY, FOREIGN KEY, UNIQUE) are refused, not dropped."""
     kinds = node.expressions if isinstance(node, exp.Constraint) else []
     if len(kinds) == 1 and isinstance(kinds[0], exp.CheckColumnConstraint) and node.this is not None:
-        return node.this.name, _sql(kinds[0].this)
+        return node.this.name, to_sql(kinds[0].this)
     raise StatementParseError(
-        f"{where}: {_sql(node)!r} is not supported on tablet tables (only CONSTRAINT name CHECK (expression))",
+        f"{where}: {to_sql(node)!r} is not supported on tablet tables (only CONSTRAINT name CHECK (expression))",
         help="Tablet tables enforce NOT NULL and CHECK constraints; a key is the key_columns table property "
         "(TBLPROPERTIES ('key_columns' = 'id')), UNIQUE and FOREIGN KEY are not enforced: drop them.",
     )
 
 
-def _column_type(col: exp.ColumnDef, where: str) -> str:
+def stored_column_type(col: exp.ColumnDef, where: str) -> str:
     """A column's type as tablets store it: ``CHAR(n)``/``VARCHAR(n)`` are strings (as Spark
     reads them; the length is not enforced); constraints other than NOT NULL and COMMENT are
     refused, not dropped."""
@@ -75,16 +77,16 @@ def _column_type(col: exp.ColumnDef, where: str) -> str:
         kind = c.args.get("kind")
         if isinstance(kind, exp.CollateColumnConstraint):
             raise StatementParseError(
-                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                f"{where}: column {col.name}: {to_sql(c)} is not supported on tablet tables",
                 help="Tablet tables compare strings byte by byte (Spark's UTF8_BINARY): drop COLLATE, "
                 "and compare with lower(col) or col COLLATE UTF8_LCASE in queries.",
             )
         if not isinstance(kind, exp.NotNullColumnConstraint | exp.CommentColumnConstraint):
             raise StatementParseError(
-                f"{where}: column {col.name}: {_sql(c)} is not supported on tablet tables",
+                f"{where}: column {col.name}: {to_sql(c)} is not supported on tablet tables",
                 help="Drop the constraint; fill the column with UPDATE after adding it.",
             )
     kind = col.args["kind"]
     if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
         return "STRING"
-    return _sql(kind)
+    return to_sql(kind)

@@ -18,7 +18,7 @@ from tablets.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.sql.syntax import _sql
+from tablets.sql.syntax import to_sql
 from tablets.sqltext import DIALECT
 
 # --- table maintenance: DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE; time travel ----------------
@@ -172,8 +172,8 @@ def as_of(version: exp.Expr) -> AsOf:
     if kind == "VERSION":
         if not (isinstance(value, exp.Literal) and not value.is_string and value.name.isdigit()):
             raise StatementParseError(
-                f"VERSION AS OF {_sql(value)}: a version is a whole number >= 0",
+                f"VERSION AS OF {to_sql(value)}: a version is a whole number >= 0",
                 help="Pick a version from DESCRIBE HISTORY.",
             )
         return AsOf(version=int(value.name))
-    return AsOf(timestamp=_sql(value))
+    return AsOf(timestamp=to_sql(value))

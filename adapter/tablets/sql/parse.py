@@ -26,8 +26,8 @@ from tablets.spec import (
     Source,
 )
 from tablets.sql.alter import alter_columns
-from tablets.sql.create import _create
-from tablets.sql.syntax import _needs_quotes, _parse, _parsed, _sql, table_name
+from tablets.sql.create import create_statement
+from tablets.sql.syntax import needs_quotes, parse_sql, parsed_sql, table_name, to_sql
 from tablets.sqltext import quote_ident
 
 _WRITE_START = re.compile(
@@ -54,7 +54,7 @@ def statement_target(text: str) -> tuple[str, str] | None:
         return None
     text, _ = schema_evolution(text)
     try:
-        tree = _parsed(text)
+        tree = parsed_sql(text)
     except sqlglot.errors.SqlglotError:
         return None
     if isinstance(tree, exp.Merge | exp.Insert | exp.Update | exp.Delete) and not isinstance(tree.this, exp.Expr):
@@ -79,7 +79,7 @@ def statement_target(text: str) -> tuple[str, str] | None:
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
     try:
-        tree = _parsed(text)
+        tree = parsed_sql(text)
     except sqlglot.errors.SqlglotError:
         return None
     props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
@@ -91,7 +91,7 @@ def create_provider(text: str) -> str | None:
 
 def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
     text, evolve = schema_evolution(text)
-    tree = _parse(text)
+    tree = parse_sql(text)
     if isinstance(tree, exp.Merge):
         return _merge(tree, default_source_alias, evolve)
     if isinstance(tree, exp.Insert):
@@ -101,7 +101,7 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
     if isinstance(tree, exp.Delete):
         return _delete(tree)
     if isinstance(tree, exp.Create):
-        return _create(tree)
+        return create_statement(tree)
     if isinstance(tree, exp.Drop):
         return DropSpec(table_name(tree.args["tables"][0]), if_exists=bool(tree.args.get("exists")))
     if isinstance(tree, exp.Alter):
@@ -135,22 +135,22 @@ def _source(using: exp.Expr, default_alias: str) -> tuple[Source, str]:
     if isinstance(using, exp.Table):
         name = table_name(using)
         fmt = using.args.get("db")
-        if fmt is not None and fmt.name.lower() != "tablets" and _needs_quotes(using.this):
+        if fmt is not None and fmt.name.lower() != "tablets" and needs_quotes(using.this):
             # a file read by path (parquet.`/data/x`): a name without its quotes means nothing
             bare = using.copy()
             bare.set("alias", None)
-            return Source(query=f"SELECT * FROM {_sql(bare)}"), alias or using.name.rstrip("/").rsplit("/", 1)[-1]
+            return Source(query=f"SELECT * FROM {to_sql(bare)}"), alias or using.name.rstrip("/").rsplit("/", 1)[-1]
         if isinstance(using.args.get("version"), exp.Version):  # an old version of the source: read as a query
             bare = using.copy()
             bare.set("alias", None)
-            return Source(query=f"SELECT * FROM {_sql(bare)}"), alias or using.name
+            return Source(query=f"SELECT * FROM {to_sql(bare)}"), alias or using.name
         return Source(table=name), alias or using.name
     if isinstance(using, exp.Subquery):
-        return Source(query=_sql(using.this)), alias or default_alias
+        return Source(query=to_sql(using.this)), alias or default_alias
     if isinstance(using, exp.Values):
-        return Source(query=f"SELECT * FROM {_sql(using)}"), alias or default_alias
+        return Source(query=f"SELECT * FROM {to_sql(using)}"), alias or default_alias
     raise StatementParseError(
-        f"USING: unsupported source {_sql(using)!r}", help="Use a table, a view, a subquery or VALUES."
+        f"USING: unsupported source {to_sql(using)!r}", help="Use a table, a view, a subquery or VALUES."
     )
 
 
@@ -161,13 +161,13 @@ def _category(when: exp.When) -> Category:
 
 
 def _column_name(e: exp.Expr) -> str:
-    return e.name if isinstance(e, (exp.Column, exp.Identifier)) else _sql(e)
+    return e.name if isinstance(e, (exp.Column, exp.Identifier)) else to_sql(e)
 
 
 def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clause:
     category = _category(when)
     cond = when.args.get("condition")
-    condition = _sql(cond) if cond is not None else None
+    condition = to_sql(cond) if cond is not None else None
     then = when.args.get("then")
     part = f"WHEN {category.value} clause #{number}"
     if isinstance(then, exp.Var):
@@ -187,10 +187,10 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                 col = eq.this
                 if isinstance(col, exp.Column) and col.table and col.table.lower() != target_alias.lower():
                     raise MergeSpecError(
-                        f"MERGE INTO {target}: {part}: SET {_sql(col)} assigns a column of {col.table!r}, not of the target",
+                        f"MERGE INTO {target}: {part}: SET {to_sql(col)} assigns a column of {col.table!r}, not of the target",
                         help=f"Assign target columns only (unqualified, or qualified with {target_alias}).",
                     )
-                pairs.append((_column_name(col), _sql(eq.expression)))
+                pairs.append((_column_name(col), to_sql(eq.expression)))
             names = [p[0].lower() for p in pairs]
             dup = {n for n in names if names.count(n) > 1}
             if dup:
@@ -202,7 +202,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
     elif isinstance(then, exp.Insert):
         values = then.args.get("expression")  # sqlglot leaves False when VALUES is missing
         if not isinstance(then.this, exp.Star) and not isinstance(values, exp.Expr):
-            named = f" ({_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
+            named = f" ({to_sql(then.this)[1:-1]})" if isinstance(then.this, exp.Expr) else ""
             raise StatementParseError(
                 f"MERGE INTO {target}: {part}: INSERT{named} needs VALUES (...)"
                 if named
@@ -218,7 +218,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                 else ()
             )
             vals_node = values
-            vals = tuple(_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
+            vals = tuple(to_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
             if cols and len(cols) != len(vals):
                 raise MergeSpecError(
                     f"MERGE INTO {target}: {part}: INSERT names {len(cols)} columns but gives {len(vals)} values",
@@ -226,7 +226,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                 )
             clause = Clause(category, ActionKind.INSERT, condition, insert_columns=cols, insert_values=vals)
     else:
-        raise StatementParseError(f"MERGE INTO {target}: {part}: unsupported action {_sql(then)!r}")
+        raise StatementParseError(f"MERGE INTO {target}: {part}: unsupported action {to_sql(then)!r}")
     if clause.action not in ALLOWED_ACTIONS[category]:
         raise MergeSpecError(
             f"MERGE INTO {target}: {part} ({clause.describe()}): {clause.action.value} is not allowed under WHEN {category.value}",
@@ -243,9 +243,9 @@ def _current(table: exp.Expr, statement: str) -> None:
     if isinstance(version, exp.Version):
         name = table_name(node)
         raise StatementParseError(
-            f"{statement} {name} {_sql(version)}: a write changes the table's current version, not an old one",
-            help=f"Leave {_sql(version)} out to write the current version, or RESTORE TABLE {name} TO "
-            f"{_sql(version)} first and write after it.",
+            f"{statement} {name} {to_sql(version)}: a write changes the table's current version, not an old one",
+            help=f"Leave {to_sql(version)} out to write the current version, or RESTORE TABLE {name} TO "
+            f"{to_sql(version)} first and write after it.",
         )
 
 
@@ -266,7 +266,7 @@ def _merge(tree: exp.Merge, default_source_alias: str, schema_evolution: bool = 
         target_alias=target_alias,
         source=source,
         source_alias=source_alias,
-        on=_sql(on),
+        on=to_sql(on),
         clauses=clauses,
         null_safe=any(True for _ in on.find_all(exp.NullSafeEQ)),
         schema_evolution=schema_evolution,
@@ -296,7 +296,7 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
                 f"INSERT INTO {target}: names {len(columns)} columns ({', '.join(columns)}) but VALUES gives {widths.pop()}",
                 help="Give one value per named column.",
             )
-    query = _sql(query_node) if not isinstance(query_node, exp.Values) else f"SELECT * FROM {_sql(query_node)}"
+    query = to_sql(query_node) if not isinstance(query_node, exp.Values) else f"SELECT * FROM {to_sql(query_node)}"
     conflict = tree.args.get("conflict")
     if conflict is None:
         return AppendSpec(target, query, columns, overwrite=bool(tree.args.get("overwrite")))
@@ -354,7 +354,7 @@ def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, 
                     col.set("table", exp.to_identifier("excluded"))
                 elif not t or t == alias.lower():
                     col.set("table", exp.to_identifier(alias, quoted=True))
-            return _sql(e)
+            return to_sql(e)
 
         pairs = [(_column_name(eq.this), existing_row(eq.expression)) for eq in conflict.expressions]
         where = conflict.args.get("where")
@@ -386,7 +386,7 @@ def _check_set(items: list[exp.Expr], where: str) -> None:
     for eq in items:
         if not isinstance(eq, exp.EQ) or not isinstance(eq.this, exp.Column | exp.Identifier):
             raise StatementParseError(
-                f"{where}: SET {_sql(eq)!r} is not an assignment", help="Write SET column = value[, ...]."
+                f"{where}: SET {to_sql(eq)!r} is not an assignment", help="Write SET column = value[, ...]."
             )
         names.append(eq.this.name.lower())
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -396,7 +396,7 @@ def _check_set(items: list[exp.Expr], where: str) -> None:
 
 def _where(tree: exp.Expr) -> str | None:
     where = tree.args.get("where")
-    return _sql(where.this) if where is not None else None
+    return to_sql(where.this) if where is not None else None
 
 
 def _update(tree: exp.Update) -> MergeSpec:
@@ -408,7 +408,7 @@ def _update(tree: exp.Update) -> MergeSpec:
             f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING."
         )
     _check_set(tree.expressions, f"UPDATE {target}")
-    pairs = tuple((_column_name(eq.this), _sql(eq.expression)) for eq in tree.expressions)
+    pairs = tuple((_column_name(eq.this), to_sql(eq.expression)) for eq in tree.expressions)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
     return MergeSpec(target, alias, None, "", None, (clause,), operation="UPDATE")
 

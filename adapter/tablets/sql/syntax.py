@@ -1,6 +1,6 @@
 """Statement text -> sqlglot trees (Spark dialect), and what every statement parser shares: the
 parse with its errors made clear (``parse_error_text``), names of tables (``table_name``) and
-expressions re-emitted as Spark SQL (``_sql``)."""
+expressions re-emitted as Spark SQL (``to_sql``)."""
 
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ logging.getLogger("sqlglot").addFilter(_CommandFallback())
 
 
 @functools.lru_cache(maxsize=4)
-def _parsed(text: str) -> exp.Expr:
+def parsed_sql(text: str) -> exp.Expr:
     """One parse per statement text: routing, the provider check and the spec all read it."""
     trees = [t for t in sqlglot.parse(text, read=DIALECT) if t is not None]
     if not trees:
@@ -62,10 +62,10 @@ def split_statements(text: str) -> list[str]:
     return out or [text]
 
 
-def _parse(text: str) -> exp.Expr:
+def parse_sql(text: str) -> exp.Expr:
     _check_tokens(text)
     try:
-        return _parsed(text).copy()  # a copy: building the spec may rewrite the tree
+        return parsed_sql(text).copy()  # a copy: building the spec may rewrite the tree
     except sqlglot.errors.SqlglotError as e:
         raise StatementParseError(f"{_head(text)}: {parse_error_text(e)}") from e
 
@@ -169,9 +169,9 @@ def table_name(table: exp.Expr) -> str:
     return ".".join(p.name for p in parts if p is not None and p.name)
 
 
-def _needs_quotes(ident: exp.Expr) -> bool:
+def needs_quotes(ident: exp.Expr) -> bool:
     return not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", ident.name or "")
 
 
-def _sql(e: exp.Expr | None) -> str:
+def to_sql(e: exp.Expr | None) -> str:
     return e.sql(dialect=DIALECT) if e is not None else ""

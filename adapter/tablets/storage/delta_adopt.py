@@ -50,7 +50,7 @@ from tablets.storage.dv import decode, write_dv
 from tablets.storage.fileio import FileIO, basename, io_for, join
 from tablets.storage.snapshot import Snapshot, apply_version
 from tablets.storage.tablet import dv_relpath, new_id, read_tablet
-from tablets.storage.types import _ALIASES, schema_to_arrow
+from tablets.storage.types import TYPE_ALIASES, schema_to_arrow
 
 _JSON_RE = re.compile(r"^(\d{20})\.json$")
 _CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
@@ -142,7 +142,7 @@ def _stats(meta: Metadata, raw: str | None) -> tuple[tuple[str, ColumnStats], ..
         return ()
     body = json.loads(raw)
     types = {
-        p: _ALIASES.get(t.lower(), t.lower()) for (_, t, _), p in zip(meta.schema, meta.physical_names, strict=True)
+        p: TYPE_ALIASES.get(t.lower(), t.lower()) for (_, t, _), p in zip(meta.schema, meta.physical_names, strict=True)
     }
     mins, maxs, nulls = body.get("minValues") or {}, body.get("maxValues") or {}, body.get("nullCount") or {}
     out = []

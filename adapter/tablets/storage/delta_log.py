@@ -35,7 +35,7 @@ from tablets.storage.delta_schema import MAPPING_MODE, MAX_COLUMN_ID, DeltaSchem
 from tablets.storage.fileio import FileIO, is_local, join
 from tablets.storage.snapshot import Snapshot, TabletState, apply_version
 from tablets.storage.tablet import ROW_ID
-from tablets.storage.types import _ALIASES
+from tablets.storage.types import TYPE_ALIASES
 
 DELTA_LOG = "_delta_log"
 ENGINE = "dbt-tablets"
@@ -101,7 +101,7 @@ def _kinds(schema: tuple[tuple[str, str, bool], ...], physical: tuple[str, ...])
     """Per physical name of a top-level, non-nested column: (bounds written, floating)."""
     out = {}
     for (_, t, _), p in zip(schema, physical, strict=True):
-        t = _ALIASES.get(t.lower(), t.lower())
+        t = TYPE_ALIASES.get(t.lower(), t.lower())
         if "<" not in t:
             out[p] = (t in _BOUNDED, t in ("float", "double"))
     return out

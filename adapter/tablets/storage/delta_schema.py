@@ -14,7 +14,7 @@ from typing import Any
 
 from tablets.exceptions import SchemaMismatch
 from tablets.storage.actions import Metadata
-from tablets.storage.types import _ALIASES, _DECIMAL, _split_top
+from tablets.storage.types import DECIMAL_TYPE, TYPE_ALIASES, split_top
 
 MAPPING_MODE = "delta.columnMapping.mode"
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
@@ -42,21 +42,21 @@ _FROM_DELTA = {v: k for k, v in _TO_DELTA.items()}
 def delta_type(spark_type: str) -> Any:
     """The Delta type of a Spark SQL type name (a string for primitives, a dict for nested)."""
     t = spark_type.strip()
-    low = _ALIASES.get(t.lower(), t.lower())
+    low = TYPE_ALIASES.get(t.lower(), t.lower())
     if low in _TO_DELTA:
         return _TO_DELTA[low]
-    if m := _DECIMAL.match(low):
+    if m := DECIMAL_TYPE.match(low):
         return f"decimal({m.group(1)},{m.group(2)})"
     if low == "decimal":
         return "decimal(10,0)"
     if low.startswith("array<") and low.endswith(">"):
         return {"type": "array", "elementType": delta_type(t[6:-1]), "containsNull": True}
     if low.startswith("map<") and low.endswith(">"):
-        k, v = _split_top(t[4:-1])
+        k, v = split_top(t[4:-1])
         return {"type": "map", "keyType": delta_type(k), "valueType": delta_type(v), "valueContainsNull": True}
     if low.startswith("struct<") and low.endswith(">"):
         fields = []
-        for part in _split_top(t[7:-1]):
+        for part in split_top(t[7:-1]):
             name, _, ftype = part.partition(":")
             fields.append(
                 {"name": name.strip().strip("`"), "type": delta_type(ftype), "nullable": True, "metadata": {}}
@@ -70,7 +70,7 @@ def spark_type(dtype: Any) -> str:
     if isinstance(dtype, str):
         if dtype in _FROM_DELTA:
             return _FROM_DELTA[dtype]
-        if _DECIMAL.match(dtype.replace(" ", "")):
+        if DECIMAL_TYPE.match(dtype.replace(" ", "")):
             return dtype.replace(" ", "")
         raise SchemaMismatch(
             f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type."

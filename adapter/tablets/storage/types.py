@@ -23,7 +23,7 @@ _SIMPLE: dict[str, pa.DataType] = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
 }
-_ALIASES = {
+TYPE_ALIASES = {
     "integer": "int",
     "long": "bigint",
     "short": "smallint",
@@ -31,10 +31,10 @@ _ALIASES = {
     "real": "float",
     "bool": "boolean",
 }
-_DECIMAL = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
+DECIMAL_TYPE = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
-def _split_top(text: str) -> list[str]:
+def split_top(text: str) -> list[str]:
     parts, depth, cur = [], 0, ""
     for ch in text:
         if ch in "<(":
@@ -53,21 +53,21 @@ def _split_top(text: str) -> list[str]:
 
 def to_arrow(type_name: str) -> pa.DataType:
     t = type_name.strip().lower()
-    t = _ALIASES.get(t, t)
+    t = TYPE_ALIASES.get(t, t)
     if t in _SIMPLE:
         return _SIMPLE[t]
-    if m := _DECIMAL.match(t):
+    if m := DECIMAL_TYPE.match(t):
         return pa.decimal128(int(m.group(1)), int(m.group(2)))
     if t == "decimal":
         return pa.decimal128(10, 0)
     if t.startswith("array<") and t.endswith(">"):
         return pa.list_(to_arrow(type_name.strip()[6:-1]))
     if t.startswith("map<") and t.endswith(">"):
-        k, v = _split_top(type_name.strip()[4:-1])
+        k, v = split_top(type_name.strip()[4:-1])
         return pa.map_(to_arrow(k), to_arrow(v))
     if t.startswith("struct<") and t.endswith(">"):
         fields = []
-        for part in _split_top(type_name.strip()[7:-1]):
+        for part in split_top(type_name.strip()[7:-1]):
             name, _, ftype = part.partition(":")
             fields.append(pa.field(name.strip().strip("`"), to_arrow(ftype)))
         return pa.struct(fields)
