@@ -176,3 +176,17 @@ def test_no_module_is_over_600_lines():
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES
     ]
     assert not long, "modules over 600 lines (split them by job):\n" + "\n".join(long)
+
+
+def test_no_private_name_is_imported_from_another_module():
+    """A name another module needs is public: ``from tablets.x import _y`` hides who relies on it."""
+    bad = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(("tablets", "dbt.adapters.tablets")):
+                bad += [
+                    f"{name}: from {node.module} import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    assert not bad, "\n".join(bad)

@@ -40,15 +40,15 @@ from dbt.adapters.tablets.strategies import (
 )
 from dbt.adapters.tablets.table_options import on_schema_change, table_options
 from dbt.adapters.tablets.vocabulary import (
-    _DBT_KEYS,
-    _IDENT,
-    _OUR_PREFIXES,
     DATABRICKS_IGNORED,
+    DBT_KEYS,
     DEFAULT_ALIASES,
+    IDENT,
     INCREMENTAL,
     KNOWN_KEYS,
     LIQUID_CLUSTERED_BY,
     MERGE_TABLETS,
+    OUR_PREFIXES,
     TABLE,
 )
 
@@ -248,10 +248,10 @@ def parse_merge_config(
 
 def _unknown_keys(p: Problems, config: Mapping[str, Any]) -> None:
     for key in config:
-        if not isinstance(key, str) or key in KNOWN_KEYS or key in _DBT_KEYS:
+        if not isinstance(key, str) or key in KNOWN_KEYS or key in DBT_KEYS:
             continue
         close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.8)
-        if close or key.startswith(_OUR_PREFIXES):
+        if close or key.startswith(OUR_PREFIXES):
             hint = f"did you mean `{close[0]}`?" if close else "remove it (see the config table in the README)"
             p.add(
                 key,
@@ -324,7 +324,7 @@ def _aliases(p: Problems, config: Mapping[str, Any], materialization: str) -> di
         raw = config.get(key)
         if raw is None:
             out[key] = default
-        elif isinstance(raw, str) and _IDENT.match(raw) and raw.lower() != "excluded":
+        elif isinstance(raw, str) and IDENT.match(raw) and raw.lower() != "excluded":
             out[key] = raw
         else:
             allowed = "letters, digits and _ (not starting with a digit; not `excluded`)"

@@ -13,11 +13,11 @@ from dbt.adapters.tablets.clauses import (
 )
 from dbt.adapters.tablets.problems import Problems
 from dbt.adapters.tablets.vocabulary import (
-    _PREDICATE_EXAMPLE,
     BATCH_END,
     BATCH_START,
     INCREMENTAL,
     INCREMENTAL_STRATEGIES,
+    PREDICATE_EXAMPLE,
 )
 
 
@@ -152,7 +152,7 @@ def batch_window(p: Problems, config: Mapping[str, Any]) -> str | None:
 
 def incremental_predicates(p: Problems, config: Mapping[str, Any]) -> tuple[str, ...] | None:
     """``incremental_predicates`` (dbt-core), or ``predicates`` (dbt-spark's name)."""
-    found = p.str_list(config, "incremental_predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE)
+    found = p.str_list(config, "incremental_predicates", what="SQL predicate", example=PREDICATE_EXAMPLE)
     if config.get("predicates") is None:
         return found
     if found is not None:
@@ -165,4 +165,4 @@ def incremental_predicates(p: Problems, config: Mapping[str, Any]) -> tuple[str,
             "keep incremental_predicates only",
         )
         return found
-    return p.str_list(config, "predicates", what="SQL predicate", example=_PREDICATE_EXAMPLE)
+    return p.str_list(config, "predicates", what="SQL predicate", example=PREDICATE_EXAMPLE)

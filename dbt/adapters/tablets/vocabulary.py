@@ -73,14 +73,14 @@ KNOWN_KEYS = (
     *DATABRICKS_IGNORED,
 )  # fmt: skip
 # dbt's own config keys that look like ours but are not typos
-_DBT_KEYS = frozenset(
+DBT_KEYS = frozenset(
     {
         "materialized", "on_configuration_change", "unique_id", "full_refresh",
         "event_time", "batch_size", "begin", "lookback", "concurrent_batches",
         BATCH_START, BATCH_END,
     }
 )  # fmt: skip
-_OUR_PREFIXES = (
+OUR_PREFIXES = (
     "when_",
     "merge_",
     "on_conflict",
@@ -89,5 +89,5 @@ _OUR_PREFIXES = (
     "null_safe",
     "skip_unch",
 )
-_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_PREDICATE_EXAMPLE = '["t.day >= date_sub(current_date(), 7)"]'
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+PREDICATE_EXAMPLE = '["t.day >= date_sub(current_date(), 7)"]'
