@@ -43,6 +43,9 @@ INSERT_RESULT = (
     "fragment string, n_insert long, key_violations long, violations long, key_example string, violation_example string"
 )
 
+# the kinds whose source row is inserted (a REPLACE also deletes its target row)
+INSERTED = (K_INSERT, K_REPLACE)
+
 
 def _kind_count(kinds: pa.ChunkedArray, kind: str) -> int:
     return int(pc.sum(pc.equal(kinds, kind)).as_py() or 0)
@@ -98,7 +101,7 @@ def _key_violations(rows: pa.Table, keys: Sequence[str], names: Sequence[str]) -
         return 0, None
     kinds = rows.column(KIND)
     refused = rows.filter(pc.equal(kinds, K_REFUSE))
-    inserted = rows.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REPLACE])))
+    inserted = rows.filter(pc.is_in(kinds, pa.array(INSERTED)))
     for k in keys:
         inserted = inserted.filter(pc.is_valid(inserted.column(k)))
     counts = _as_spark_groups(inserted.select(list(keys))).group_by(list(keys)).aggregate([([], "count_all")])
@@ -130,7 +133,7 @@ def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = (
         if table is None:
             return
         kinds = table.column(KIND)
-        n_insert = _kind_count(kinds, K_INSERT) + _kind_count(kinds, K_REPLACE)
+        n_insert = sum(_kind_count(kinds, k) for k in INSERTED)
         bad, example = _key_violations(table, keys, keys)
         written = table.filter(pc.not_equal(kinds, K_REFUSE))
         broken, violation = violations_of(written, columns)
@@ -164,7 +167,7 @@ def merge_task(
         kinds = table.column(KIND)
         olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])))
         frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
-        n_insert = _kind_count(kinds, K_INSERT) + _kind_count(kinds, K_REPLACE)
+        n_insert = sum(_kind_count(kinds, k) for k in INSERTED)
         key_names = [columns[images.index(k)] for k in keys]
         inserted = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE, K_REPLACE])))
         bad, example = _key_violations(inserted, keys, key_names)
