@@ -3,8 +3,9 @@ commits (``storage.TabletTable.compact``); tasks read the picked tablets' live r
 new tablets, so nothing on the driver grows with the rows rewritten.
 
 - A table without ``cluster_by``: the picked tablets are packed into groups of about
-  ``target_tablet_rows`` live rows (Delta's OPTIMIZE bins); each group is one task that reads its
-  tablets (deletion vectors applied) and writes them as new tablets, with no shuffle.
+  ``target_tablet_rows`` live rows (Delta's OPTIMIZE bins), sent to Spark's tasks as rows of a
+  local relation (a task gets only its own groups); each task reads its groups' tablets
+  (deletion vectors applied) and writes them as new tablets, with no shuffle.
 - A table with ``cluster_by``: Spark's scan reads the rows, ``repartitionByRange`` gives each
   task one range of the clustering columns, and the task writes them sorted: the new tablets
   hold disjoint ranges, which pruning by statistics then skips.
@@ -15,8 +16,10 @@ Spark job (``TabletTable.rewrite_here``)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -24,10 +27,11 @@ from pyspark.sql import functions as F
 from tablets.engine.errors import job_failed
 from tablets.engine.names import K_INSERT, KIND
 from tablets.engine.tasks import INSERT_RESULT, insert_task, rewrite_task
-from tablets.spark.frames import tablet_scan
+from tablets.spark.frames import local_relation, tablet_scan
 from tablets.spark.sizes import conf_bytes
 from tablets.sqltext import quote_ident
 from tablets.storage import Fragment, Snapshot, TabletTable, WriteHandle, fragment_from_json
+from tablets.storage.actions import action_to_json
 from tablets.storage.table import Rewriter
 
 REWRITE_CONF = "spark.tablets.optimize.driverRewriteBytes"
@@ -83,9 +87,19 @@ def rewrite_on_spark(
             out = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
         else:
             groups = bins(snap, pick, handle.target_tablet_rows)
-            members = [[(snap.tablets[t].add, snap.tablets[t].dv) for t in g] for g in groups]
-            ids = spark.range(len(groups), numPartitions=len(groups)).select(F.col("id").cast("int").alias("g"))
-            out = ids.mapInArrow(rewrite_task(handle, members), INSERT_RESULT).collect()
+            members = [
+                json.dumps(
+                    [
+                        [action_to_json(st.add), action_to_json(st.dv) if st.dv else None]
+                        for st in (snap.tablets[t] for t in g)
+                    ]
+                )
+                for g in groups
+            ]
+            # the groups as rows of a local relation: each task is sent its own, in slices of
+            # Spark's default parallelism, nothing that grows with the whole table
+            frame = local_relation(spark, pa.table({"members": pa.array(members, pa.string())}))
+            out = frame.mapInArrow(rewrite_task(handle), INSERT_RESULT).collect()
     except PySparkException as e:
         raise job_failed(f"{handle.operation} {table.root}", e) from e
     return [fragment_from_json(r["fragment"]) for r in out if r["fragment"]]

@@ -28,7 +28,7 @@ from tablets.engine.names import (
     VIOLATION,
 )
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
-from tablets.storage.actions import AddTablet, SetDV
+from tablets.storage.actions import AddTablet, SetDV, action_from_json
 from tablets.storage.tablet import OUT_OF_RANGE, python_value, read_tablet
 from tablets.storage.types import schema_to_arrow
 
@@ -186,19 +186,23 @@ def merge_task(
     return run
 
 
-def rewrite_task(handle: WriteHandle, groups: Sequence[Sequence[tuple[AddTablet, SetDV | None]]]):
-    """A compaction's task (``engine.rewrite``): each row of the input names a group of tablets
-    whose live rows this task reads (deletion vectors applied) and writes as new tablets."""
+def rewrite_task(handle: WriteHandle):
+    """A compaction's task (``engine.rewrite``): each row of the input is a group of tablets (its
+    ``members``: JSON lines of each tablet's add and deletion vector, so a task is sent only its
+    own groups) whose live rows this task reads (deletion vectors applied) and writes as new tablets."""
     schema = schema_to_arrow(handle.schema)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for g in batch.column(0).to_pylist():
+            for members in batch.column("members").to_pylist():
                 sink = RowLevelSink(handle)
-                for add, dv in groups[g]:
+                rows = 0
+                for add_json, dv_json in json.loads(members):
+                    add, dv = action_from_json(add_json), action_from_json(dv_json) if dv_json else None
+                    assert isinstance(add, AddTablet) and (dv is None or isinstance(dv, SetDV))
                     sink.insert(read_tablet(handle.io, handle.root, add, dv, schema, mapping=handle.mapping))
+                    rows += add.rows - (dv.cardinality if dv else 0)
                 frags = [fragment_to_json(f) for f in sink.finish()]
-                rows = sum(add.rows - (dv.cardinality if dv else 0) for add, dv in groups[g])
                 yield _result_batch(frags, [rows, 0, 0], ["n_insert", "key_violations", "violations"])
 
     return run
