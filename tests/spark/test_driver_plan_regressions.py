@@ -345,3 +345,23 @@ def test_a_null_safe_key_with_more_of_on_pairs_null_keys(db):
         "ON (t.k1 <=> s.k1) AND (t.d <=> t.d) WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
     )
     check(results, [(None, 0), (1, 11323), (2, 11688)], (1, 2, 0))
+
+
+def test_null_keys_outside_the_rest_of_on_are_each_not_matched(db):
+    """Soak seed 1000069: ON ``t.k <=> s.k AND <rest>`` on a keyed table, two source rows and a
+    target row all with a NULL key, the rest false: SQL pairs none of them, so both source rows
+    are inserted (NULL keys never collide) and the target row takes its BY SOURCE DELETE once.
+    Pairing on the key alone paired the target row twice: a cardinality error on both plans."""
+    results = on_both_plans(
+        db,
+        "null_keys_outside",
+        [
+            "CREATE TABLE {t} (k1 DOUBLE, b BIGINT, s STRING) USING tablets TBLPROPERTIES ('key_columns' = 'k1')",
+            "INSERT INTO {t} VALUES (NULL, 0, 'Z'), (1.0, 2, 'one')",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (CAST(NULL AS DOUBLE), 0L, 'a'), (CAST(NULL AS DOUBLE), 5L, 'b'), "
+        "(1.0D, 3L, 'c') AS v(k1, b, s)) s ON (t.k1 <=> s.k1) AND (t.b IS NULL OR t.b > 1) "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED BY SOURCE AND (t.b % 2 = 0) THEN DELETE "
+        "WHEN NOT MATCHED THEN INSERT *",
+    )
+    check(results, [(None, 0, "a"), (None, 5, "b"), (1.0, 3, "c")], (2, 1, 1))

@@ -197,9 +197,13 @@ def keyed(
             help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
         )
     extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
-    on = " AND ".join(
-        f"{spec.target_alias}.`{k}` {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}" for k in keys
-    )
+    on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
+    if null_safe and spec.on is not None:
+        # keys holding NULL repeat, so pairing on them alone could pair a target row with several
+        # source rows outside the rest: such rows pair only as the original ON says (its rest
+        # then holds, so the clauses below treat them as plain matched pairs)
+        whole = scope.qualify(spec.on, Category.MATCHED, "ON condition").sql(dialect="spark")
+        on = f"({on}) OR (NOT COALESCE({on}, FALSE) AND ({whole}))"
     clauses: list[Clause] = []
     for c in spec.clauses:
         if c.category is Category.MATCHED:
