@@ -197,13 +197,16 @@ def keyed(
             help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
         )
     extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
-    on = " AND ".join(f"{spec.target_alias}.`{k}` = {found[k.lower()]}" for k in keys)
-    if null_safe and spec.on is not None:
+    on = " AND ".join(
+        f"{spec.target_alias}.`{k}` {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}" for k in keys
+    )
+    if null_safe:
         # keys holding NULL repeat, so pairing on them alone could pair a target row with several
-        # source rows outside the rest: such rows pair only as the original ON says (its rest
-        # then holds, so the clauses below treat them as plain matched pairs)
-        whole = scope.qualify(spec.on, Category.MATCHED, "ON condition").sql(dialect="spark")
-        on = f"({on}) OR (NOT COALESCE({on}, FALSE) AND ({whole}))"
+        # source rows outside the rest: where a null-safe key is NULL, rows pair only as the
+        # whole ON says (its rest then holds, so the clauses below treat them as plain matched
+        # pairs); the key conjuncts stay join keys Spark hashes
+        present = " AND ".join(f"{spec.target_alias}.`{k}` IS NOT NULL" for k in keys if k.lower() in null_safe)
+        on = f"{on} AND (({present}) OR ({extra}))"
     clauses: list[Clause] = []
     for c in spec.clauses:
         if c.category is Category.MATCHED:
