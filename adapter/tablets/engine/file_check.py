@@ -7,17 +7,19 @@ Spark) the driver checks them itself, which starts no Spark job."""
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark.errors import PySparkException
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from tablets.engine.errors import job_failed
 from tablets.engine.streams import shuffle_partitions
 from tablets.engine.tasks import MISSING_RESULT, missing_files_task
 from tablets.settings import conf_count
+from tablets.spark.frames import local_relation
 from tablets.storage import TabletTable
 from tablets.storage.table import MissingFiles
 
@@ -32,21 +34,20 @@ def missing_files(spark: SparkSession, table: TabletTable) -> MissingFiles:
     limit = conf_count(spark, CHECK_CONF, DRIVER_CHECK_FILES)
 
     def check(paths: Sequence[str]) -> list[str]:
-        if len(paths) <= limit:
-            return [p for p in paths if not table.io.exists(p)]
-        return missing_on_spark(spark, table, paths)
+        return table.missing_here(paths) if len(paths) <= limit else missing_on_spark(spark, table, paths)
 
     return check
 
 
 def missing_on_spark(spark: SparkSession, table: TabletTable, paths: Sequence[str]) -> list[str]:
-    """The paths among ``paths`` that do not exist, asked by Spark's tasks (chunks of at most
-    ``FILES_PER_TASK``, and at least as many chunks as shuffle partitions)."""
+    """The paths among ``paths`` that do not exist, asked by Spark's tasks: chunks of at most
+    ``FILES_PER_TASK`` (at least as many as shuffle partitions), rows of a local relation, so each
+    task is sent only its own."""
     n = min(len(paths), max(shuffle_partitions(spark), math.ceil(len(paths) / FILES_PER_TASK)))
-    chunks = [list(paths[i::n]) for i in range(n)]
+    chunks = [json.dumps(list(paths[i::n])) for i in range(n)]
     try:
-        ids = spark.range(n, numPartitions=n).select(F.col("id").cast("int").alias("c"))
-        rows = ids.mapInArrow(missing_files_task(table.io, chunks), MISSING_RESULT).collect()
+        frame = local_relation(spark, pa.table({"paths": pa.array(chunks, pa.string())}))
+        rows = frame.mapInArrow(missing_files_task(table.io), MISSING_RESULT).collect()
     except PySparkException as e:
         raise job_failed(f"RESTORE {table.root}", e) from e
     return sorted(r["path"] for r in rows)

@@ -211,14 +211,14 @@ def rewrite_task(handle: WriteHandle):
 MISSING_RESULT = "path string"
 
 
-def missing_files_task(io, chunks: Sequence[Sequence[str]]):
-    """RESTORE's check (``engine.file_check``): each row of the input names a chunk of paths;
-    the task returns those of them that do not exist."""
+def missing_files_task(io):
+    """RESTORE's check (``engine.file_check``): each row of the input is a chunk of paths (a JSON
+    list, so a task is sent only its own chunks); the task returns those that do not exist."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for c in batch.column(0).to_pylist():
-                gone = [p for p in chunks[c] if not io.exists(p)]
+            for chunk in batch.column("paths").to_pylist():
+                gone = [p for p in json.loads(chunk) if not io.exists(p)]
                 yield pa.RecordBatch.from_arrays([pa.array(gone, pa.string())], names=["path"])
 
     return run

@@ -469,6 +469,10 @@ class TabletTable:
         """The newest version committed at or before ``timestamp_ms`` (Delta's TIMESTAMP AS OF)."""
         return version_at(self.commit_times(), timestamp_ms, what)
 
+    def missing_here(self, paths: Sequence[str]) -> list[str]:
+        """The ``MissingFiles`` of this process: the paths among ``paths`` that do not exist, asked one by one."""
+        return [p for p in paths if not self.io.exists(p)]
+
     def restore(self, version: int, *, statement: str | None = None, missing: MissingFiles | None = None) -> int | None:
         """One new commit whose live rows (and schema) are those of ``version``: its tablets and
         deletion vectors, the same files, referenced again. None if the table already reads so.
@@ -482,7 +486,7 @@ class TabletTable:
             raise TableNotFound(f"{what}: {e.detail}", help="Pick a version from DESCRIBE HISTORY.") from None
         actions = restore_actions(snap, old)
         paths = [join(self.root, p) for p in restored_files(actions)]
-        gone_files = missing(paths) if missing is not None else [p for p in paths if not self.io.exists(p)]
+        gone_files = (missing or self.missing_here)(paths)
         check_restorable([p[len(self.root) :].lstrip("/") for p in gone_files], version, what)
         handle = transaction.begin(
             snap, self.root, "RESTORE", delete_from=(), read_tablets=snap.tablets.keys(), reads_appends=True, io=self.io
