@@ -40,14 +40,20 @@ def flag(value: object, name: str, default: bool = True) -> bool:
     raise InvalidSetting(f"{name} = {str(value)!r} is not an on/off value: use one of {', '.join(BOOLEANS)}")
 
 
-def conf_flag(spark: Any, key: str, default: bool = True) -> bool:
-    """The on/off Spark setting ``key`` of ``spark`` (``flag``); ``default`` where the session
-    cannot be asked (a Spark Connect server gone, say)."""
+def conf_value(spark: Any, key: str) -> str | None:
+    """The Spark setting ``key`` of ``spark`` as set, or None where it is unset or the session
+    cannot be asked (a Spark Connect server gone, say): each reader's default then."""
     try:
         value = spark.conf.get(key, None)
     except Exception:  # noqa: BLE001 - cannot tell: the default
-        return default
-    return flag(value, key, default)
+        return None
+    return None if value is None else str(value)
+
+
+def conf_flag(spark: Any, key: str, default: bool = True) -> bool:
+    """The on/off Spark setting ``key`` of ``spark`` (``flag``); ``default`` where unset or the
+    session cannot be asked."""
+    return flag(conf_value(spark, key), key, default)
 
 
 def count(value: object, name: str, default: int) -> int:
@@ -65,10 +71,6 @@ def count(value: object, name: str, default: int) -> int:
 
 
 def conf_count(spark: Any, key: str, default: int) -> int:
-    """The Spark setting ``key`` of ``spark`` as a count (``count``); ``default`` where the session
-    cannot be asked."""
-    try:
-        value = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - cannot tell: the default
-        return default
-    return count(value, key, default)
+    """The Spark setting ``key`` of ``spark`` as a count (``count``); ``default`` where unset or the
+    session cannot be asked."""
+    return count(conf_value(spark, key), key, default)

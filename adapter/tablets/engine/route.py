@@ -11,7 +11,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets.engine.plan import Plan, source_column
-from tablets.settings import conf_count, conf_flag
+from tablets.settings import conf_count, conf_flag, conf_value
 from tablets.spark.backend import is_connect
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.spark.sizes import broadcast_threshold, conf_bytes, size_bytes
@@ -63,10 +63,7 @@ SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"
 def local_limit(spark: SparkSession) -> int:
     """The largest source taken as a local relation: more where the session's optimizer skips
     ConvertToLocalRelation (tablets' own sessions)."""
-    try:
-        rules = spark.conf.get(EXCLUDED_RULES_CONF, None) or ""
-    except Exception:  # noqa: BLE001 - cannot tell: the rule runs
-        rules = ""
+    rules = conf_value(spark, EXCLUDED_RULES_CONF) or ""  # cannot tell: the rule runs
     return (
         LOCAL_SOURCE_BYTES_NO_RULE
         if LOCAL_RELATION_RULE in {r.strip() for r in rules.split(",")}
@@ -77,18 +74,11 @@ def local_limit(spark: SparkSession) -> int:
 def driver_scan_bytes(spark: SparkSession) -> int:
     """``DRIVER_SCAN_CONF`` in bytes (0 or less: never); by default ``DRIVER_SCAN_BYTES_LOCAL``
     in local mode (not over Spark Connect), else ``DRIVER_SCAN_BYTES``."""
-
-    def conf(key: str) -> str:
-        try:
-            return spark.conf.get(key, None) or ""
-        except Exception:  # noqa: BLE001 - cannot tell: the default
-            return ""
-
     size = conf_bytes(spark, DRIVER_SCAN_CONF)
     if size is not None:
         return size
     # a Spark Connect client may be on another machine than its server's local-mode executors
-    local = not is_connect(spark) and conf("spark.master").startswith("local")
+    local = not is_connect(spark) and (conf_value(spark, "spark.master") or "").startswith("local")
     return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
 
 

@@ -9,7 +9,7 @@ import re
 
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets.settings import InvalidSetting
+from tablets.settings import InvalidSetting, conf_value
 from tablets.spark.backend import is_connect
 
 _UNITS = {
@@ -42,11 +42,8 @@ def parse_bytes(text: str | None) -> int | None:
 def conf_bytes(spark: SparkSession, key: str) -> int | None:
     """The byte-size setting ``key`` of ``spark`` (``parse_bytes``); None where it is unset or the
     session cannot be asked; an ``InvalidSetting`` naming it where it is not a size."""
-    try:
-        text = spark.conf.get(key, None)
-    except Exception:  # noqa: BLE001 - cannot tell: the caller's default
-        return None
-    if text is None or not str(text).strip():
+    text = conf_value(spark, key)
+    if text is None or not text.strip():
         return None
     size = parse_bytes(text)
     if size is None:
