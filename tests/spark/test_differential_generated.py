@@ -19,10 +19,15 @@ worker; a tenth of it is the VERSION AS OF reads. ``TABLETS_SLOW=1``: a soak of 
 ``TABLETS_GEN_STATEMENTS=n`` runs n, ``TABLETS_GEN_SEED=n`` starts at seed n,
 ``TABLETS_GEN_MINIMISE=s`` gives each distinct failure s seconds of minimising (0: none);
 ``-s`` shows each case and the summary (also written to differential.txt in the test's tmp dir).
+``TABLETS_GEN_TALLY=file`` rewrites the running tally to ``file`` as JSON after each case, so a
+soak stopped part-way and run on in chunks still counts its shapes and plans
+(``Tally.total`` adds the chunks up).
 """
 
+import json
 import os
 import time
+from pathlib import Path
 
 import pytest
 from support.differential import Tally, minimise, repro, run_case, sessions
@@ -34,6 +39,7 @@ SLOW = bool(os.environ.get("TABLETS_SLOW"))
 STATEMENTS = int(os.environ.get("TABLETS_GEN_STATEMENTS", "20000" if SLOW else "500"))
 SEED = int(os.environ.get("TABLETS_GEN_SEED", "1000000" if SLOW else "0"))
 CASE_STATEMENTS = 14  # statements per case after the CREATE (the first INSERTs included)
+TALLY_FILE = os.environ.get("TABLETS_GEN_TALLY")
 MINIMISE_SECONDS = float(os.environ.get("TABLETS_GEN_MINIMISE", "150"))  # per distinct failure
 
 
@@ -45,7 +51,7 @@ def dbs(spark):
 
 
 def test_generated_statements_agree_on_both_plans_and_with_duckdb(dbs, tmp_path):
-    tally, found = Tally(), {}
+    tally, found, failed = Tally(), {}, []
     start, seed = time.monotonic(), SEED
     while tally.statements < STATEMENTS:
         case = make_case(seed, CASE_STATEMENTS)
@@ -54,6 +60,11 @@ def test_generated_statements_agree_on_both_plans_and_with_duckdb(dbs, tmp_path)
         t0 = time.monotonic()
         failure, scripts = run_case(dbs, case, tally)
         print(f"seed {seed - 1}: {time.monotonic() - t0:.1f} s, {failure or 'ok'}", flush=True)
+        if failure is not None:
+            failed.append(seed - 1)
+        if TALLY_FILE:
+            seeds = {"first_seed": SEED, "last_seed": seed - 1, "failed_seeds": failed}
+            Path(TALLY_FILE).write_text(json.dumps({**seeds, "tally": tally.to_json()}))
         if failure is None or failure.signature() in found:
             continue
         small, fail, small_scripts = minimise(dbs, case, failure, MINIMISE_SECONDS)

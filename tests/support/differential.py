@@ -322,6 +322,21 @@ class Tally:
                 if on:
                     self.paths[f"{plan}: {flag}"] += 1
 
+    def to_json(self) -> dict:
+        return {k: (dict(v) if isinstance(v, Counter) else v) for k, v in vars(self).items()}
+
+    @classmethod
+    def total(cls, parts: list[dict]) -> Tally:
+        """The sum of tallies saved by ``to_json`` (a soak run in chunks)."""
+        out = cls()
+        for part in parts:
+            for k, v in part.items():
+                if isinstance(v, dict):
+                    getattr(out, k).update(v)
+                else:
+                    setattr(out, k, getattr(out, k) + v)
+        return out
+
     def summary(self) -> str:
         lines = [f"{self.statements} statements in {self.cases} cases, each on both plans and DuckDB"]
         lines += [f"  {n:5d}  {k}" for k, n in sorted(self.shapes.items())]
