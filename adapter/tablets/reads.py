@@ -9,8 +9,9 @@ pushdown gives wrong rows in self-joins (see ``tablets.spark.datasource``). The 
 ``read_frames.read_view`` (the newest snapshot's live tablets read by Spark's Parquet scan, deletion
 vectors applied), so Spark reads only the columns the query uses and skips row groups by its
 filters; tablets that the query's WHERE rules out by the log's statistics are not read at all
-(``tablets.sql.reads``, ``tablets.storage.pruning``; ``last_report`` and a debug log line say
-how many). Only the names are replaced in the statement's own text; the views are dropped once
+(``tablets.sql.reads``, ``tablets.storage.pruning``; a debug record of the ``tablets`` logger per
+table says which version it read and how many tablets it skipped, in words and, for tools, as
+its ``tablets_read`` attribute). Only the names are replaced in the statement's own text; the views are dropped once
 Spark has analyzed the statement (the DataFrame holds their plans, and so keeps the version it
 read, as a DataFrame of the Python source does).
 
@@ -41,7 +42,6 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from tablets.spark import catalog
@@ -62,25 +62,6 @@ _ids = itertools.count()
 _ids_lock = threading.Lock()
 
 
-@dataclass
-class ReadReport:
-    """What one front-door statement read natively: per table, version and tablets."""
-
-    tables: list[dict[str, object]] = field(default_factory=list)
-
-    @property
-    def tablets_pruned(self) -> int:
-        return sum(int(t["tablets_pruned"]) for t in self.tables)  # type: ignore[call-overload]
-
-
-_last = threading.local()
-
-
-def last_report() -> ReadReport | None:
-    """The report of this thread's last front-door statement that read a tablet table natively."""
-    return getattr(_last, "report", None)
-
-
 def sql(spark: SparkSession, text: str, prepare: Callable[[str], str] = lambda t: t) -> DataFrame:
     """``spark.sql(prepare(text))``, with the tablet tables ``text`` reads on Spark's Parquet
     scan (``prepare``: the front door's other rewrites, of time travel and the like)."""
@@ -93,7 +74,6 @@ def views(spark: SparkSession, text: str) -> Iterator[str]:
     """``text`` with its tablet tables replaced by temporary views, which exist until the block
     ends (analyze the statement inside it)."""
     made: list[str] = []
-    _last.report = None
     try:
         yield _rewrite(spark, text, made)
     finally:
@@ -108,11 +88,10 @@ def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
     refs = references(text)
     if not refs:
         return text
-    report = ReadReport()
     snaps: dict[str, Snapshot] = {}  # one version of each table per statement (self-joins)
     edits: list[tuple[TableRef, str]] = []
     for ref in refs:
-        view = _view(spark, ref, made, report, snaps)
+        view = _view(spark, ref, made, snaps)
         if view is not None:
             edits.append((ref, view))
     if not edits:
@@ -122,13 +101,10 @@ def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
         bare = ref.aliased or catalog.path_of(ref.name) is not None  # a path is no name to qualify columns by
         alias = "" if bare else f" AS {quote_ident(ref.name.rsplit('.', 1)[-1])}"
         out = out[: ref.start] + view + alias + out[ref.end + 1 :]
-    _last.report = report
     return out
 
 
-def _view(
-    spark: SparkSession, ref: TableRef, made: list[str], report: ReadReport, snaps: dict[str, Snapshot]
-) -> str | None:
+def _view(spark: SparkSession, ref: TableRef, made: list[str], snaps: dict[str, Snapshot]) -> str | None:
     if catalog.path_of(ref.name) is not None:
         root = catalog.require(spark, ref.name)  # not a tablet table: says what is there
     else:
@@ -144,14 +120,7 @@ def _view(
     if not read_view(spark, view, table, snap, keep, early):
         return None
     made.append(view)
-    report.tables.append(
-        {
-            "table": ref.name,
-            "version": snap.version,
-            "tablets": len(keep) + pruned,
-            "tablets_pruned": pruned,
-        }
-    )
+    read = {"table": ref.name, "version": snap.version, "tablets": len(keep) + pruned, "tablets_pruned": pruned}
     logger.debug(
         "tablets: %s read natively at version %d: %d of %d tablets (%d skipped by their statistics)",
         ref.name,
@@ -159,6 +128,7 @@ def _view(
         len(keep),
         len(keep) + pruned,
         pruned,
+        extra={"tablets_read": read},
     )
     return view
 

@@ -1,5 +1,6 @@
 """One local Spark session for every Spark test (starting one costs ~10 s on 2 cores)."""
 
+import logging
 import os
 
 import pytest
@@ -19,3 +20,18 @@ def spark(tmp_path_factory):
 def tmp_table_dir(tmp_path):
     """A fresh directory for a tablet table (not yet created)."""
     return str(tmp_path / "table")
+
+
+@pytest.fixture
+def native_reads(caplog):
+    """``take()``: the tables the front door read natively since the last ``take()`` (the
+    ``tablets_read`` of each debug record ``tablets.reads`` logs: table, version, tablets,
+    tablets_pruned)."""
+    caplog.set_level(logging.DEBUG, logger="tablets")
+
+    def take() -> list[dict]:
+        out = [r.tablets_read for r in caplog.records if hasattr(r, "tablets_read")]
+        caplog.clear()
+        return out
+
+    return take

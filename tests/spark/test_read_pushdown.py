@@ -1,6 +1,6 @@
 """Queries of tablet tables through the front door (and so dbt) on Spark's own Parquet scan
 (``tablets.reads``): the same rows as the same data in a plain Parquet table for every kind
-of filter, tablets skipped by their statistics (counted in ``reads.last_report()``), deletion
+of filter, tablets skipped by their statistics (counted in the debug records of ``tablets.reads``), deletion
 vectors, columns added later, time travel, tables by path, self-joins, and damaged tablets."""
 
 import datetime as dt
@@ -122,15 +122,15 @@ FILTERS = [
 ]
 
 
-def test_front_door_rows_equal_plain_parquet(db, spark):
+def test_front_door_rows_equal_plain_parquet(db, spark, native_reads):
     """Every filter kind (NULLs, strings, dates, decimals, NaN, booleans, IN, NOT, OR, LIKE,
     BETWEEN, a column old tablets do not have) reads the rows the plain Parquet copy gives. One
     statement: a UNION ALL of one SELECT per filter, each reference its own view and pruning."""
     cols = "id, k, s, d, m, x, f, c"
     union = " UNION ALL ".join(f"SELECT {i} AS q, {cols} FROM rd.t WHERE {w}" for i, w in enumerate(FILTERS))
     got = rows(db.sql(union))
-    report = reads.last_report()
-    assert len(report.tables) == len(FILTERS) and report.tablets_pruned > 0
+    read = native_reads()
+    assert len(read) == len(FILTERS) and sum(t["tablets_pruned"] for t in read) > 0
     # the reference: each filter's truth per row of the copy, without Parquet filter pushdown
     # (its min/max skipping loses NaN rows: x = double('NaN') reads no row of the copy with it)
     truth = ", ".join(f"coalesce({w}, false) AS q{i}" for i, w in enumerate(FILTERS))
@@ -145,11 +145,10 @@ def test_front_door_rows_equal_plain_parquet(db, spark):
         assert want or where in ("id = 50", "id IN (3, NULL)", "NOT id IN (3, NULL)"), where  # 50: deleted
 
 
-def test_tablets_skipped_by_their_statistics(db, spark):
+def test_tablets_skipped_by_their_statistics(db, spark, native_reads):
     def pruned(sql):
         db.sql(sql).collect()
-        report = reads.last_report()
-        return [(t["tablets"], t["tablets_pruned"]) for t in report.tables]
+        return [(t["tablets"], t["tablets_pruned"]) for t in native_reads()]
 
     assert pruned("SELECT * FROM rd.t") == [(4, 0)]
     assert pruned("SELECT * FROM rd.t WHERE id BETWEEN 120 AND 130") == [(4, 3)]
@@ -158,7 +157,9 @@ def test_tablets_skipped_by_their_statistics(db, spark):
     assert pruned("SELECT * FROM rd.t WHERE c = 3") == [(4, 3)]  # old tablets: c is NULL
     assert pruned("SELECT * FROM rd.t WHERE c IS NULL") == [(4, 1)]  # the newest has no NULL c
     assert pruned("SELECT * FROM rd.t WHERE id = 5000") == [(4, 4)]
-    assert rows(db.sql("SELECT * FROM rd.t WHERE id = 5000")) == []
+    assert rows(db.sql("SELECT * FROM rd.t WHERE id = 5000")) == [] and native_reads() == [
+        {"table": "rd.t", "version": db.table_of("rd.t").version, "tablets": 4, "tablets_pruned": 4}
+    ]
     # a join or an OR: no skipping on that side, rows still right
     assert pruned("SELECT a.id FROM rd.t a JOIN rd.t b ON a.id = b.id + 1 WHERE a.id < 5") == [(4, 0), (4, 0)]
     assert pruned("SELECT * FROM rd.t WHERE id < 5 OR id > 395") == [(4, 0)]
@@ -175,7 +176,7 @@ def test_self_join_with_a_filter_on_one_side(db, spark):
     assert rows(spark.sql(q.format("plain", "plain"))) == want
 
 
-def test_versions_paths_views_and_the_python_source(db, spark):
+def test_versions_paths_views_and_the_python_source(db, spark, native_reads):
     t = db.table_of("rd.t")
     version = t.version
     df = db.sql("SELECT count(*) FROM rd.t")
@@ -185,7 +186,7 @@ def test_versions_paths_views_and_the_python_source(db, spark):
     # time travel and a table named by its path, on the same scan
     assert db.sql(f"SELECT count(*) FROM rd.t VERSION AS OF {version - 1} WHERE id < 100").collect()[0][0] == 100
     assert db.sql(f"SELECT count(*) FROM tablets.`{t.root}` p WHERE p.id < 100").collect()[0][0] == 97
-    assert reads.last_report().tables[0]["tablets_pruned"] == 3
+    assert native_reads()[-1]["tablets_pruned"] == 3
     # a persistent view over the table reads the newest version each time (not rewritten)
     db.sql("CREATE OR REPLACE VIEW rd.v AS SELECT id FROM rd.t WHERE id >= 390")
     t.append(_part(1000, 1001).append_column("c", pa.array([9], pa.int32())))
@@ -200,11 +201,12 @@ def test_versions_paths_views_and_the_python_source(db, spark):
         # a temporary view of the same name shadows the table
         spark.sql("CREATE OR REPLACE TEMPORARY VIEW t AS SELECT 1 AS id")
         spark.catalog.setCurrentDatabase("rd")
-        assert rows(db.sql("SELECT id FROM t")) == [(1,)] and reads.last_report() is None
+        native_reads()
+        assert rows(db.sql("SELECT id FROM t")) == [(1,)] and native_reads() == []
         # the setting off: the Python source, same rows
         spark.conf.set(READ_NATIVE_CONF, "false")
         assert rows(db.sql("SELECT id FROM rd.t WHERE id > 395")) == [(396,), (397,), (398,), (399,), (1000,)]
-        assert reads.last_report() is None
+        assert native_reads() == []
     finally:
         spark.conf.unset(READ_NATIVE_CONF)
         spark.catalog.setCurrentDatabase("default")
@@ -264,47 +266,47 @@ def _three_copies(db, name: str, add) -> None:  # noqa: ANN001
     t.finish(h, sink.finish())
 
 
-def _three_copies_read(db, name: str) -> str:
+def _three_copies_read(db, name: str, native_reads) -> str:
     """The three copies' live rows through the front door and plain Spark SQL; the plan read."""
     want = {i: 3 + (i < 40) - (i in (0, 7)) - (i in (1, 7, 99)) - (i == 3) for i in range(100)}
     want = {i: n for i, n in want.items() if n}
     df = db.sql(f"SELECT id, count(*) FROM rd.{name} GROUP BY id")
     assert {r[0]: r[1] for r in df.collect()} == want
-    assert reads.last_report().tables
+    assert native_reads()
     assert {r[0]: r[1] for r in db.spark.sql(f"SELECT id, count(*) FROM rd.{name} GROUP BY id").collect()} == want
     return df._jdf.queryExecution().optimizedPlan().toString()
 
 
-def test_deletion_vectors_of_tablets_of_one_size(db):
+def test_deletion_vectors_of_tablets_of_one_size(db, native_reads):
     """Tablets written before row ids: the front door tells tablets with deletions apart by their
     file's size, and by their name too where two are of one size. A tablet's rows after its last
     deleted one are live (they once read the next tablet's bits)."""
     _three_copies(db, "same", lambda t, part, n: add_tablet_without_row_ids(t, part))
     states = list(db.table_of("rd.same").snapshot().tablets.values())
     assert len({st.add.bytes for st in states[:3]}) == 1 and states[3].add.bytes != states[0].add.bytes
-    plan = _three_copies_read(db, "same")
+    plan = _three_copies_read(db, "same", native_reads)
     assert "_metadata" in plan and ROW_ID not in plan, plan
 
 
-def test_deletion_vectors_by_the_tablets_row_ids(db):
+def test_deletion_vectors_by_the_tablets_row_ids(db, native_reads):
     """Tablets of the current format are told apart and their rows placed by their ``ROW_ID``
     column, with no ``_metadata`` column in the plan. With one tablet of the older format, or two
     tablets of one tag, the read takes ``_metadata`` as before; the rows are the same."""
     _three_copies(db, "ids", lambda t, part, n: t.append(part))
-    plan = _three_copies_read(db, "ids")
+    plan = _three_copies_read(db, "ids", native_reads)
     assert ROW_ID in plan and "_metadata" not in plan, plan
 
     _three_copies(db, "mixed", lambda t, part, n: add_tablet_without_row_ids(t, part) if n == 1 else t.append(part))
-    assert "_metadata" in _three_copies_read(db, "mixed")
+    assert "_metadata" in _three_copies_read(db, "mixed", native_reads)
 
     alike = ["00000000000015f1edd02c99d2c9e1aa", "000000000000a547d7cac577616b3806"]  # crc32 >> 1 equal
     assert row_id_tag(alike[0]) == row_id_tag(alike[1])
     _three_copies(db, "alike", lambda t, part, n: add_tablet_with_id(t, part, alike[n]) if n < 2 else t.append(part))
-    assert "_metadata" in _three_copies_read(db, "alike")
+    assert "_metadata" in _three_copies_read(db, "alike", native_reads)
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, seed):
+def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, seed, native_reads):
     """Tablets of random lengths (some the same bytes), rows deleted at random from some: the
     front door's live rows are the storage's, row for row, with and without a filter."""
     import random
@@ -329,7 +331,7 @@ def test_front_door_rows_equal_the_tables_own_read_under_random_deletions(db, se
     got = sorted(
         (r.asDict() for r in db.sql("SELECT id, s FROM rd.rand").collect()), key=lambda r: (r["id"], r["s"] or "")
     )
-    assert reads.last_report().tables  # (the front door read it, not the Python source)
+    assert native_reads()  # (the front door read it, not the Python source)
     assert got == want
     some = sorted(r["id"] for r in want if r["id"] % 3 == 0)
     assert sorted(r[0] for r in db.sql("SELECT id FROM rd.rand WHERE id % 3 = 0").collect()) == some
