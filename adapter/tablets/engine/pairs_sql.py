@@ -67,7 +67,7 @@ from tablets.spark.frames import (
 )
 from tablets.spec import ActionKind
 from tablets.sqltext import quote_ident
-from tablets.storage.transaction import outside_share
+from tablets.storage.pruning import outside_share
 
 
 def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:

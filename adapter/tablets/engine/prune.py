@@ -19,7 +19,7 @@ from tablets.storage import (
     pruning,
 )
 from tablets.storage.actions import AddTablet
-from tablets.storage.transaction import outside
+from tablets.storage.pruning import outside
 from tablets.storage.types import schema_to_arrow
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")

@@ -52,7 +52,7 @@ from tablets.storage.actions import (
 from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, bitmap_from_positions, read_dv, write_dv
 from tablets.storage.fileio import LOCAL, FileIO, join
-from tablets.storage.pruning import KeyRange, outside, outside_share  # noqa: F401 - outside_share: the engine's import
+from tablets.storage.pruning import KeyRange, outside
 from tablets.storage.snapshot import Snapshot, apply_version
 from tablets.storage.tablet import conform, dv_relpath, new_id, write_tablet
 from tablets.storage.types import schema_to_arrow
