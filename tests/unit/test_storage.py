@@ -256,7 +256,7 @@ def test_outside_share_is_what_a_range_filter_could_skip():
     import datetime
 
     from tablets.storage.actions import AddTablet, ColumnStats
-    from tablets.storage.transaction import outside_share
+    from tablets.storage.pruning import outside_share
 
     def add(lo, hi, nulls=0):
         return AddTablet("t", "tablets/t.parquet", 10, 100, (("id", ColumnStats(lo, hi, nulls)),))
@@ -286,7 +286,7 @@ def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
     import decimal
 
     from tablets.storage.actions import AddTablet, ColumnStats
-    from tablets.storage.transaction import outside
+    from tablets.storage.pruning import outside
 
     def add(lo, hi):
         return AddTablet("t", "tablets/t.parquet", 10, 100, (("k", ColumnStats(lo, hi, 0)),))
