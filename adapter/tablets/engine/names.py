@@ -2,12 +2,14 @@
 
 A module of its own so that Spark's Python workers, which run the sinks, import no sqlglot."""
 
+from tablets.storage.tablet import ROW_INDEX
+
 S_MARK = "__tablets_s"
 T_MARK = "__tablets_t"
 CLAUSE = "__tablets_clause"
 KIND = "__tablets_kind"
 TID = "__tablets_tid"
-ROW = "__tablets_row"
+ROW = ROW_INDEX  # the scan's row index, kept under its name in the pairs
 SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
 IMAGE_PREFIX = "__tablets_n_"
 VIOLATION = "__tablets_violation"  # the constraint a written row breaks (engine.constraints), else NULL

@@ -86,6 +86,7 @@ from tablets.storage.dv import DVInfo, live_mask, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
+    ROW_INDEX,
     TABLET_SUFFIX,
     KeySet,
     check_sizes,
@@ -99,9 +100,8 @@ if TYPE_CHECKING:
     from tablets.storage.snapshot import Snapshot, TabletState
 
 _FILE = "__tablets_file"
-_ROW = "__tablets_row"
 BY_VALUES = "__tablets_by_values"  # driver_rows: the row holds a source key (else a BY SOURCE row)
-ROW_ID_COLUMNS = (_FILE, _ROW)  # a scan row's file name and row index
+ROW_ID_COLUMNS = (_FILE, ROW_INDEX)  # a scan row's file name and row index
 _WORD = "__tablets_word"
 _BITS = "__tablets_bits"
 _DEL_FILE = "__tablets_del_file"
@@ -192,7 +192,7 @@ def _arrow_frame(
                 add = adds[tid]
                 data = read_tablet(io, root, add, None, table_schema, cols, mapping=mapping)
                 data = data.append_column(_FILE, pa.array([basename(add.path)] * add.rows, pa.string()))
-                data = data.append_column(_ROW, pa.array(np.arange(add.rows, dtype=np.int64)))
+                data = data.append_column(ROW_INDEX, pa.array(np.arange(add.rows, dtype=np.int64)))
                 dv = dvs.get(tid)
                 if dv is not None:  # the task reads its tablet's deletion vector itself
                     bm = read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality))
@@ -240,9 +240,9 @@ def _apply_dvs(spark: SparkSession, df: DataFrame, table: TabletTable, with_dv: 
         return df
     # words: one row per 64-bit word holding a deletion; a row is live unless its bit is set
     words = F.broadcast(dv_words_frame(spark, table, with_dv))
-    cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.shiftright(F.col(_ROW), 6) == F.col(_DEL_WORD))
+    cond = (F.col(_FILE) == F.col(_DEL_FILE)) & (F.shiftright(F.col(ROW_INDEX), 6) == F.col(_DEL_WORD))
     joined = df.join(words, cond, "left")
-    live = F.col(_BITS).isNull() | (F.bit_get(F.col(_BITS), (F.col(_ROW) % 64).cast("int")) == 0)
+    live = F.col(_BITS).isNull() | (F.bit_get(F.col(_BITS), (F.col(ROW_INDEX) % 64).cast("int")) == 0)
     return joined.filter(live).drop(_DEL_FILE, _DEL_WORD, _BITS)
 
 
@@ -266,7 +266,7 @@ def local_relation(spark: SparkSession, data: pa.Table, schema: StructType | Non
     return spark.createDataFrame(data, schema=schema)  # type: ignore[arg-type]  # (None: the data's own)
 
 
-_NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {_ROW}")  # an empty scan's file and row columns
+_NO_ROW_IDS = (f"'' AS {_FILE}", f"CAST(0 AS BIGINT) AS {ROW_INDEX}")  # an empty scan's file and row columns
 
 
 @dataclass(frozen=True)
@@ -291,19 +291,19 @@ class TabletScan:
         w = "__tablets_w"
         join = (
             f" LEFT OUTER JOIN {words} AS {w} ON {alias}.{_FILE} = {w}.{_DEL_FILE}"
-            f" AND shiftright({alias}.{_ROW}, 6) = {w}.{_DEL_WORD}"
+            f" AND shiftright({alias}.{ROW_INDEX}, 6) = {w}.{_DEL_WORD}"
         )
-        return join, f"({w}.{_BITS} IS NULL OR bit_get({w}.{_BITS}, CAST({alias}.{_ROW} % 64 AS INT)) = 0)"
+        return join, f"({w}.{_BITS} IS NULL OR bit_get({w}.{_BITS}, CAST({alias}.{ROW_INDEX} % 64 AS INT)) = 0)"
 
     @staticmethod
     def row_id_sql(alias: str) -> tuple[str, str]:
         """SQL of the row id (tablet id, row number) of a scan row named ``alias`` (quoted)."""
-        return f"substring({alias}.{_FILE}, 1, length({alias}.{_FILE}) - {len(TABLET_SUFFIX)})", f"{alias}.{_ROW}"
+        return f"substring({alias}.{_FILE}, 1, length({alias}.{_FILE}) - {len(TABLET_SUFFIX)})", f"{alias}.{ROW_INDEX}"
 
     @staticmethod
     def row_ids(rows: pa.Table) -> tuple[pa.Array, pa.Array]:
         """``row_id_sql`` in Arrow: the tablet ids and row numbers of scan rows held here."""
-        return pc.utf8_slice_codeunits(rows.column(_FILE), 0, -len(TABLET_SUFFIX)), rows.column(_ROW)
+        return pc.utf8_slice_codeunits(rows.column(_FILE), 0, -len(TABLET_SUFFIX)), rows.column(ROW_INDEX)
 
     @property
     def internal_columns(self) -> tuple[str, str]:
@@ -319,11 +319,11 @@ class TabletScan:
             df = _apply_dvs(self.spark, df, self.table, self.with_dv)
         tablet = F.expr(f"substring({_FILE}, 1, length({_FILE}) - {len(TABLET_SUFFIX)})")  # id + suffix
         if project:
-            ids = [tablet.alias(ROW_TABLET), F.col(_ROW).alias(ROW_NUMBER)] if row_ids else []
+            ids = [tablet.alias(ROW_TABLET), F.col(ROW_INDEX).alias(ROW_NUMBER)] if row_ids else []
             return df.select(*[F.col(quote_ident(c)) for c in self.columns], *ids)
         if not row_ids:
-            return df.drop(_FILE, _ROW)
-        return df.withColumn(ROW_TABLET, tablet).withColumnRenamed(_ROW, ROW_NUMBER).drop(_FILE)
+            return df.drop(_FILE, ROW_INDEX)
+        return df.withColumn(ROW_TABLET, tablet).withColumnRenamed(ROW_INDEX, ROW_NUMBER).drop(_FILE)
 
 
 def tablet_scan(
@@ -366,7 +366,7 @@ def tablet_scan(
     )
     keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
-        keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(_ROW)]
+        keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(ROW_INDEX)]
     frame = df.select(*keep)
     if with_dv and vectors.on_executors(spark):  # tested in the scan's tasks: nothing left for ``live``
         by_name: list[tuple[str | int, str, SetDV]] = [
@@ -374,9 +374,9 @@ def tablet_scan(
             for st in with_dv
             if st.dv is not None
         ]
-        frame = frame.filter(vectors.live(spark, F.col(_FILE), F.col(_ROW), by_name))
+        frame = frame.filter(vectors.live(spark, F.col(_FILE), F.col(ROW_INDEX), by_name))
         if not row_ids:
-            frame = frame.drop(_FILE, _ROW)
+            frame = frame.drop(_FILE, ROW_INDEX)
         return TabletScan(spark, table, frame, tuple(cols), ())
     return TabletScan(spark, table, frame, tuple(cols), with_dv)
 
@@ -442,10 +442,10 @@ def driver_rows(
             if n > max_rows or m > max_others:
                 return None
             rows = rows.append_column(_FILE, pa.array([tablet_file_name(st)] * rows.num_rows, pa.string()))
-            rows = rows.append_column(_ROW, positions)
+            rows = rows.append_column(ROW_INDEX, positions)
             parts.append(rows.append_column(BY_VALUES, by_values) if others is not None else rows)
     if not parts:
-        fields = [arrow_schema.field(c) for c in cols] + [pa.field(_FILE, pa.string()), pa.field(_ROW, pa.int64())]
+        fields = [arrow_schema.field(c) for c in cols] + [pa.field(_FILE, pa.string()), pa.field(ROW_INDEX, pa.int64())]
         return pa.schema(fields + ([pa.field(BY_VALUES, pa.bool_())] if others is not None else [])).empty_table()
     return pa.concat_tables(parts)
 
@@ -456,7 +456,8 @@ def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:
     assert isinstance(struct, StructType)
     by_name = {f.name: f for f in struct.fields}
     return StructType(
-        [by_name[c] for c in columns] + [StructField(_FILE, StringType(), False), StructField(_ROW, LongType(), False)]
+        [by_name[c] for c in columns]
+        + [StructField(_FILE, StringType(), False), StructField(ROW_INDEX, LongType(), False)]
     )
 
 

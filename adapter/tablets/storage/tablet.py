@@ -27,10 +27,11 @@ from tablets.exceptions import FormatError
 from tablets.storage.actions import AddTablet, ColumnStats, SetDV
 from tablets.storage.columns import ColumnMapping
 from tablets.storage.dv import DVInfo, live_mask, read_dv
-from tablets.storage.fileio import FileIO, SizeMismatch, basename, is_absolute, join
+from tablets.storage.fileio import FileIO, SizeMismatch, is_absolute, join
 
 ROW_TABLET = "_tablet_id"
 ROW_NUMBER = "_row_number"
+ROW_INDEX = "__tablets_row"  # a row's position in its tablet, as Spark's scans and the merge streams name it
 TABLET_DIR = "tablets"
 TABLET_SUFFIX = ".parquet"  # a tablet file is <tablet id>.parquet
 DV_DIR = "dv"
@@ -72,11 +73,6 @@ def row_id_tag(tablet_id: str) -> int:
 def has_row_ids(add: AddTablet) -> bool:
     """Whether the tablet's file holds the ``ROW_ID`` column (its log stats list it)."""
     return add.column_stats(ROW_ID) is not None
-
-
-def tablet_id_of_path(path: str) -> str:
-    """The tablet id of a tablet file path or URI (``.../tablets/<id>.parquet``)."""
-    return basename(path).removesuffix(TABLET_SUFFIX)
 
 
 # a value Python's types cannot hold (a timestamp or date past year 9999, as Spark may store)
