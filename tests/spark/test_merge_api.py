@@ -4,7 +4,7 @@ import pytest
 import tablets
 from support.conf import LOS_ANGELES, settings
 from support.jobs import spark_jobs
-from tablets.engine.route import DRIVER_SCAN_CONF
+from tablets.engine.route import DRIVER_SCAN_CONF, PRUNE_CONF
 from tablets.storage import TabletTable
 
 pytestmark = pytest.mark.spark
@@ -89,6 +89,26 @@ def test_pruning_skips_tablets_outside_source_keys(db):
     assert "tablet pruning" in db.sql(
         "EXPLAIN MERGE INTO api.clustered t USING (SELECT id FROM range(1, 2)) s ON t.id = s.id WHEN MATCHED THEN DELETE"
     )
+
+
+@pytest.mark.parametrize("driver", [True, False], ids=["driver", "spark"])
+def test_pruning_skips_tablets_between_the_source_keys(db, spark, driver):
+    """A source of recent keys and a few late ones (min..max spans the whole table) reads only
+    the tablets that can hold one of its integer keys; pruning off reads them all, same rows."""
+    fresh(db, "api.late", "id BIGINT, v INT")
+    for i in range(6):  # six tablets with disjoint id ranges
+        db.sql(f"INSERT INTO api.late SELECT id, 0 FROM range({i * 100}, {(i + 1) * 100})")
+    stmt = (
+        "MERGE INTO api.late t USING (SELECT * FROM VALUES (7L, 1), (550L, 1), (551L, 1), (900L, 1) AS s(id, v)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = t.v + s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    m = merge(db, spark, stmt, driver=driver)
+    assert (m.rows_updated, m.rows_inserted, m.tablets_scanned, m.tablets_pruned) == (3, 1, 2, 4)
+    with settings(spark, {PRUNE_CONF: "false"}):
+        m = merge(db, spark, stmt, driver=driver)
+    assert (m.rows_updated, m.rows_inserted, m.tablets_scanned, m.tablets_pruned) == (4, 0, 7, 0)
+    assert rows(db, "SELECT id, v FROM api.late WHERE v > 0") == [(7, 2), (550, 2), (551, 2), (900, 2)]
+    assert db.sql("SELECT count(*) FROM api.late").collect()[0][0] == 601
 
 
 def test_by_source_reads_only_tablets_its_conditions_or_pairs_need(db):

@@ -72,6 +72,10 @@ def test_row_groups_outside_the_values_are_not_read(table, monkeypatch):
     rows, positions, _ = select(table, {"id": pa.array([431, 455], pa.int64())})
     assert positions.to_pylist() == [431, 455]
     assert set(read) == {4}
+    read.clear()  # values far apart: only the row groups that can hold one of them, not those between
+    rows, positions, _ = select(table, {"id": pa.array([105, 871], pa.int64())})
+    assert positions.to_pylist() == [105, 871]
+    assert set(read) == {1, 8}
 
 
 def test_others_selects_the_live_rows_without_a_value_it_holds_for(table):
@@ -162,3 +166,20 @@ def test_key_sets_of_strings_and_no_values():
     empty = KeySet(pa.array([], pa.int64()))
     assert (empty.lo, empty.hi) == (None, None)
     assert empty.hits(pa.array([1, None], pa.int64())).to_pylist() == [False, False]
+
+
+def test_a_key_set_may_hold_only_what_lies_between_its_values():
+    ks = KeySet(pa.array([7, 550, 551, 900, None], pa.int64()))
+    assert [ks.may_hold(lo, hi) for lo, hi in [(0, 99), (100, 549), (552, 899), (900, 2000), (901, 2000)]] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+    assert ks.may_hold(-5, 6) is False and ks.may_hold(551, 551) is True
+    assert ks.may_hold(None, None) is False  # no values there
+    assert ks.may_hold(1.5, 7.5) is True  # bounds of another kind: the span only
+    strings = KeySet(pa.array(["b", "x"]))
+    assert strings.may_hold("c", "d") is True and strings.may_hold("y", "z") is False  # the span only
+    assert KeySet(pa.array([], pa.int64())).may_hold(1, 2) is False

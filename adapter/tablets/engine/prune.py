@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime
 import decimal
 
+import pyarrow as pa
+
 from tablets.engine.plan import (
     Branch,
     Plan,
@@ -20,16 +22,39 @@ from tablets.storage import (
 )
 from tablets.storage.actions import AddTablet
 from tablets.storage.pruning import outside
+from tablets.storage.tablet import KeySet
 from tablets.storage.types import schema_to_arrow
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")
 
 
 def prune_by_key_ranges(run: Run, tablets: list[str], ranges: list[tuple[str, object, object]]) -> list[str]:
-    """Keep tablets whose key range can overlap the source's (no BY SOURCE clause here)."""
-    keep = [tid for tid in tablets if not outside(run.snapshot.named_stats(tid), ranges)]
+    """Keep tablets whose key range can overlap the source's (no BY SOURCE clause here) and,
+    where the source's integer key values are known (a collected source), can hold one of them:
+    a source of new keys and a few late ones skips the tablets between them."""
+    sets = _integer_key_sets(run)
+    keep = [
+        tid
+        for tid in tablets
+        if not outside(stats := run.snapshot.named_stats(tid), ranges)
+        and all(_may_hold(stats, c, ks) for c, ks in sets)
+    ]
     run.metrics.tablets_pruned = len(tablets) - len(keep)
     return keep
+
+
+def _integer_key_sets(run: Run) -> list[tuple[str, KeySet]]:
+    """The collected source's values of its integer ``t.col = s.col`` keys (``intake``), as sets."""
+    if not may_prune(run) or not run.intake.keys:
+        return []
+    return [(c, KeySet(v)) for c, v in run.intake.keys.items() if pa.types.is_integer(v.type) and len(v)]
+
+
+def _may_hold(add: AddTablet, col: str, keys: KeySet) -> bool:
+    st = add.column_stats(col)
+    if st is None or st.min is None or st.max is None:  # (a column of only NULLs: ``outside``'s)
+        return True
+    return keys.may_hold(st.min, st.max)
 
 
 def acting_by_source(plan: Plan) -> list[Branch]:

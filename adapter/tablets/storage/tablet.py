@@ -295,9 +295,31 @@ class KeySet:
         self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
         self._cast: dict[pa.DataType, pa.Array] = {}  # the values in a tablet column's type
         self._mark: np.ndarray | None = None
+        self._sorted: np.ndarray | None = None  # integer values in order (may_hold), made on first use
         if pa.types.is_signed_integer(values.type) and self.lo is not None and self.hi - self.lo < _DENSE_SPAN:
             self._mark = np.zeros(self.hi - self.lo + 2, dtype=bool)  # the last slot: out of the span
             self._mark[self._values.to_numpy() - self.lo] = True
+
+    def may_hold(self, lo: Any, hi: Any) -> bool:
+        """Whether some value of the set can lie in ``lo``..``hi`` (a tablet's or a row group's
+        min and max of its column): for integers, whether one does, so that a set with gaps (new
+        keys and a few late ones) rules out what lies between them; else whether the set's own
+        min..max overlaps it. None bounds: no values there; an empty set holds nothing."""
+        if lo is None or hi is None or self.lo is None:
+            return False
+        if self.lo is OUT_OF_RANGE or lo is OUT_OF_RANGE or hi is OUT_OF_RANGE:
+            return True
+        try:
+            if hi < self.lo or lo > self.hi:
+                return False
+            if not (pa.types.is_integer(self._values.type) and type(lo) is int and type(hi) is int):
+                return True
+        except TypeError:  # bounds of another kind (statistics as bytes, say): cannot tell
+            return True
+        if self._sorted is None:
+            self._sorted = np.sort(self._values.to_numpy())
+        i = int(np.searchsorted(self._sorted, max(lo, self.lo), side="left"))
+        return i < len(self._sorted) and int(self._sorted[i]) <= hi
 
     def hits(self, column: pa.ChunkedArray | pa.Array) -> pa.Array:
         """Whether each value of ``column`` is in the set (NULL: False)."""
@@ -319,16 +341,15 @@ class KeySet:
         return pc.is_in(column, value_set=self._cast[column.type], skip_nulls=True)
 
 
-def _may_hold(meta: pq.RowGroupMetaData, index: int, lo: object, hi: object) -> bool:
-    """Whether a row group's min/max statistics of column ``index`` can hold a value in [lo, hi]
-    (None: no values)."""
-    if lo is None or hi is None:
+def _may_hold(meta: pq.RowGroupMetaData, index: int, keys: KeySet) -> bool:
+    """Whether a row group's min/max statistics of column ``index`` can hold a value of ``keys``."""
+    if keys.lo is None:
         return False
     stats = meta.column(index).statistics
-    if lo is OUT_OF_RANGE or stats is None or not stats.has_min_max:
+    if keys.lo is OUT_OF_RANGE or stats is None or not stats.has_min_max:
         return True
     try:
-        return not (hi < stats.min or lo > stats.max)
+        return keys.may_hold(stats.min, stats.max)
     # statistics of another physical type (e.g. bytes), or beyond Python's dates: cannot tell
     except (TypeError, OverflowError, ValueError):
         return True
@@ -389,7 +410,7 @@ def select_rows(
             if g % part[1] != part[0]:
                 continue
             holds = bool(keys) and (
-                not skip_by_stats or all(_may_hold(meta, names.index(c), ks.lo, ks.hi) for c, ks in keys.items())
+                not skip_by_stats or all(_may_hold(meta, names.index(c), ks) for c, ks in keys.items())
             )
             if not holds and others is None:
                 continue
