@@ -111,6 +111,41 @@ def test_pruning_skips_tablets_between_the_source_keys(db, spark, driver):
     assert db.sql("SELECT count(*) FROM api.late").collect()[0][0] == 601
 
 
+def test_a_source_too_big_to_collect_prunes_by_the_buckets_of_its_keys(db, spark):
+    """A source Spark keeps (no broadcast, so not collected): the aggregate that counts it also
+    takes which buckets of the target's key span its keys fall in, and the tablets between its
+    keys are skipped. Keys at BIGINT's ends: the buckets are computed without overflow."""
+    fresh(db, "api.late_big", "id BIGINT, v INT")
+    for i in range(6):  # six tablets with disjoint id ranges
+        db.sql(f"INSERT INTO api.late_big SELECT id, 0 FROM range({i * 100}, {(i + 1) * 100})")
+    stmt = (
+        "MERGE INTO api.late_big t USING (SELECT * FROM VALUES (7L, 1), (550L, 1), (551L, 1), (900L, 1) AS s(id, v)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = t.v + s.v WHEN NOT MATCHED THEN INSERT *"
+    )
+    with settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        m = merge(db, spark, stmt, driver=False)
+        assert (m.rows_updated, m.rows_inserted, m.tablets_scanned, m.tablets_pruned) == (3, 1, 2, 4)
+        with settings(spark, {PRUNE_CONF: "false"}):
+            m = merge(db, spark, stmt, driver=False)
+        assert (m.rows_updated, m.rows_inserted, m.tablets_pruned) == (4, 0, 0)
+        assert rows(db, "SELECT id, v FROM api.late_big WHERE v > 0") == [(7, 2), (550, 2), (551, 2), (900, 2)]
+
+        lo, hi = -(2**63), 2**63 - 1
+        fresh(db, "api.ends", "id BIGINT, v INT")
+        for a, b in [(lo, lo + 50), (-1000, -900), (hi - 50, hi)]:
+            db.sql(f"INSERT INTO api.ends SELECT id, 0 FROM range({a}, {b})")
+        db.sql(f"INSERT INTO api.ends VALUES ({hi}, 0)")
+        m = merge(
+            db,
+            spark,
+            f"MERGE INTO api.ends t USING (SELECT * FROM VALUES ({lo + 3}L, 1), ({hi}L, 1), (-950L, 1) AS s(id, v)) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v",
+            driver=False,
+        )
+        assert m.rows_updated == 3
+    assert rows(db, "SELECT id FROM api.ends WHERE v > 0") == [(lo + 3,), (-950,), (hi,)]
+
+
 def test_by_source_reads_only_tablets_its_conditions_or_pairs_need(db):
     """A BY SOURCE clause acts on target rows without a pair, anywhere in the table: a tablet is
     skipped only where its statistics rule out every acting BY SOURCE clause's condition and

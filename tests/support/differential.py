@@ -38,10 +38,11 @@ from support.sqlgen import Case, Step, values_query
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
 # other shortcut on (few pairs then written by one task on the driver), Spark's plan with its
-# pairs always written by Spark's tasks (as at scale), with every shortcut off (the long way), or
+# pairs always written by Spark's tasks and its source kept in Spark, not collected, as a big
+# one is (counted with its key buckets, shuffled into the join), with every shortcut off (the long way), or
 # the driver plan with one of its shortcuts off. Each is held to DuckDB and to the first table
 # (the session's defaults).
-SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0"}
+SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 ALL_OFF = {
     DRIVER_SCAN_CONF: "0",
     DRIVER_WRITE_CONF: "0",

@@ -23,6 +23,7 @@ from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
+    IntegralType,
     LongType,
     StructField,
     StructType,
@@ -44,7 +45,7 @@ from tablets.engine.route import (
     driver_scan_bytes,
     local_limit,
 )
-from tablets.engine.run import Run, setting_on
+from tablets.engine.run import KeyBuckets, Run, setting_on
 from tablets.spark.frames import (
     local_relation,
 )
@@ -241,37 +242,81 @@ def _source_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, objec
 
 
 def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
-    """Count the source (filling the persisted copy) and take min/max of its join keys."""
+    """Count the source (filling the persisted copy) and take min/max of its join keys, and of
+    its first integer key the buckets it falls in (``KeyBuckets``), in one aggregate."""
     keys = range_keys(run)
-    row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")])
+    span = _bucket_span(run, keys) if run.plan.prune_keys else None
+    row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")], span)
     run.metrics.source_rows = int(row["n"])
+    if span is not None and row["buckets"] is not None:
+        i, lo, hi, width = span
+        held = tuple(sorted(int(b) for b in row["buckets"]))
+        run.intake.buckets = KeyBuckets(keys[i][0], lo, hi, width, KEY_BUCKETS, held)
     return ranges if keys else None
+
+
+KEY_BUCKETS = 4096  # buckets of a big source's integer key: the set a task holds stays small
+
+
+def _bucket_span(run: Run, keys: Sequence[tuple[str, str]]) -> tuple[int, int, int, int] | None:
+    """(index in ``keys``, lo, hi, bucket width) for the first integer key column whose span
+    over the target's tablets their statistics give, else None."""
+    types = dict(run.plan.column_types)
+    for i, (col, _) in enumerate(keys):
+        if types.get(col, "").lower() not in INTEGRAL:
+            continue
+        bounds = [run.snapshot.named_stats(t).column_stats(col) for t in run.snapshot.tablets]
+        mins = [b.min for b in bounds if b is not None and type(b.min) is int]
+        maxs = [b.max for b in bounds if b is not None and type(b.max) is int]
+        if mins and maxs:
+            lo, hi = min(mins), max(maxs)
+            return i, lo, hi, max(1, -(-(hi - lo + 1) // KEY_BUCKETS))
+    return None
 
 
 _EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
 
 def _key_ranges(
-    run: Run, source: DataFrame, keys: Sequence[tuple[str, str]], first: Sequence[Column] = ()
+    run: Run,
+    source: DataFrame,
+    keys: Sequence[tuple[str, str]],
+    first: Sequence[Column] = (),
+    span: tuple[int, int, int, int] | None = None,
 ) -> tuple[Row, list[tuple[str, object, object]]]:
-    """One aggregate of the source: ``first``, then min/max of each key expression. PySpark
-    gives a TIMESTAMP as a wall time in the Python process's zone: these are taken as instants
-    (``unix_micros``), which the target's statistics compare with (``comparable_ranges``)."""
+    """One aggregate of the source: ``first``, then min/max of each key expression, and with
+    ``span`` (``_bucket_span``) the set of buckets its key falls in, as ``buckets`` (None where
+    that key's source values are no integers). PySpark gives a TIMESTAMP as a wall time in the
+    Python process's zone: these are taken as instants (``unix_micros``), which the target's
+    statistics compare with (``comparable_ranges``)."""
     frame = source.alias(run.plan.spec.source_alias)
 
-    def aggregate(instants: set[int]) -> DataFrame:
+    def aggregate(instants: set[int], buckets: bool) -> DataFrame:
         aggs = list(first)
         for i, (_, expr) in enumerate(keys):
             lo, hi = F.min(F.expr(expr)), F.max(F.expr(expr))
             if i in instants:
                 lo, hi = F.unix_micros(lo), F.unix_micros(hi)
             aggs += [lo.alias(f"lo{i}"), hi.alias(f"hi{i}")]
+        if buckets and span is not None:
+            i, lo_, hi_, width = span
+            e = f"({keys[i][1]})"
+            # exact in DECIMAL(38, 0) (a BIGINT difference can overflow); the quotient may be
+            # rounded to a neighbouring bucket, which prune_by_key_ranges allows for
+            bucket = (
+                f"CASE WHEN {e} < {lo_} THEN -1 WHEN {e} > {hi_} THEN {KEY_BUCKETS} "
+                f"ELSE CAST(FLOOR((CAST({e} AS DECIMAL(38, 0)) - {lo_}) / {width}) AS INT) END"
+            )
+            aggs.append(F.collect_set(F.expr(bucket)).alias("buckets"))
+        elif span is not None:
+            aggs.append(F.lit(None).alias("buckets"))
         return frame.agg(*aggs)
 
-    df = aggregate(set())
+    df = aggregate(set(), False)
     kinds = {f.name: f.dataType for f in df.schema.fields}
     instants = {i for i in range(len(keys)) if isinstance(kinds[f"lo{i}"], TimestampType)}
-    row = (aggregate(instants) if instants else df).collect()[0]
+    integral = span is not None and isinstance(kinds[f"lo{span[0]}"], IntegralType)
+    row = (aggregate(instants, integral) if instants or integral else df).collect()[0]
 
     def value(i: int, v: object) -> object:
         return _EPOCH + datetime.timedelta(microseconds=v) if i in instants and isinstance(v, int) else v

@@ -5,6 +5,7 @@ statistics compare with soundly (``comparable_ranges``)."""
 
 from __future__ import annotations
 
+import bisect
 import datetime
 import decimal
 
@@ -14,7 +15,7 @@ from tablets.engine.plan import (
     Branch,
     Plan,
 )
-from tablets.engine.run import Run, may_prune
+from tablets.engine.run import KeyBuckets, Run, may_prune
 from tablets.spec import ActionKind, Category
 from tablets.spec.conditions import condition, typed
 from tablets.storage import (
@@ -33,11 +34,13 @@ def prune_by_key_ranges(run: Run, tablets: list[str], ranges: list[tuple[str, ob
     where the source's integer key values are known (a collected source), can hold one of them:
     a source of new keys and a few late ones skips the tablets between them."""
     sets = _integer_key_sets(run)
+    buckets = run.intake.buckets if may_prune(run) else None
     keep = [
         tid
         for tid in tablets
         if not outside(stats := run.snapshot.named_stats(tid), ranges)
         and all(_may_hold(stats, c, ks) for c, ks in sets)
+        and (buckets is None or _in_held_bucket(stats, buckets))
     ]
     run.metrics.tablets_pruned = len(tablets) - len(keep)
     return keep
@@ -48,6 +51,17 @@ def _integer_key_sets(run: Run) -> list[tuple[str, KeySet]]:
     if not may_prune(run) or not run.intake.keys:
         return []
     return [(c, KeySet(v)) for c, v in run.intake.keys.items() if pa.types.is_integer(v.type) and len(v)]
+
+
+def _in_held_bucket(add: AddTablet, b: KeyBuckets) -> bool:
+    """Whether the tablet's key range meets a bucket that holds a source key, or a neighbour of
+    one (the source's buckets are computed in decimals that may round to the next one)."""
+    st = add.column_stats(b.column)
+    if st is None or type(st.min) is not int or type(st.max) is not int:
+        return True  # (a column of only NULLs: ``outside``'s)
+    first, last = (st.min - b.lo) // b.width - 1, (st.max - b.lo) // b.width + 1
+    i = bisect.bisect_left(b.held, first)
+    return i < len(b.held) and b.held[i] <= last
 
 
 def _may_hold(add: AddTablet, col: str, keys: KeySet) -> bool:

@@ -28,6 +28,20 @@ KeyRanges = list[tuple[str, object, object]]  # (target column, min, max) of the
 
 
 @dataclass(frozen=True)
+class KeyBuckets:
+    """Which buckets of an integer key's span over the target's tablets hold a source key: the
+    span ``lo``..``hi`` cut into buckets of ``width``, numbered from 0 (-1: below it, ``count``:
+    above it). Taken by the aggregate that counts a source too big to collect (``intake``)."""
+
+    column: str
+    lo: int
+    hi: int
+    width: int
+    count: int
+    held: tuple[int, ...]  # the buckets a source key falls in, in order
+
+
+@dataclass(frozen=True)
 class MergeOptions:
     skip_unchanged: bool = True  # an UPDATE whose new image equals the old row writes nothing
     target_tablet_rows: int | None = None  # rows per new tablet (default: the table's property)
@@ -45,6 +59,7 @@ class SourceIntake:
     local: tuple[pa.Table, StructType] | None = None  # a collected source's rows (with SID) and type
     frame: DataFrame | None = None  # ``local`` as a Spark local relation (``intake.local_frame``)
     keys: dict[str, pa.Array] | None = None  # a collected source's join key values, by target column
+    buckets: KeyBuckets | None = None  # a big source's integer key, by bucket (count_and_ranges)
     key_sources: dict[str, str] = field(default_factory=dict)  # target key column -> its source column
 
 
