@@ -321,3 +321,16 @@ def test_version_file_not_utf8_is_a_format_error_naming_it(base):
     t.io.write(path, b'{"add_tablet":\xff}\n')
     with pytest.raises(FormatError, match=rf"log {path}: not UTF-8 text \(byte 14 is b'\\xff'\)"):
         t.snapshot()
+
+
+def test_rows_inserted_a_batch_at_a_time_make_full_tablets(base):
+    """A sink given rows in batches (a streaming task's) writes tablets of target_tablet_rows,
+    the remainder carried to the next batch and written last, never a small tablet per batch."""
+    t = make(base)
+    h = t.begin_delete("INSERT", target_tablet_rows=5)
+    sink = RowLevelSink(h)
+    for b in range(10):
+        sink.insert(pa.table({"id": list(range(b * 7, b * 7 + 7)), "v": ["x"] * 7}, schema=SCHEMA))
+    t.finish(h, sink.finish())
+    assert sorted(st.add.rows for st in t.snapshot().tablets.values()) == [5] * 14
+    assert rows(t.read()) == [(i, "x") for i in range(70)]

@@ -155,35 +155,75 @@ def merge_task(
     """The delete stream, and with ``inserts`` the insert stream too. The rows arrive hashed by
     tablet id (the homecoming shuffle; inserted rows, which have none, by a hash of their own).
     Row ids of deletes and old images become one DV per tablet (a row id seen twice means a
-    target row that more than one source row would modify: reported, nothing written);
-    inserts and new images become new tablets. ``keys`` (the key columns' image names): inserted
-    rows are checked for duplicate keys (they arrive hashed by key)."""
+    target row that more than one source row would modify: reported, and the driver discards
+    what was written); inserts and new images become new tablets. ``keys`` (the key columns'
+    image names): inserted rows are checked for duplicate keys (they arrive hashed by key).
+
+    The task streams its partition: new images are written a tablet at a time as their batches
+    arrive, and what it keeps to the end is each target row's id and kind, the inserted rows'
+    keys, and the one-shuffle plan's candidates (the source's rows). Where the table sorts new
+    tablets (``cluster_by``), the new images are held and sorted together, as one task's are."""
+    key_names = [columns[images.index(k)] for k in keys]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        nonempty = [b for b in batches if b.num_rows]
-        if not nonempty:
-            return
-        table = _resolve_candidates(pa.Table.from_batches(nonempty))
-        kinds = table.column(KIND)
-        olds = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])))
-        frags, counts = _deletes(handle, olds.select([TID, ROW, KIND]))
-        n_insert = sum(_kind_count(kinds, k) for k in INSERTED)
-        key_names = [columns[images.index(k)] for k in keys]
-        inserted = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_REFUSE, K_REPLACE])))
-        bad, example = _key_violations(inserted, keys, key_names)
-        broken, violation = 0, None
-        if inserts:  # (without, the rows carry no images: the insert stream writes them)
-            news = table.filter(pc.is_in(kinds, pa.array([K_INSERT, K_UPDATE, K_REPLACE])))
+        sink = RowLevelSink(handle)
+        olds: list[pa.Table] = []  # row ids and kinds of target rows: the DVs, once all are here
+        keyed: list[pa.Table] = []  # inserted rows' keys: a key repeated anywhere in the partition
+        held: list[pa.Table] = []  # candidates and markers: resolved once all are here
+        news_held: list[pa.Table] = []  # new images a sorting table writes together
+        n_insert, broken, violation = 0, 0, None  # inserted rows, rows breaking a constraint, one of them
+
+        def take(table: pa.Table) -> None:
+            nonlocal n_insert, broken, violation
+            kinds = table.column(KIND)
+            olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select([TID, ROW, KIND]))
+            n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
+            if keys:
+                keyed.append(table.filter(pc.is_in(kinds, _KEYED_KINDS)).select([*keys, KIND]))
+            if not inserts:  # (the rows carry no images: the insert stream writes them)
+                return
+            news = table.filter(pc.is_in(kinds, _NEW_KINDS))
             news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
             news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
-            broken, violation = violations_of(news, columns)
-            if not counts[-1] and not bad and not broken and news.num_rows:  # may commit
-                sink = RowLevelSink(handle)
+            n, example = violations_of(news, columns)
+            broken += n
+            violation = violation or example
+            if broken:  # the statement fails: nothing more is written (a NULL cannot be)
+                return
+            if handle.sort_by:
+                news_held.append(news.select(columns))
+            else:
                 sink.insert(news.select(columns))
-                frags += [fragment_to_json(f) for f in sink.finish()]
+
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            table = pa.Table.from_batches([batch])
+            if SID in table.column_names:
+                one_shuffle = pc.is_in(table.column(KIND), _ONE_SHUFFLE_KINDS)
+                if pc.any(one_shuffle).as_py():
+                    held.append(table.filter(one_shuffle))
+                    table = table.filter(pc.invert(one_shuffle))
+            if table.num_rows:
+                take(table)
+        if held:
+            take(_resolve_candidates(pa.concat_tables(held)))
+        if not olds:
+            return
+        frags, counts = _deletes(handle, pa.concat_tables(olds))
+        bad, example = _key_violations(pa.concat_tables(keyed), keys, key_names) if keyed else (0, None)
+        if news_held:
+            sink.insert(pa.concat_tables(news_held))
+        frags += [fragment_to_json(f) for f in sink.finish()]
         yield _result_batch(frags, [*counts, n_insert, bad, broken], [*MERGE_COUNTS], example, violation)
 
     return run
+
+
+_OLD_KINDS = pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])
+_KEYED_KINDS = pa.array([K_INSERT, K_REFUSE, K_REPLACE])
+_NEW_KINDS = pa.array([K_INSERT, K_UPDATE, K_REPLACE])
+_ONE_SHUFFLE_KINDS = pa.array([K_CANDIDATE, K_PAIRED])
 
 
 def rewrite_task(handle: WriteHandle):

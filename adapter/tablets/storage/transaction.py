@@ -260,18 +260,23 @@ class RowLevelSink:
         self._pending.append(conform(table, self._schema))
         self._pending_rows += table.num_rows
         if self._pending_rows >= self.handle.target_tablet_rows:
-            self._flush()
+            self._flush(whole=False)
 
-    def _flush(self) -> None:
+    def _flush(self, *, whole: bool = True) -> None:
+        """Write the pending rows as tablets of ``target_tablet_rows``; not ``whole``: only full
+        ones, the rest kept for the next (rows inserted a batch at a time make no small tablets)."""
         if not self._pending:
             return
         data = pa.concat_tables(self._pending)
-        self._pending, self._pending_rows = [], 0
         if self.handle.sort_by:
             data = data.sort_by([(c, "ascending") for c in self.handle.sort_by])
+        n = self.handle.target_tablet_rows
+        full = data.num_rows if whole else data.num_rows - data.num_rows % n
+        rest = data.slice(full)
+        self._pending, self._pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+        data = data.slice(0, full)
         if self.handle.mapping is not None:
             data = self.handle.mapping.to_physical(data)
-        n = self.handle.target_tablet_rows
         for start in range(0, data.num_rows, n):
             add = write_tablet(self.handle.io, self.handle.root, data.slice(start, n), self.handle.txid)
             self._fragments.append(TabletFragment(add))

@@ -1,0 +1,68 @@
+"""The merge task (``tablets.engine.tasks.merge_task``) streams its partition: new rows are
+written a tablet at a time while batches still arrive, and what it keeps to the end is row ids,
+kinds and keys; its results are those of the whole partition at once."""
+
+import os
+
+import pyarrow as pa
+import pytest
+from tablets.engine.names import IMAGE_PREFIX, K_DELETE, K_INSERT, K_UPDATE, KIND, ROW, TID
+from tablets.engine.tasks import merge_task
+from tablets.storage import TabletTable, fragment_from_json
+from tablets.storage.tablet import TABLET_DIR
+
+pytestmark = pytest.mark.unit
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.string())])
+IMAGES = [f"{IMAGE_PREFIX}0", f"{IMAGE_PREFIX}1"]
+
+
+def _batch(kind: str, ids: range, tid: str | None = None) -> pa.RecordBatch:
+    n = len(ids)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([tid] * n, pa.string()),
+            pa.array(list(ids) if tid else [None] * n, pa.int64()),
+            pa.array(list(ids), pa.int64()),
+            pa.array([f"new {i}" for i in ids]),
+            pa.array([kind] * n),
+        ],
+        names=[TID, ROW, *IMAGES, KIND],
+    )
+
+
+def test_new_rows_are_written_while_the_partition_still_arrives(tmp_path):
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.table({"id": list(range(20)), "v": ["old"] * 20}, schema=SCHEMA))
+    (tid,) = t.snapshot().tablets
+    handle = t.begin_delete("MERGE", target_tablet_rows=5)
+    tablets_dir = os.path.join(t.root, TABLET_DIR)
+    written_before_the_end = []
+
+    def batches():
+        yield _batch(K_UPDATE, range(0, 10), tid)  # ten updates: their old rows' ids, new images
+        yield _batch(K_INSERT, range(100, 112))
+        yield _batch(K_DELETE, range(10, 13), tid)
+        written_before_the_end.append(len(os.listdir(tablets_dir)) - 1)  # (the table's own tablet)
+        yield _batch(K_INSERT, range(200, 208))
+
+    (result,) = list(merge_task(handle, ["id", "v"], IMAGES)(batches()))
+    out = result.to_pylist()
+    assert written_before_the_end == [4]  # 22 new rows so far: four full tablets of 5
+    first = out[0]
+    assert (first["n_delete"], first["n_update"], first["n_insert"], first["duplicates"]) == (3, 10, 20, 0)
+    frags = [fragment_from_json(r["fragment"]) for r in out if r["fragment"]]
+    t.finish(handle, frags)
+    live = t.read()
+    assert live.num_rows == 20 - 3 + 20
+    assert sorted(st.add.rows for st in t.snapshot().tablets.values()) == [5] * 6 + [20]  # (the old one, its DV)
+
+
+def test_a_row_modified_twice_is_reported_after_the_whole_partition(tmp_path):
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.table({"id": list(range(5)), "v": ["old"] * 5}, schema=SCHEMA))
+    (tid,) = t.snapshot().tablets
+    handle = t.begin_delete("MERGE", target_tablet_rows=5)
+    run = merge_task(handle, ["id", "v"], IMAGES)
+    (result,) = list(run(iter([_batch(K_UPDATE, range(0, 3), tid), _batch(K_DELETE, range(2, 4), tid)])))
+    assert result.to_pylist()[0]["duplicates"] == 1  # row 2: updated and deleted (the driver discards)
