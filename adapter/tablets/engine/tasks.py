@@ -124,24 +124,40 @@ def _as_spark_groups(rows: pa.Table) -> pa.Table:
 
 
 def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = ()):
-    """Writes the insert stream (inserted rows and new images of updated rows) as new tablets.
-    ``keys``: the table's key columns, checked across the inserted rows (then nothing is written)."""
+    """Writes the insert stream (inserted rows and new images of updated rows) as new tablets, a
+    tablet at a time as the batches arrive (held and sorted together where the table sorts new
+    tablets). ``keys``: the table's key columns, checked across the inserted rows (then the driver
+    discards what was written)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        rows = [b for b in batches if b.num_rows]
-        table = pa.Table.from_batches(rows) if rows else None
-        if table is None:
+        sink = RowLevelSink(handle)
+        keyed: list[pa.Table] = []
+        held: list[pa.Table] = []
+        n_insert, broken, violation, any_rows = 0, 0, None, False
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            any_rows = True
+            table = pa.Table.from_batches([batch])
+            kinds = table.column(KIND)
+            n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
+            if keys:
+                keyed.append(table.select([*keys, KIND]))
+            written = table.filter(pc.not_equal(kinds, K_REFUSE))
+            n, example = violations_of(written, columns)
+            broken, violation = broken + n, violation or example
+            if broken:  # the statement fails: nothing more is written (a NULL cannot be)
+                continue
+            if handle.sort_by:
+                held.append(written.select(columns))
+            else:
+                sink.insert(written.select(columns))
+        if not any_rows:
             return
-        kinds = table.column(KIND)
-        n_insert = sum(_kind_count(kinds, k) for k in INSERTED)
-        bad, example = _key_violations(table, keys, keys)
-        written = table.filter(pc.not_equal(kinds, K_REFUSE))
-        broken, violation = violations_of(written, columns)
-        frags: list[str] = []
-        if not bad and not broken:
-            sink = RowLevelSink(handle)
-            sink.insert(written.select(columns))
-            frags = [fragment_to_json(f) for f in sink.finish()]
+        bad, example = _key_violations(pa.concat_tables(keyed), keys, keys) if keyed else (0, None)
+        if held and not broken:
+            sink.insert(pa.concat_tables(held))
+        frags = [fragment_to_json(f) for f in sink.finish()]  # (discarded by the driver if refused)
         if frags or n_insert or bad or broken:
             names = ["n_insert", "key_violations", "violations"]
             yield _result_batch(frags, [n_insert, bad, broken], names, example, violation)
