@@ -96,7 +96,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
 
 # The most rows one merge or insert task is given (the sizing rule, docs/SCALE.md "Work sized to
 # the data"): a merge task holds its partition's row ids, ~400 B of worker memory each, and
-# writes its rows a tablet at a time (an insert task holds its rows), so ~0.5 GB for 2^20 row
+# writes its rows a tablet at a time (an insert task too, unless cluster_by sorts them), so ~0.5 GB for 2^20 row
 # ids. Row ids of one tablet always go to one task: a tablet's rows (``target_tablet_rows``) are
 # the floor whatever this says.
 TASK_ROWS = 1 << 20
