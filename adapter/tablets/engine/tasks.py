@@ -125,15 +125,13 @@ def _as_spark_groups(rows: pa.Table) -> pa.Table:
 
 def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = ()):
     """Writes the insert stream (inserted rows and new images of updated rows) as new tablets, a
-    tablet at a time as the batches arrive (held and sorted together where the table sorts new
-    tablets). ``keys``: the table's key columns, checked across the inserted rows (then the driver
-    discards what was written)."""
+    tablet at a time as the batches arrive (``_NewRows``). ``keys``: the table's key columns,
+    checked across the inserted rows (then the driver discards what was written)."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sink = RowLevelSink(handle)
+        new = _NewRows(handle, columns)
         keyed: list[pa.Table] = []
-        held: list[pa.Table] = []
-        n_insert, broken, violation, any_rows = 0, 0, None, False
+        n_insert, any_rows = 0, False
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -143,26 +141,44 @@ def insert_task(handle: WriteHandle, columns: list[str], keys: Sequence[str] = (
             n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
             if keys:
                 keyed.append(table.select([*keys, KIND]))
-            written = table.filter(pc.not_equal(kinds, K_REFUSE))
-            n, example = violations_of(written, columns)
-            broken, violation = broken + n, violation or example
-            if broken:  # the statement fails: nothing more is written (a NULL cannot be)
-                continue
-            if handle.sort_by:
-                held.append(written.select(columns))
-            else:
-                sink.insert(written.select(columns))
+            new.add(table.filter(pc.not_equal(kinds, K_REFUSE)))
         if not any_rows:
             return
         bad, example = _key_violations(pa.concat_tables(keyed), keys, keys) if keyed else (0, None)
-        if held and not broken:
-            sink.insert(pa.concat_tables(held))
-        frags = [fragment_to_json(f) for f in sink.finish()]  # (discarded by the driver if refused)
-        if frags or n_insert or bad or broken:
+        frags = new.finish()
+        if frags or n_insert or bad or new.broken:
             names = ["n_insert", "key_violations", "violations"]
-            yield _result_batch(frags, [n_insert, bad, broken], names, example, violation)
+            yield _result_batch(frags, [n_insert, bad, new.broken], names, example, new.example)
 
     return run
+
+
+class _NewRows:
+    """A task's new rows, written a tablet at a time as they come, or held and sorted together
+    where the table sorts new tablets (``cluster_by``); once a row breaks a constraint nothing
+    more is written (a NULL cannot be), and the driver discards what was."""
+
+    def __init__(self, handle: WriteHandle, columns: list[str]) -> None:
+        self.sink, self.columns, self.sorts = RowLevelSink(handle), columns, bool(handle.sort_by)
+        self.held: list[pa.Table] = []
+        self.broken = 0
+        self.example: str | None = None
+
+    def add(self, rows: pa.Table) -> None:
+        """``rows``: the table's columns (and the stream's VIOLATION, if it checks constraints)."""
+        n, example = violations_of(rows, self.columns)
+        self.broken, self.example = self.broken + n, self.example or example
+        if self.broken:
+            return
+        if self.sorts:
+            self.held.append(rows.select(self.columns))
+        else:
+            self.sink.insert(rows.select(self.columns))
+
+    def finish(self) -> list[str]:
+        if self.held and not self.broken:
+            self.sink.insert(pa.concat_tables(self.held))
+        return [fragment_to_json(f) for f in self.sink.finish()]
 
 
 def merge_task(
@@ -182,15 +198,14 @@ def merge_task(
     key_names = [columns[images.index(k)] for k in keys]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        sink = RowLevelSink(handle)
+        new = _NewRows(handle, columns)
         olds: list[pa.Table] = []  # row ids and kinds of target rows: the DVs, once all are here
         keyed: list[pa.Table] = []  # inserted rows' keys: a key repeated anywhere in the partition
         held: list[pa.Table] = []  # candidates and markers: resolved once all are here
-        news_held: list[pa.Table] = []  # new images a sorting table writes together
-        n_insert, broken, violation = 0, 0, None  # inserted rows, rows breaking a constraint, one of them
+        n_insert = 0
 
         def take(table: pa.Table) -> None:
-            nonlocal n_insert, broken, violation
+            nonlocal n_insert
             kinds = table.column(KIND)
             olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select([TID, ROW, KIND]))
             n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
@@ -200,16 +215,7 @@ def merge_task(
                 return
             news = table.filter(pc.is_in(kinds, _NEW_KINDS))
             news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
-            news = news.rename_columns([*columns, *news.column_names[len(columns) :]])
-            n, example = violations_of(news, columns)
-            broken += n
-            violation = violation or example
-            if broken:  # the statement fails: nothing more is written (a NULL cannot be)
-                return
-            if handle.sort_by:
-                news_held.append(news.select(columns))
-            else:
-                sink.insert(news.select(columns))
+            new.add(news.rename_columns([*columns, *news.column_names[len(columns) :]]))
 
         for batch in batches:
             if not batch.num_rows:
@@ -228,10 +234,8 @@ def merge_task(
             return
         frags, counts = _deletes(handle, pa.concat_tables(olds))
         bad, example = _key_violations(pa.concat_tables(keyed), keys, key_names) if keyed else (0, None)
-        if news_held:
-            sink.insert(pa.concat_tables(news_held))
-        frags += [fragment_to_json(f) for f in sink.finish()]
-        yield _result_batch(frags, [*counts, n_insert, bad, broken], [*MERGE_COUNTS], example, violation)
+        frags += new.finish()
+        yield _result_batch(frags, [*counts, n_insert, bad, new.broken], [*MERGE_COUNTS], example, new.example)
 
     return run
 
