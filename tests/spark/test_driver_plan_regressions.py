@@ -365,3 +365,39 @@ def test_null_keys_outside_the_rest_of_on_are_each_not_matched(db):
         "WHEN NOT MATCHED THEN INSERT *",
     )
     check(results, [(None, 0, "a"), (None, 5, "b"), (1.0, 3, "c")], (2, 1, 1))
+
+
+def test_a_row_outside_the_rest_of_on_for_two_source_rows_takes_its_by_source_action_once(db):
+    """Soak seed 1000350, followed up: a keyed table, ON ``t.k = s.k AND <target-only rest>``,
+    two source rows of the row's key, the rest false for it: SQL pairs neither, so the row is
+    NOT MATCHED BY SOURCE once (deleted) and each source row is NOT MATCHED (one inserted, one
+    not). Pairing on the key alone acted on the row once per source row: a cardinality error."""
+    results = on_both_plans(
+        db,
+        "outside_twice",
+        [
+            "CREATE TABLE {t} (k INT, c INT) USING tablets TBLPROPERTIES ('key_columns' = 'k')",
+            "INSERT INTO {t} VALUES (1, 0), (2, 5)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (1, 11), (2, 12) AS v(k, c)) s "
+        "ON t.k = s.k AND t.c > 2 "
+        "WHEN MATCHED THEN UPDATE SET c = s.c "
+        "WHEN NOT MATCHED AND s.c = 10 THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    )
+    check(results, [(1, 10), (2, 12)], (1, 1, 1))
+
+
+def test_two_source_rows_inserted_beside_a_row_outside_the_rest_of_on_repeat_a_key(db):
+    """Soak seed 1000350 itself: both source rows of the key inserted (the row they would pair
+    with deleted by BY SOURCE): SQL's answer is a key violation, not a cardinality error."""
+    results = on_both_plans(
+        db,
+        "outside_twice_inserted",
+        [
+            "CREATE TABLE {t} (k INT, c INT) USING tablets TBLPROPERTIES ('key_columns' = 'k')",
+            "INSERT INTO {t} VALUES (1, 0)",
+        ],
+        "MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10), (1, 11) AS v(k, c)) s ON t.k = s.k AND t.c > 2 "
+        "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
+    )
+    assert all(r.startswith("KeyViolation") for r in results.values()), results

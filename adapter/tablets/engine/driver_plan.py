@@ -30,6 +30,7 @@ from tablets.engine.names import (
     K_UNCHANGED,
     K_UPDATE,
     KIND,
+    OUTSIDE,
     ROW,
     SID,
     TID,
@@ -303,9 +304,17 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 return None
         return out
 
-    def part(tid: pa.Array, row: pa.Array, values: list[pa.Array] | None, kind: pa.Array) -> pa.Table:
+    marks_outside = any(b.clause.outside for b in plan.branches)
+
+    def part(
+        tid: pa.Array, row: pa.Array, values: list[pa.Array] | None, kind: pa.Array, outside: bool = False
+    ) -> pa.Table:
         n = len(kind)
         cols = values or [pa.nulls(n, arrow.field(c).type) for c in names]
+        if marks_outside:  # (as the Spark plan's pairs: pairs_sql._pairs_sql)
+            return pa.table(
+                [tid, row, *cols, pa.array([outside] * n, pa.bool_()), kind], names=[TID, ROW, *images, OUTSIDE, KIND]
+            )
         return pa.table([tid, row, *cols, kind], names=[TID, ROW, *images, KIND])
 
     def target_part(dc: DriverClause | None, t: pa.Table, src: pa.Table) -> pa.Table | None:
@@ -334,7 +343,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 else K_MATCHED
             )
             kind = pa.array([code] * n, pa.string())
-        return part(tid, row, values, kind)
+        return part(tid, row, values, kind, dc is not None and dc.branch.clause.outside)
 
     def classified(
         category: Category, tables: dict[str, pa.Table], t: pa.Table | None, src: pa.Table

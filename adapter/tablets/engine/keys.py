@@ -224,7 +224,9 @@ def keyed(
     for first, ins in firsts:
         if deleted and ins.action is ActionKind.INSERT:
             replaced = f"{outside} AND ({first}) AND ({deleted})"
-            clauses.append(replace(ins, category=Category.MATCHED, action=ActionKind.REPLACE, condition=replaced))
+            clauses.append(
+                replace(ins, category=Category.MATCHED, action=ActionKind.REPLACE, condition=replaced, outside=True)
+            )
     # its source row inserted and its target row kept: refused
     inserted = " OR ".join(f"({f})" for f, ins in firsts if ins.action is ActionKind.INSERT) or "FALSE"
     clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND ({inserted})"))
@@ -239,5 +241,5 @@ def keyed(
                 else outside
             )
             sets = tuple((col, scope.qualify(v, c.category, part).sql(dialect="spark")) for col, v in c.assignments)
-            clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets))
+            clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets, outside=True))
     return replace(spec, on=on, clauses=tuple(clauses))

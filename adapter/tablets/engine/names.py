@@ -12,6 +12,7 @@ TID = "__tablets_tid"
 ROW = ROW_INDEX  # the scan's row index, kept under its name in the pairs
 SID = "__tablets_sid"  # source row id (the anti join that finds unpaired source rows)
 IMAGE_PREFIX = "__tablets_n_"
+OUTSIDE = "__tablets_outside"  # the pair's act on its target row is that row's one BY SOURCE event (Clause.outside)
 VIOLATION = "__tablets_violation"  # the constraint a written row breaks (engine.constraints), else NULL
 
 # kinds of rows in the streams

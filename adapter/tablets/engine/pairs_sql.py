@@ -43,6 +43,7 @@ from tablets.engine.names import (
     K_UNCHANGED,
     K_UPDATE,
     KIND,
+    OUTSIDE,
     ROW,
     S_MARK,
     SID,
@@ -141,6 +142,8 @@ def _pair_columns(run: Run, *, sid: bool) -> list[tuple[str, str]]:
     cols = [(TID, "string"), (ROW, "bigint")] + ([(SID, "bigint")] if sid else [])
     if any(b.image for b in run.plan.branches):
         cols += [(f"{IMAGE_PREFIX}{i}", t) for i, (_, t) in enumerate(run.plan.column_types)]
+    if any(b.clause.outside for b in run.plan.branches):
+        cols.append((OUTSIDE, "boolean"))
     return cols + [(KIND, "string")]
 
 
@@ -185,6 +188,9 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
                 ActionKind.UPDATE: f"'{K_UPDATE}'",
             }.get(a, matched)
         kinds.append(f"WHEN {plan.guard(b)} THEN {kind}")
+    if any(b.clause.outside for b in plan.branches):
+        outside = " ".join(f"WHEN {plan.guard(b)} THEN {str(b.clause.outside).upper()}" for b in plan.branches)
+        cols.append(f"CASE {outside} ELSE FALSE END AS {OUTSIDE}")
     cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
     # only inserts, new images of updates and refused pairs (their key, for the message) use an
     # image: the other rows go home without one (a no-op re-merge shuffled 10.7 MiB of them at 10M)

@@ -27,6 +27,7 @@ from tablets.engine.names import (
     K_UNCHANGED,
     K_UPDATE,
     KIND,
+    OUTSIDE,
     ROW,
     TID,
     VIOLATION,
@@ -59,7 +60,7 @@ def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, 
     task = merge_task(handle, names, images, inserts=inserts, keys=keys)
     if not inserts and not isinstance(base, pa.Table):
         base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE)).select(
-            TID, ROW, KIND
+            TID, ROW, KIND, *([OUTSIDE] if OUTSIDE in base.columns else [])
         )
     # few rows (the target's were selected on the driver): one task's work, done here, with no
     # shuffle and no Python worker (the first in a fresh process costs seconds)
@@ -172,6 +173,9 @@ def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
 
 def insert_stream(run: Run, base: DataFrame, handle) -> list:
     names = [n for n, _ in run.plan.column_types]
+    if OUTSIDE in base.columns:  # a row's one BY SOURCE update, however many pairs it has
+        once = F.col(OUTSIDE) & (F.col(KIND) == K_UPDATE)
+        base = base.filter(~once).unionByName(base.filter(once).dropDuplicates([TID, ROW]))
     stream = base.filter(F.col(KIND).isin(K_INSERT, K_UPDATE, K_REFUSE, K_REPLACE)).select(
         *[F.col(f"{IMAGE_PREFIX}{i}").alias(n) for i, n in enumerate(names)],
         KIND,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,6 +23,7 @@ from tablets.engine.names import (
     K_UNCHANGED,
     K_UPDATE,
     KIND,
+    OUTSIDE,
     ROW,
     SID,
     TID,
@@ -55,7 +57,10 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     """One new DV per tablet of the deleted and updated row ids in ``table`` (and, with
     ``handle.track_rows``, the rows of every kind the result depends on); returns (fragments,
     [deletes, updates, unchanged, duplicates]). A row id that more than one pair acts on is a
-    duplicate, and then nothing is written."""
+    duplicate, and then nothing is written; but a row's acts outside ON's rest (``OUTSIDE``) are
+    its one BY SOURCE event, one act however many pairs made it."""
+    if OUTSIDE in table.column_names:
+        table = _one_outside_act(table)
     kinds = table.column(KIND)
     acted = table.filter(pc.not_equal(kinds, K_MATCHED))
     dup = acted.group_by([TID, ROW]).aggregate([([], "count_all")])
@@ -74,6 +79,35 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
     counts[0] += _kind_count(kinds, K_REPLACE)
     return frags, [*counts, duplicates]
+
+
+def _one_outside_act(table: pa.Table) -> pa.Table:
+    """``table`` (row id, kind, OUTSIDE) with one row per target row of its outside acts (their
+    kinds are the row's one BY SOURCE action: a delete, a REPLACE's delete, or an update)."""
+    out = pc.fill_null(table.column(OUTSIDE), False)
+    rest = table.filter(pc.invert(out)).select([TID, ROW, KIND])
+    once = table.filter(out).select([TID, ROW, KIND])
+    if once.num_rows:
+        first = once.group_by([TID, ROW], use_threads=False).aggregate([(KIND, "first")])
+        once = pa.table([first.column(TID), first.column(ROW), first.column(f"{KIND}_first")], names=[TID, ROW, KIND])
+    return pa.concat_tables([rest, once.cast(rest.schema)])
+
+
+def _drop_repeated_outside(table: pa.Table, seen: set[tuple[str, int]]) -> pa.Table:
+    """Without the pairs that repeat a target row's outside DELETE or UPDATE (``seen``: the row
+    ids already taken, across batches); a REPLACE stays (its source row is inserted)."""
+    if OUTSIDE not in table.column_names:
+        return table
+    repeat = pc.and_(pc.fill_null(table.column(OUTSIDE), False), pc.is_in(table.column(KIND), _REPEATABLE))
+    if not pc.any(repeat).as_py():
+        return table
+    keep = np.ones(table.num_rows, dtype=bool)
+    tids, rows = table.column(TID).to_pylist(), table.column(ROW).to_pylist()
+    for i in np.flatnonzero(repeat.to_numpy(zero_copy_only=False)):
+        key = (tids[i], rows[i])
+        keep[i] = key not in seen
+        seen.add(key)
+    return table.filter(pa.array(keep))
 
 
 def _resolve_candidates(table: pa.Table) -> pa.Table:
@@ -203,11 +237,14 @@ def merge_task(
         keyed: list[pa.Table] = []  # inserted rows' keys: a key repeated anywhere in the partition
         held: list[pa.Table] = []  # candidates and markers: resolved once all are here
         n_insert = 0
+        outside_rows: set[tuple[str, int]] = set()  # target rows whose BY SOURCE act is taken
 
         def take(table: pa.Table) -> None:
             nonlocal n_insert
+            table = _drop_repeated_outside(table, outside_rows)
             kinds = table.column(KIND)
-            olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select([TID, ROW, KIND]))
+            ids = [TID, ROW, KIND, *([OUTSIDE] if OUTSIDE in table.column_names else [])]
+            olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select(ids))
             n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
             if keys:
                 keyed.append(table.filter(pc.is_in(kinds, _KEYED_KINDS)).select([*keys, KIND]))
@@ -241,6 +278,7 @@ def merge_task(
 
 
 _OLD_KINDS = pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])
+_REPEATABLE = pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])  # acts a target row's BY SOURCE event repeats
 _KEYED_KINDS = pa.array([K_INSERT, K_REFUSE, K_REPLACE])
 _NEW_KINDS = pa.array([K_INSERT, K_UPDATE, K_REPLACE])
 _ONE_SHUFFLE_KINDS = pa.array([K_CANDIDATE, K_PAIRED])

@@ -61,6 +61,9 @@ class Clause:
     insert_columns: tuple[str, ...] = ()
     insert_values: tuple[str, ...] = ()
     star: bool = False
+    # the keyed rewrite's clause for a pair the original ON leaves unmatched (engine.keys): its
+    # act on the target row is the row's one NOT MATCHED BY SOURCE event, however many pairs
+    outside: bool = False
 
     def describe(self) -> str:
         cond = f" AND {self.condition}" if self.condition else ""
