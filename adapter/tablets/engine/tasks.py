@@ -246,7 +246,7 @@ def merge_task(
             ids = [TID, ROW, KIND, *([OUTSIDE] if OUTSIDE in table.column_names else [])]
             olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select(ids))
             n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
-            if keys:
+            if keys and inserts:  # (without, the insert stream checks the keys: no images here)
                 keyed.append(table.filter(pc.is_in(kinds, _KEYED_KINDS)).select([*keys, KIND]))
             if not inserts:  # (the rows carry no images: the insert stream writes them)
                 return
