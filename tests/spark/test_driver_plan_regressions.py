@@ -3,6 +3,8 @@ reduced to its smallest SQL and run on both plans: the driver plan (the session'
 and the Spark plan (``spark.tablets.merge.driverScanBytes=0``). Each must give the SQL
 standard's rows and counts (DuckDB's MERGE INTO, Spark's semantics where they differ)."""
 
+import datetime
+
 import pytest
 import tablets
 from support.both_plans import check, on_both_plans
@@ -401,3 +403,23 @@ def test_two_source_rows_inserted_beside_a_row_outside_the_rest_of_on_repeat_a_k
         "WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE",
     )
     assert all(r.startswith("KeyViolation") for r in results.values()), results
+
+
+def test_a_date_key_before_the_gregorian_reform_pairs_when_the_source_stays_in_spark(db, spark):
+    """Soak seed 1000096: a source kept in Spark (no broadcast) narrows the target scan to its
+    key range; Spark's Parquet pushdown of DATE'1582-10-10' misses the row that holds it, so
+    the matched row was not updated. Dates before 1582-10-15 are not pushed."""
+    with settings(spark, {"spark.sql.autoBroadcastJoinThreshold": "-1"}):
+        results = on_both_plans(
+            db,
+            "reform_date",
+            [
+                "CREATE TABLE {t} (k1 DOUBLE, k2 DATE, c SMALLINT) USING tablets",
+                "INSERT INTO {t} VALUES (1e308D, DATE'0001-01-01', 0), (1e308D, DATE'1582-10-10', -32768)",
+            ],
+            "MERGE INTO {t} t USING (SELECT * FROM VALUES (1e308D, DATE'1582-10-10', CAST(1 AS SMALLINT)) AS v(k1, k2, c)) s "
+            "ON t.k1 = s.k1 AND t.k2 = s.k2 WHEN MATCHED THEN UPDATE SET c = s.c",
+        )
+    epoch = datetime.date(1970, 1, 1)  # (the rows compare dates as days since it)
+    old, reform = (datetime.date(1, 1, 1) - epoch).days, (datetime.date(1582, 10, 10) - epoch).days
+    check(results, [(1e308, old, 0), (1e308, reform, 1)], (0, 1, 0))
