@@ -165,6 +165,22 @@ def test_tablets_skipped_by_their_statistics(db, spark, native_reads):
     assert pruned("SELECT * FROM rd.t WHERE id < 5 OR id > 395") == [(4, 0)]
 
 
+def test_dates_before_the_gregorian_reform_are_found_by_their_filters(db, spark):
+    """Spark's Parquet pushdown passed DATE literals as java.sql.Date (the Julian calendar
+    before 1582-10-15): DATE'1582-10-10', a day that calendar lacks, matched no row of a tablet
+    holding it. Embedded sessions pass them as java.time values (``session_conf``)."""
+    db.sql("CREATE TABLE rd.reform (d DATE, v INT) USING tablets")
+    db.sql("INSERT INTO rd.reform VALUES (DATE'1582-10-10', 1), (DATE'1500-03-01', 2), (DATE'2020-01-01', 3)")
+    for where, want in [
+        ("d = DATE'1582-10-10'", [(1,)]),
+        ("d = DATE'1500-03-01'", [(2,)]),
+        ("d < DATE'1600-01-01'", [(1,), (2,)]),
+        ("d BETWEEN DATE'1582-10-05' AND DATE'1582-10-14'", [(1,)]),
+    ]:
+        assert rows(db.sql(f"SELECT v FROM rd.reform WHERE {where}")) == want, where
+        assert rows(spark.sql(f"SELECT v FROM rd.reform WHERE {where}")) == want, where
+
+
 def test_self_join_with_a_filter_on_one_side(db, spark):
     """Both scans of one table in one query read their own rows, through the front door and
     through plain Spark SQL (the Python source), whose filter pushdown PySpark 4.3 would share

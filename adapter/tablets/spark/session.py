@@ -96,6 +96,10 @@ def session_conf(
         "spark.tablets.warehouse": normalize(warehouse),
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
+        # dates and instants reach Parquet pushdown as java.time values (the proleptic calendar
+        # tablets store): as java.sql.Date, DATE'1582-10-10' (the Julian calendar's gap) matched
+        # no row of a tablet that holds it
+        "spark.sql.datetime.java8API.enabled": "true",
         # the engine's scans name their tablet files one by one: above this many paths Spark
         # lists them with a Spark job (1-3 s on 2 cores) instead of on the driver (~0.1 s)
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
