@@ -57,10 +57,7 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     """One new DV per tablet of the deleted and updated row ids in ``table`` (and, with
     ``handle.track_rows``, the rows of every kind the result depends on); returns (fragments,
     [deletes, updates, unchanged, duplicates]). A row id that more than one pair acts on is a
-    duplicate, and then nothing is written; but a row's acts outside ON's rest (``OUTSIDE``) are
-    its one BY SOURCE event, one act however many pairs made it."""
-    if OUTSIDE in table.column_names:
-        table = _one_outside_act(table)
+    duplicate, and then nothing is written."""
     kinds = table.column(KIND)
     acted = table.filter(pc.not_equal(kinds, K_MATCHED))
     dup = acted.group_by([TID, ROW]).aggregate([([], "count_all")])
@@ -81,33 +78,22 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     return frags, [*counts, duplicates]
 
 
-def _one_outside_act(table: pa.Table) -> pa.Table:
-    """``table`` (row id, kind, OUTSIDE) with one row per target row of its outside acts (their
-    kinds are the row's one BY SOURCE action: a delete, a REPLACE's delete, or an update)."""
-    out = pc.fill_null(table.column(OUTSIDE), False)
-    rest = table.filter(pc.invert(out)).select([TID, ROW, KIND])
-    once = table.filter(out).select([TID, ROW, KIND])
-    if once.num_rows:
-        first = once.group_by([TID, ROW], use_threads=False).aggregate([(KIND, "first")])
-        once = pa.table([first.column(TID), first.column(ROW), first.column(f"{KIND}_first")], names=[TID, ROW, KIND])
-    return pa.concat_tables([rest, once.cast(rest.schema)])
-
-
-def _drop_repeated_outside(table: pa.Table, seen: set[tuple[str, int]]) -> pa.Table:
-    """Without the pairs that repeat a target row's outside DELETE or UPDATE (``seen``: the row
-    ids already taken, across batches); a REPLACE stays (its source row is inserted)."""
+def _repeated_outside(table: pa.Table, seen: set[tuple[str, int]]) -> pa.Array | None:
+    """Per row of ``table``: whether it repeats an act outside ON's rest (``OUTSIDE``) on a target
+    row already acted on so (``seen``, across batches). Such acts are the row's one BY SOURCE
+    event, however many pairs made it: it counts, and is written, once. None: no such rows."""
     if OUTSIDE not in table.column_names:
-        return table
-    repeat = pc.and_(pc.fill_null(table.column(OUTSIDE), False), pc.is_in(table.column(KIND), _REPEATABLE))
-    if not pc.any(repeat).as_py():
-        return table
-    keep = np.ones(table.num_rows, dtype=bool)
+        return None
+    outside = pc.fill_null(table.column(OUTSIDE), False)
+    if not pc.any(outside).as_py():
+        return None
+    repeat = np.zeros(table.num_rows, dtype=bool)
     tids, rows = table.column(TID).to_pylist(), table.column(ROW).to_pylist()
-    for i in np.flatnonzero(repeat.to_numpy(zero_copy_only=False)):
+    for i in np.flatnonzero(outside.to_numpy(zero_copy_only=False)):
         key = (tids[i], rows[i])
-        keep[i] = key not in seen
+        repeat[i] = key in seen
         seen.add(key)
-    return table.filter(pa.array(keep))
+    return pa.array(repeat)
 
 
 def _resolve_candidates(table: pa.Table) -> pa.Table:
@@ -241,10 +227,15 @@ def merge_task(
 
         def take(table: pa.Table) -> None:
             nonlocal n_insert
-            table = _drop_repeated_outside(table, outside_rows)
+            repeat = _repeated_outside(table, outside_rows)
             kinds = table.column(KIND)
-            ids = [TID, ROW, KIND, *([OUTSIDE] if OUTSIDE in table.column_names else [])]
-            olds.append(table.filter(pc.is_in(kinds, _OLD_KINDS)).select(ids))
+            old = pc.is_in(kinds, _OLD_KINDS)
+            olds.append(
+                table.filter(old if repeat is None else pc.and_(old, pc.invert(repeat))).select([TID, ROW, KIND])
+            )
+            if repeat is not None:  # (a repeated REPLACE still inserts its source row)
+                table = table.filter(pc.invert(pc.and_(repeat, pc.not_equal(kinds, K_REPLACE))))
+                kinds = table.column(KIND)
             n_insert += sum(_kind_count(kinds, k) for k in INSERTED)
             if keys and inserts:  # (without, the insert stream checks the keys: no images here)
                 keyed.append(table.filter(pc.is_in(kinds, _KEYED_KINDS)).select([*keys, KIND]))
@@ -278,7 +269,6 @@ def merge_task(
 
 
 _OLD_KINDS = pa.array([K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE])
-_REPEATABLE = pa.array([K_DELETE, K_UPDATE, K_UNCHANGED])  # acts a target row's BY SOURCE event repeats
 _KEYED_KINDS = pa.array([K_INSERT, K_REFUSE, K_REPLACE])
 _NEW_KINDS = pa.array([K_INSERT, K_UPDATE, K_REPLACE])
 _ONE_SHUFFLE_KINDS = pa.array([K_CANDIDATE, K_PAIRED])
