@@ -28,9 +28,11 @@ need only the ``worker`` extra's third-party packages.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -202,11 +204,30 @@ def build_session(
         for k, v in full.items():
             builder = builder.config(k, v)
     spark = builder.getOrCreate()
-    if not remote:
-        spark.sparkContext.setLogLevel("ERROR")
-    return adopt(
-        spark, warehouse if remote else (normalize(warehouse) if warehouse else default_warehouse()), storage_options
-    )
+    if remote:
+        return adopt(spark, warehouse, storage_options)
+    spark.sparkContext.setLogLevel("ERROR")
+    warm = _warm_catalog(spark) if hive else None
+    try:
+        return adopt(spark, normalize(warehouse) if warehouse else default_warehouse(), storage_options)
+    finally:
+        if warm is not None:
+            warm.join()
+
+
+def _warm_catalog(spark: SparkSession) -> threading.Thread:
+    """Start the session's catalog (the Hive client and its metastore: seconds in a fresh JVM)
+    in a thread, beside ``adopt``'s registration of the sources (whose first use starts a Python
+    process that looks for installed data sources): on two cores the two overlap. A failure is
+    left to the first catalog call, which meets it again and reports it."""
+
+    def touch() -> None:
+        with contextlib.suppress(Exception):
+            spark._jsparkSession.sharedState().externalCatalog()  # noqa: SLF001 - a lazy val
+
+    thread = threading.Thread(target=touch, name="tablets-catalog-start", daemon=True)
+    thread.start()
+    return thread
 
 
 def adopt(

@@ -1,0 +1,43 @@
+"""A dbt process that connects ends without the interpreter's last collection of its heap
+(``connections._skip_last_collection``): checked in a child process, whose cyclic garbage is
+left to the operating system instead of being collected at exit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+CHILD = textwrap.dedent(
+    """
+    import gc, sys
+    from dbt.adapters.tablets import connections
+
+    class Cycle:
+        def __del__(self):
+            sys.stdout.write("collected\\n")
+            sys.stdout.flush()
+
+    if sys.argv[1] == "skip":
+        connections._skip_last_collection()
+        connections._skip_last_collection()  # once, however often the adapter is built
+    gc.disable()  # the cycle below stays until the exit's own collection, if any
+    a, b = Cycle(), Cycle()
+    a.other, b.other = b, a
+    del a, b
+    print("exiting")
+    """
+)
+
+
+def _run(mode: str) -> list[str]:
+    out = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=120, check=True)
+    return out.stdout.split()
+
+
+def test_the_exit_leaves_the_heap_to_the_operating_system():
+    assert _run("skip") == ["exiting"]
+
+
+def test_without_it_the_interpreter_collects_at_exit():  # what the skip saves
+    assert _run("keep") == ["exiting", "collected", "collected"]
