@@ -292,3 +292,23 @@ def test_adopt_if_delta_adopts_once(tmp_path):
     assert adopt_if_delta(t.io, root) is True
     assert adopt_if_delta(t.io, root) is False  # a tablet table now
     assert adopt_if_delta(t.io, str(tmp_path / "nothing")) is False
+
+
+def test_a_delta_writers_app_transactions_survive_our_checkpoint(tmp_path):
+    """A Delta writer's app transaction (``txn``: an idempotent or streaming writer's last
+    batch) stays the table's after tablets writes on and checkpoints the Delta log: else that
+    writer would write its batch again."""
+    root = str(tmp_path / "d")
+    _delta_rs_table(root)
+    props = deltalake.CommitProperties(app_transactions=[deltalake.Transaction("stream-1", 7)])
+    deltalake.write_deltalake(root, pa.table({"id": _ids(90, 91), "v": ["s"]}), mode="append", commit_properties=props)
+    t = TabletTable(root)
+    adopt(t.io, root)
+    props = deltalake.CommitProperties(app_transactions=[deltalake.Transaction("stream-2", 3)])
+    deltalake.write_deltalake(root, pa.table({"id": _ids(95, 96), "v": ["s"]}), mode="append", commit_properties=props)
+    while t.version < delta_log.CHECKPOINT_INTERVAL:  # takes in stream-2's version, then checkpoints
+        t.append(pa.table({"id": _ids(t.version * 10, t.version * 10 + 1), "v": ["x"]}))
+    assert os.path.exists(os.path.join(root, "_delta_log", f"{delta_log.CHECKPOINT_INTERVAL:020d}.checkpoint.parquet"))
+    d = deltalake.DeltaTable(root)
+    assert (d.transaction_version("stream-1"), d.transaction_version("stream-2")) == (7, 3)
+    assert_delta_agrees(t, versions=[t.version])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io as _io
 import json
+import re
 from typing import Any
 
 import pyarrow as pa
@@ -71,6 +72,7 @@ SCHEMA = pa.schema(
                 ]
             ),
         ),
+        ("txn", pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])),
         (
             "remove",
             pa.struct(
@@ -89,8 +91,42 @@ SCHEMA = pa.schema(
 )
 
 
+_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.parquet$")
+
+
 def name(version: int) -> str:
     return f"{version:020d}.checkpoint.parquet"
+
+
+def app_transactions(io: FileIO, root: str, version: int) -> list[dict[str, Any]]:
+    """The newest ``txn`` action of each application id in the Delta log up to ``version``:
+    another Delta writer's (an idempotent or streaming writer's last batch, adopted or taken in;
+    tablets writes none), which a checkpoint must carry or that writer would repeat its batch.
+    Read from the newest Delta checkpoint before ``version`` and the JSON versions after it."""
+    directory = join(root, "_delta_log")
+    names = {f.name for f in io.list(directory)}
+    before = [int(m.group(1)) for n in names if (m := _CHECKPOINT_RE.match(n)) and int(m.group(1)) < version]
+    txns: dict[str, dict[str, Any]] = {}
+    start = 0
+    if before:
+        start = max(before) + 1
+        table = pq.read_table(pa.BufferReader(io.read(join(directory, name(start - 1)))))
+        if "txn" in table.column_names:
+            for body in table.column("txn").to_pylist():
+                if body and body.get("appId"):
+                    txns[body["appId"]] = body
+    for v in range(start, version + 1):
+        json_name = f"{v:020d}.json"
+        if json_name not in names:
+            continue
+        data = io.read(join(directory, json_name))
+        if b'"txn"' not in data:  # (tablets' own versions: none)
+            continue
+        for line in data.decode().splitlines():
+            body = json.loads(line).get("txn") if line.strip() else None
+            if body and body.get("appId"):
+                txns[body["appId"]] = body
+    return [{"txn": {k: body.get(k) for k in ("appId", "version", "lastUpdated")}} for _, body in sorted(txns.items())]
 
 
 def _maps(body: dict[str, Any], *keys: str) -> dict[str, Any]:
@@ -111,6 +147,7 @@ def write(
     meta = _maps({**metadata, "format": _maps(metadata["format"], "options")}, "configuration")
     rows: list[dict[str, Any]] = [{"protocol": protocol}, {"metaData": meta}]
     rows += [{"add": _maps(a, "partitionValues", "tags")} for a in adds]
+    rows += app_transactions(io, root, snap.version)
     columns = {f.name: pa.array([r.get(f.name) for r in rows], f.type) for f in SCHEMA}
     buf = _io.BytesIO()
     pq.write_table(pa.Table.from_pydict(columns, schema=SCHEMA), buf)
