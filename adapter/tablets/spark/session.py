@@ -203,31 +203,44 @@ def build_session(
             builder = builder.enableHiveSupport()
         for k, v in full.items():
             builder = builder.config(k, v)
+    fresh = SparkContext._active_spark_context is None  # a JVM this call starts
     spark = builder.getOrCreate()
     if remote:
         return adopt(spark, warehouse, storage_options)
     spark.sparkContext.setLogLevel("ERROR")
-    warm = _warm_catalog(spark) if hive else None
+    local = _local_cores(spark.sparkContext.master or "") is not None
+    warming = _warm_up(spark, catalog=hive, first_job=local) if fresh else []
     try:
         return adopt(spark, normalize(warehouse) if warehouse else default_warehouse(), storage_options)
     finally:
-        if warm is not None:
-            warm.join()
+        for thread in warming:
+            thread.join()
 
 
-def _warm_catalog(spark: SparkSession) -> threading.Thread:
-    """Start the session's catalog (the Hive client and its metastore: seconds in a fresh JVM)
-    in a thread, beside ``adopt``'s registration of the sources (whose first use starts a Python
-    process that looks for installed data sources): on two cores the two overlap. A failure is
-    left to the first catalog call, which meets it again and reports it."""
+def _warm_up(spark: SparkSession, *, catalog: bool, first_job: bool) -> list[threading.Thread]:
+    """Threads that start, beside ``adopt``'s registration of the sources (whose first use
+    starts a Python process that looks for installed data sources), what a fresh JVM's first
+    statements would otherwise wait for, one after the other: the session's catalog (the Hive
+    client and its metastore, seconds) and, on a local master, a first job (the first query of a
+    JVM takes several times a later one's). On two cores they overlap. A failure is left to the
+    first statement that meets it again and reports it; a cluster's executors are not waited for."""
 
-    def touch() -> None:
+    def catalog_start() -> None:
         with contextlib.suppress(Exception):
             spark._jsparkSession.sharedState().externalCatalog()  # noqa: SLF001 - a lazy val
 
-    thread = threading.Thread(target=touch, name="tablets-catalog-start", daemon=True)
-    thread.start()
-    return thread
+    def first() -> None:
+        with contextlib.suppress(Exception):
+            # (a projection collected as Arrow, as a MERGE's small source is: Spark's scheduler,
+            # code generation and Arrow paths loaded; no SQL text, so no catalog lookup)
+            spark.range(3).selectExpr("id", "CAST(id AS STRING) AS s").toArrow()
+
+    chosen = [(catalog_start, "catalog")] if catalog else []
+    chosen += [(first, "first-job")] if first_job else []
+    threads = [threading.Thread(target=f, name=f"tablets-{what}-start", daemon=True) for f, what in chosen]
+    for thread in threads:
+        thread.start()
+    return threads
 
 
 def adopt(
