@@ -39,7 +39,6 @@ from dbt_common.events.contextvars import get_node_info
 from dbt_common.events.functions import warn_or_error
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.tablets.changes import changes_sql, take_consumed
 from dbt.adapters.tablets.config import (
     INCREMENTAL,
     MERGE_TABLETS,
@@ -62,9 +61,7 @@ from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
-from tablets.constraints import of_table
 from tablets.exceptions import TabletsError
-from tablets.metadata import set_comments
 from tablets.sessions import is_connect, java_version, warehouse_of
 
 if TYPE_CHECKING:
@@ -190,6 +187,8 @@ class TabletsAdapter(SparkAdapter):
             return ""
         self._warn_once(contract.model, contract.warnings)
         db, name = self._database(), self._name(relation)
+        from tablets.constraints import of_table  # (loaded beside the session: connections._load_engine)
+
         with engine_errors(f"the contract of {model.get('name')} on {relation}"):
             for statement in sync_statements(contract, name, *of_table(db.table_of(name))):
                 logger.debug(f"tablets: {statement}")
@@ -220,6 +219,8 @@ class TabletsAdapter(SparkAdapter):
         size, ...), as a comment the statement carries to ``Database.sql(text, options=...)``;
         with the upstream versions the model's ``tablets_changes`` read, recorded in its commit
         (``changes.py``)."""
+        from dbt.adapters.tablets.changes import take_consumed  # (as above)
+
         options = cfg.statement_options()
         consumed = take_consumed(cfg.model)
         if consumed is not None:
@@ -230,6 +231,8 @@ class TabletsAdapter(SparkAdapter):
     def tablets_changes_sql(self, model: str, upstream: BaseRelation, this: BaseRelation, full_refresh: bool) -> str:
         """The FROM item of ``tablets_changes(upstream)``: its changes since what ``this`` last
         consumed (the whole table on a first run or full refresh)."""
+        from dbt.adapters.tablets.changes import changes_sql  # (as above)
+
         with engine_errors(f"tablets_changes({upstream}) of {model}"):
             return changes_sql(self._database(), model, self._name(upstream), self._name(this), full_refresh)
 
@@ -249,6 +252,8 @@ class TabletsAdapter(SparkAdapter):
         with engine_errors(f"reading the statistics of {relation}"):
             snap = db.table_at(root).snapshot()
         states = list(snap.tablets.values())
+
+        from tablets.constraints import of_table  # (as above)
 
         checks, not_null, _ = of_table(db.table_at(root))
         shown = [f"{c} NOT NULL" for c in not_null] + [f"{n}: CHECK ({e})" for n, e in checks]
@@ -344,6 +349,8 @@ class TabletsAdapter(SparkAdapter):
     def persist_tablet_docs(self, relation: BaseRelation, description: str | None, columns: Mapping[str, str]) -> str:
         """The model's description and column descriptions as the tablet table's comments, in
         one commit (none when they are already so)."""
+
+        from tablets.metadata import set_comments  # (as above)
 
         db = self._database()
         with engine_errors(f"persisting the docs of {relation}"):

@@ -36,10 +36,7 @@ from dbt_common.exceptions import DbtRuntimeError
 from pyspark.sql import SparkSession
 
 import tablets
-from dbt.adapters.tablets.changes import after_statement
-from tablets.db import StatementResult
 from tablets.exceptions import TabletsError
-from tablets.reads import read_error
 from tablets.sessions import (
     METASTORE_PORT,
     MetastoreInUse,
@@ -116,11 +113,15 @@ class TabletsCursor(SparkSessionCursor):
         db = self._connection.database
         # a model's sql_header runs before its statement, in the same call
         out = db.script(sql, options=options)  # errors become dbt's in the manager's exception_handler
+        from tablets.db import StatementResult  # (the engine loads beside the session: _load_engine)
+
         if isinstance(out, StatementResult):
             self._df = None
             self._rows = []
             self.statement_result = out
             if options and options.get("parameters"):
+                from dbt.adapters.tablets.changes import after_statement
+
                 after_statement(db, options, out)  # tablets_changes: what a no-op consumed
             logger.debug(f"tablets: {out.message} on {out.target} ({_timings(out)})")
         elif isinstance(out, str):  # EXPLAIN of a statement on a tablet table
@@ -146,6 +147,8 @@ def _read_errors() -> Iterator[None]:
     except TabletsError as exc:  # tablets.spark.errors translated it where the job failed
         raise DbtRuntimeError(str(exc)) from exc
     except Exception as exc:  # over Spark Connect: Spark's error, whose text names the tablet
+        from tablets.reads import read_error
+
         clear = read_error(exc)
         if clear is None:
             raise

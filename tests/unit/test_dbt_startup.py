@@ -1,6 +1,8 @@
-"""A dbt process that connects ends without the interpreter's last collection of its heap
-(``connections._skip_last_collection``): checked in a child process, whose cyclic garbage is
-left to the operating system instead of being collected at exit."""
+"""What a dbt process that connects does for its start-up, checked in child processes: the
+plugin's import leaves the engine's modules for ``connections._load_engine`` (run once the
+session starts in its thread), and the process ends without the interpreter's last collection of
+its heap (``connections._skip_last_collection``): its cyclic garbage is left to the operating
+system instead of being collected at exit."""
 
 from __future__ import annotations
 
@@ -41,3 +43,18 @@ def test_the_exit_leaves_the_heap_to_the_operating_system():
 
 def test_without_it_the_interpreter_collects_at_exit():  # what the skip saves
     assert _run("keep") == ["exiting", "collected", "collected"]
+
+
+def test_the_plugin_imports_the_engine_only_once_the_session_starts():
+    code = textwrap.dedent(
+        """
+        import sys
+        import dbt.adapters.tablets
+        from dbt.adapters.tablets import connections
+        print(" ".join(m for m in connections.ENGINE_MODULES + ("tablets.engine", "pandas") if m in sys.modules) or "-")
+        connections._load_engine()
+        print(" ".join(m for m in connections.ENGINE_MODULES if m not in sys.modules) or "-")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["-", "-"]
