@@ -8,7 +8,7 @@ import pytest
 from pyspark.sql import functions as F
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark.frames import snapshot_frame
-from tablets.spark.session import java_version, session_conf
+from tablets.spark.session import installed_sources_known_absent, java_version, session_conf
 from tablets.storage import RowLevelSink, TabletTable
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
 
@@ -48,6 +48,24 @@ def test_session_conf_is_pure_and_keeps_things_out_of_cwd(tmp_path):
     assert conf["spark.sql.shuffle.partitions"] == "7"
     assert conf["spark.master"] == "local[*]" and conf["spark.ui.enabled"] == "false"
     assert "17" in java_version() or "version" in java_version()
+
+
+def test_the_look_up_of_installed_sources_is_skipped_only_where_it_finds_none(tmp_path, spark):
+    """A new JVM is given the look-up's empty answer where it is known (no ``pyspark_*`` module
+    on the path of the Python that would look); a ``pyspark_*`` package, or another Python,
+    leaves the look-up to Spark."""
+    import sys
+
+    assert installed_sources_known_absent(None, [str(tmp_path)])
+    assert installed_sources_known_absent(sys.executable, sys.path)
+    assert not installed_sources_known_absent("/usr/bin/python3.9", [str(tmp_path)])
+    (tmp_path / "pyspark_ds_example").mkdir()
+    (tmp_path / "pyspark_ds_example" / "__init__.py").write_text("")
+    assert not installed_sources_known_absent(None, [str(tmp_path)])
+    # this suite's session was built so: the answer is in place, and the tablets source works
+    jvm = spark._jvm
+    manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"), "MODULE$")
+    assert manager.dataSourceBuilders().toString() == "Some(Map())"
 
 
 def test_java_missing_is_a_clear_error(monkeypatch):

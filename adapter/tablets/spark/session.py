@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pkgutil
 import re
 import sys
 import threading
@@ -209,12 +210,47 @@ def build_session(
         return adopt(spark, warehouse, storage_options)
     spark.sparkContext.setLogLevel("ERROR")
     local = _local_cores(spark.sparkContext.master or "") is not None
+    if fresh:
+        _no_installed_sources(spark)
     warming = _warm_up(spark, catalog=hive, first_job=local) if fresh else []
     try:
         return adopt(spark, normalize(warehouse) if warehouse else default_warehouse(), storage_options)
     finally:
         for thread in warming:
             thread.join()
+
+
+def installed_sources_known_absent(python: str | None, paths: list[str]) -> bool:
+    """Whether Spark's look-up of installed Python data sources (run by ``python``, on
+    ``paths``) is known to find none: it runs this interpreter and no ``pyspark_*`` module is
+    on the paths."""
+    if python not in (None, sys.executable):
+        return False
+    return not any(m.name.startswith("pyspark_") for m in pkgutil.iter_modules([p for p in paths if p]))
+
+
+def _no_installed_sources(spark: SparkSession) -> None:
+    """Spare a new JVM Spark's look-up of installed Python data sources when it would find none.
+
+    On the first use of a Python data source (our registration), Spark starts a Python process
+    that imports PySpark and lists every module on its path, to register each ``pyspark_*``
+    package's ``DefaultSource`` (``pyspark.sql.worker.lookup_data_sources``): one to two seconds
+    of a fresh process's CPU. Where the answer is known (``installed_sources_known_absent``), the
+    JVM is given the empty result it would have found."""
+    conf = spark.sparkContext.getConf()
+    python = (
+        conf.get("spark.pyspark.driver.python") or conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON")
+    )
+    paths = [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    if not installed_sources_known_absent(python, paths):
+        return
+    with contextlib.suppress(Exception):  # another Spark version: the look-up runs as before
+        jvm = spark._jvm  # noqa: SLF001
+        assert jvm is not None
+        manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"), "MODULE$")
+        if manager.dataSourceBuilders().isEmpty():
+            empty = getattr(getattr(jvm.scala.collection.immutable, "Map$"), "MODULE$").empty()
+            getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))
 
 
 def _warm_up(spark: SparkSession, *, catalog: bool, first_job: bool) -> list[threading.Thread]:
