@@ -209,10 +209,9 @@ def build_session(
     if remote:
         return adopt(spark, warehouse, storage_options)
     spark.sparkContext.setLogLevel("ERROR")
-    local = _local_cores(spark.sparkContext.master or "") is not None
     if fresh:
         _no_installed_sources(spark)
-    warming = _warm_up(spark, catalog=hive, first_job=local) if fresh else []
+    warming = [_warm_catalog(spark)] if fresh and hive else []
     try:
         return adopt(spark, normalize(warehouse) if warehouse else default_warehouse(), storage_options)
     finally:
@@ -253,30 +252,19 @@ def _no_installed_sources(spark: SparkSession) -> None:
             getattr(manager, "dataSourceBuilders_$eq")(jvm.scala.Some(empty))
 
 
-def _warm_up(spark: SparkSession, *, catalog: bool, first_job: bool) -> list[threading.Thread]:
-    """Threads that start, beside ``adopt``'s registration of the sources (whose first use
-    starts a Python process that looks for installed data sources), what a fresh JVM's first
-    statements would otherwise wait for, one after the other: the session's catalog (the Hive
-    client and its metastore, seconds) and, on a local master, a first job (the first query of a
-    JVM takes several times a later one's). On two cores they overlap. A failure is left to the
-    first statement that meets it again and reports it; a cluster's executors are not waited for."""
+def _warm_catalog(spark: SparkSession) -> threading.Thread:
+    """Start the session's catalog (the Hive client and its metastore: seconds in a fresh JVM)
+    in a thread, beside ``adopt``'s registration of the sources: on two cores the two overlap.
+    A failure is left to the first catalog call, which meets it again and reports it. (A first
+    job run so as well did not pay: a dbt run's start-up is CPU-bound on two cores.)"""
 
-    def catalog_start() -> None:
+    def touch() -> None:
         with contextlib.suppress(Exception):
             spark._jsparkSession.sharedState().externalCatalog()  # noqa: SLF001 - a lazy val
 
-    def first() -> None:
-        with contextlib.suppress(Exception):
-            # (a projection collected as Arrow, as a MERGE's small source is: Spark's scheduler,
-            # code generation and Arrow paths loaded; no SQL text, so no catalog lookup)
-            spark.range(3).selectExpr("id", "CAST(id AS STRING) AS s").toArrow()
-
-    chosen = [(catalog_start, "catalog")] if catalog else []
-    chosen += [(first, "first-job")] if first_job else []
-    threads = [threading.Thread(target=f, name=f"tablets-{what}-start", daemon=True) for f, what in chosen]
-    for thread in threads:
-        thread.start()
-    return threads
+    thread = threading.Thread(target=touch, name="tablets-catalog-start", daemon=True)
+    thread.start()
+    return thread
 
 
 def adopt(
