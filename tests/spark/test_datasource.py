@@ -50,22 +50,35 @@ def test_session_conf_is_pure_and_keeps_things_out_of_cwd(tmp_path):
     assert "17" in java_version() or "version" in java_version()
 
 
-def test_the_look_up_of_installed_sources_is_skipped_only_where_it_finds_none(tmp_path, spark):
+def test_the_look_up_of_installed_sources_is_skipped_only_where_it_finds_none(tmp_path, spark, monkeypatch):
     """A new JVM is given the look-up's empty answer where it is known (no ``pyspark_*`` module
     on the path of the Python that would look); a ``pyspark_*`` package, or another Python,
     leaves the look-up to Spark."""
     import sys
 
-    assert installed_sources_known_absent(None, [str(tmp_path)])
-    assert installed_sources_known_absent(sys.executable, sys.path)
-    assert not installed_sources_known_absent("/usr/bin/python3.9", [str(tmp_path)])
+    from tablets.spark.session import _no_installed_sources
+
+    assert installed_sources_known_absent([None, sys.executable], [str(tmp_path)])
+    assert installed_sources_known_absent([sys.executable], sys.path)
+    assert not installed_sources_known_absent([sys.executable, "/usr/bin/python3.9"], [str(tmp_path)])
     (tmp_path / "pyspark_ds_example").mkdir()
     (tmp_path / "pyspark_ds_example" / "__init__.py").write_text("")
-    assert not installed_sources_known_absent(None, [str(tmp_path)])
-    # this suite's session was built so: the answer is in place, and the tablets source works
+    assert not installed_sources_known_absent([None], [str(tmp_path)])
+
     jvm = spark._jvm
     manager = getattr(getattr(jvm.org.apache.spark.sql.execution.datasources, "DataSourceManager$"), "MODULE$")
-    assert manager.dataSourceBuilders().toString() == "Some(Map())"
+    answer = manager.dataSourceBuilders()
+    unset = getattr(getattr(jvm.scala, "None$"), "MODULE$")
+    try:
+        getattr(manager, "dataSourceBuilders_$eq")(unset)  # as in a JVM that has not looked yet
+        monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # a pyspark_* package: Spark must look
+        _no_installed_sources(spark)
+        assert manager.dataSourceBuilders().isEmpty()
+        monkeypatch.delenv("PYTHONPATH")
+        _no_installed_sources(spark)
+        assert manager.dataSourceBuilders().toString() == "Some(Map())"
+    finally:
+        getattr(manager, "dataSourceBuilders_$eq")(answer)
 
 
 def test_java_missing_is_a_clear_error(monkeypatch):

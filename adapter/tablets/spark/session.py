@@ -219,11 +219,11 @@ def build_session(
             thread.join()
 
 
-def installed_sources_known_absent(python: str | None, paths: list[str]) -> bool:
-    """Whether Spark's look-up of installed Python data sources (run by ``python``, on
-    ``paths``) is known to find none: it runs this interpreter and no ``pyspark_*`` module is
-    on the paths."""
-    if python not in (None, sys.executable):
+def installed_sources_known_absent(pythons: list[str | None], paths: list[str]) -> bool:
+    """Whether Spark's look-up of installed Python data sources (run by one of ``pythons``, on
+    ``paths``) is known to find none: each Python it may run is this interpreter (or unset) and
+    no ``pyspark_*`` module is on the paths."""
+    if any(p not in (None, "", sys.executable) for p in pythons):
         return False
     return not any(m.name.startswith("pyspark_") for m in pkgutil.iter_modules([p for p in paths if p]))
 
@@ -237,11 +237,10 @@ def _no_installed_sources(spark: SparkSession) -> None:
     of a fresh process's CPU. Where the answer is known (``installed_sources_known_absent``), the
     JVM is given the empty result it would have found."""
     conf = spark.sparkContext.getConf()
-    python = (
-        conf.get("spark.pyspark.driver.python") or conf.get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON")
-    )
+    pythons = [conf.get(k) for k in ("spark.pyspark.driver.python", "spark.pyspark.python")]
+    pythons += [os.environ.get(v) for v in ("PYSPARK_DRIVER_PYTHON", "PYSPARK_PYTHON")]
     paths = [*sys.path, *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
-    if not installed_sources_known_absent(python, paths):
+    if not installed_sources_known_absent(pythons, paths):
         return
     with contextlib.suppress(Exception):  # another Spark version: the look-up runs as before
         jvm = spark._jvm  # noqa: SLF001

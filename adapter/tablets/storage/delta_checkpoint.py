@@ -110,9 +110,9 @@ def app_transactions(io: FileIO, root: str, version: int) -> list[dict[str, Any]
     start = 0
     if before:
         start = max(before) + 1
-        table = pq.read_table(pa.BufferReader(io.read(join(directory, name(start - 1)))))
-        if "txn" in table.column_names:
-            for body in table.column("txn").to_pylist():
+        checkpoint = pq.ParquetFile(pa.BufferReader(io.read(join(directory, name(start - 1)))))
+        if "txn" in checkpoint.schema_arrow.names:  # (its one column: not the files' rows)
+            for body in checkpoint.read(columns=["txn"]).column("txn").to_pylist():
                 if body and body.get("appId"):
                     txns[body["appId"]] = body
     for v in range(start, version + 1):
