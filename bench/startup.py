@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/startup.py --repeat 3
     .venv/bin/python bench/startup.py --repeat 1 --results ''      # a quick try
+    .venv/bin/python bench/startup.py --repeat 3 --keep-alive 600    # joining a warm Spark
 
 Writes a tiny dbt project into the work dir (a session-method profile like integration_tests', one
 merge_tablets model of 100 rows), then --repeat times from an empty warehouse: `dbt run` (creates
@@ -18,6 +19,11 @@ and Spark's event log (`spark.eventLog.*` through the profile's server_side_para
     dbt's other queries       -> the model's SQL starts (create schema, list relations, compile)
     the model                 -> its SQL done (dbt's SQLQueryStatus)
     exit                      -> the process ends (results, JVM shutdown)
+
+With --keep-alive the profile keeps a warm Spark between commands (`keep_alive`,
+``tablets.spark.warm``): a first command starts it (reported alone), then each repeat is a
+`dbt run --full-refresh` (creates) and a `dbt run` (merges), each a fresh `dbt` process joining
+it; Spark's event log then belongs to the server, so the parts are dbt's own (WARM_PARTS).
 """
 
 from __future__ import annotations
@@ -78,12 +84,21 @@ PARTS = [
     "exit",
 ]
 
+WARM_PARTS = [
+    "python + import dbt",
+    "dbt: project, parse",
+    "join the warm Spark, first query",
+    "dbt's other queries",
+    "the model",
+    "exit",
+]
+
 
 def _ts(iso: str) -> float:
     return datetime.datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str) -> dict[str, float | str]:
+def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str | None) -> dict[str, float | str]:
     """Seconds per PARTS entry of one run, from dbt's JSON log and Spark's event log, and the engine's
     own line for the model's statement (its phase timings)."""
     dbt, engine = [], ""
@@ -93,30 +108,36 @@ def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str) -> di
             dbt.append((_ts(e["info"]["ts"]), e["info"]["name"], e.get("data", {})))
             if e["info"].get("msg", "").startswith("Tablets adapter: tablets: "):  # the engine's phase timings
                 engine = e["info"]["msg"].split("tablets: ", 1)[1]
+    first_event = dbt[0][0]
+    opening = next(t for t, n, _ in dbt if n == "NewConnectionOpening")
+    statuses = [(t, d) for t, n, d in dbt if n == "SQLQueryStatus"]
+    first_query = statuses[0][0]
+    model_sql = next(t for t, n, d in dbt if n == "SQLQuery" and d.get("node_info", {}).get("unique_id"))
+    model_done = statuses[-1][0]
+    if events_dir is None:  # a warm Spark's events are the server's
+        marks = [spawned, first_event, opening, first_query, model_sql, model_done, ended]
+        parts = {p: round(b - a, 2) for p, a, b in zip(WARM_PARTS, marks[:-1], marks[1:], strict=True)}
+        return parts | {"engine": engine}
     spark: list[dict] = []
     for path in glob.glob(os.path.join(events_dir, "*")):
         with open(path) as f:
             for line in f:
                 with contextlib.suppress(json.JSONDecodeError):  # a line still being written
                     spark.append(json.loads(line))
-    first_event = dbt[0][0]
-    opening = next(t for t, n, _ in dbt if n == "NewConnectionOpening")
     app = next(e["Timestamp"] / 1000 for e in spark if e["Event"].endswith("ApplicationStart"))
     sql_start = [e for e in spark if e["Event"].endswith("SQLExecutionStart")]
     ends = {e["executionId"]: e["time"] / 1000 for e in spark if e["Event"].endswith("SQLExecutionEnd")}
     check = next((e for e in sql_start if "dbt/adapters/tablets/session.py" in e.get("description", "")), sql_start[0])
     first_sql = sql_start[0]["time"] / 1000
     metastore = ends[check["executionId"]]
-    statuses = [(t, d) for t, n, d in dbt if n == "SQLQueryStatus"]
-    first_query = statuses[0][0]
-    model_sql = next(t for t, n, d in dbt if n == "SQLQuery" and d.get("node_info", {}).get("unique_id"))
-    model_done = statuses[-1][0]
     marks = [spawned, first_event, opening, app, first_sql, metastore, first_query, model_sql, model_done, ended]
     parts: dict[str, float | str] = {p: round(b - a, 2) for p, a, b in zip(PARTS, marks[:-1], marks[1:], strict=True)}
     return parts | {"engine": engine}
 
 
-def run_dbt(project: str, events: str, args: list[str]) -> tuple[float, dict[str, float | str], str]:
+def run_dbt(
+    project: str, events: str, args: list[str], *, warm: bool = False
+) -> tuple[float, dict[str, float | str], str]:
     """One `dbt run` in a fresh process: wall seconds, breakdown, and the engine's line for the model."""
     shutil.rmtree(os.path.join(project, "logs"), ignore_errors=True)
     shutil.rmtree(events, ignore_errors=True)
@@ -145,7 +166,7 @@ def run_dbt(project: str, events: str, args: list[str]) -> tuple[float, dict[str
         f.write(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise SystemExit(f"dbt run failed ({proc.returncode}); see {project}/logs:\n{proc.stdout[-3000:]}")
-    parts = breakdown(spawned, ended, os.path.join(project, "logs", "dbt.log"), events)
+    parts = breakdown(spawned, ended, os.path.join(project, "logs", "dbt.log"), None if warm else events)
     return ended - spawned, parts, str(parts.pop("engine"))
 
 
@@ -155,31 +176,51 @@ def main() -> None:
     ap.add_argument("--memory", default="4g", help="spark.driver.memory")
     ap.add_argument("--work", default="/tmp/tablets-bench/work/startup")
     ap.add_argument("--results", default=report.RESULTS, help="'' to append nowhere")
+    ap.add_argument("--keep-alive", type=int, default=0, help="the profile's keep_alive: join a warm Spark")
     args = ap.parse_args()
+    warm = args.keep_alive > 0
     started, load_at_start = datetime.datetime.now(datetime.UTC), os.getloadavg()
     project, events = os.path.join(args.work, "project"), os.path.join(args.work, "events")
     shutil.rmtree(args.work, ignore_errors=True)
-    for name, text in {**PROJECT, "profiles.yml": PROFILE.format(memory=args.memory, events=events)}.items():
+    profile = PROFILE.format(memory=args.memory, events=events)
+    if warm:
+        profile = profile.replace("      threads: 1\n", f"      threads: 1\n      keep_alive: {args.keep_alive}\n")
+    for name, text in {**PROJECT, "profiles.yml": profile}.items():
         os.makedirs(os.path.dirname(os.path.join(project, name)), exist_ok=True)
         with open(os.path.join(project, name), "w") as f:
             f.write(text)
 
     runs: dict[str, list[tuple[float, dict[str, float | str]]]] = {"create": [], "merge": []}
     engines: dict[str, str] = {}
-    for i in range(args.repeat):
-        shutil.rmtree(os.path.join(project, "target"), ignore_errors=True)  # warehouse and metastore too
-        for phase, extra in (("create", []), ("merge", ["--vars", "phase: 2"])):
-            wall, parts, result = run_dbt(project, events, extra)
-            runs[phase].append((wall, parts))
-            engines[phase] = result
-            print(f"run {i + 1} {phase}: {wall:.1f} s  {result}  {parts}", flush=True)
+    first = ""
+    try:
+        if warm:  # the command that starts the warm Spark
+            wall, parts, result = run_dbt(project, events, [])
+            first = f"\n- the first command, which starts the warm Spark: {wall:.1f} s"
+            print(f"start: {wall:.1f} s  {result}  {parts}", flush=True)
+        for i in range(args.repeat):
+            if not warm:
+                shutil.rmtree(os.path.join(project, "target"), ignore_errors=True)  # warehouse and metastore too
+            create = ["--full-refresh"] if warm else []
+            for phase, extra in (("create", create), ("merge", ["--vars", "phase: 2"])):
+                wall, parts, result = run_dbt(project, events, extra, warm=warm)
+                runs[phase].append((wall, parts))
+                engines[phase] = result
+                print(f"run {i + 1} {phase}: {wall:.1f} s  {result}  {parts}", flush=True)
+    finally:
+        if warm:
+            warehouse = os.path.join(project, "target", "tablets-warehouse", "warehouse")
+            subprocess.run([sys.executable, "-m", "tablets.spark.warm", "--stop", warehouse], check=False)
 
+    names = WARM_PARTS if warm else PARTS
     rows = [["wall", *[cell([w for w, _ in runs[p]]) for p in runs]]]
-    rows += [[part, *[f"{statistics.median(float(b[part]) for _, b in runs[p]):.2f}" for p in runs]] for part in PARTS]
+    rows += [[part, *[f"{statistics.median(float(b[part]) for _, b in runs[p]):.2f}" for p in runs]] for part in names]
+    how = f", joining a warm Spark (keep_alive: {args.keep_alive})" if warm else ""
     body = (
-        f"dbt start-up: `dbt run --select events` (one merge_tablets model, 100 rows) in a fresh process, "
+        f"dbt start-up: `dbt run --select events` (one merge_tablets model, 100 rows) in a fresh process{how}, "
         f"seconds: median (min-max) of {args.repeat}; the parts are medians of each part.\n\n"
         + table(["", "first run (creates)", "second run (merges)"], rows)
+        + first
         + "".join(f"\n- the engine, last {p} run: {engines[p]}" for p in runs)
     )
     print("\n" + body)
@@ -187,7 +228,8 @@ def main() -> None:
 
     ours = systems.Ours(args.work, args.work, args.memory).versions()  # dbt-tablets (git rev), pyspark, java
     vers = {"ours": {**ours, "dbt-core": version("dbt-core"), "dbt-spark": version("dbt-spark")}}
-    report.append(args.results, f"dbt start-up, repeat {args.repeat}", started, load_at_start, vers, [], body)
+    title = f"dbt start-up, repeat {args.repeat}" + (f", keep_alive {args.keep_alive}" if warm else "")
+    report.append(args.results, title, started, load_at_start, vers, [], body)
 
 
 if __name__ == "__main__":

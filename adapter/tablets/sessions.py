@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from tablets.spark import backend, catalog, jvm, metastore
+from tablets.spark import backend, catalog, jvm, metastore, warm
 from tablets.spark import session as _session
 from tablets.spark.metastore import DEFAULT_PORT as METASTORE_PORT
-from tablets.spark.metastore import MetastoreInUse
+from tablets.spark.metastore import WARM_MODULE, MetastoreInUse
 from tablets.storage.fileio import normalize
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 __all__ = [
     "METASTORE_PORT",
     "MetastoreInUse",
+    "WARM_MODULE",
     "adopt",
     "check_metastore_uri",
     "is_connect",
@@ -44,8 +45,22 @@ def start_session(
     shuffle_partitions: int = 4,
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
+    keep_alive: float = 0,
 ) -> SparkSession:
-    """A new (or joined) Spark session ready for tablet tables (``tablets.spark.session.build_session``)."""
+    """A new (or joined) Spark session ready for tablet tables (``tablets.spark.session.build_session``).
+    ``keep_alive`` > 0: a session of the warm local Spark of these settings, started if none runs and
+    kept for that many idle seconds after the last process leaves it (``tablets.spark.warm``);
+    not for ``remote`` nor a cluster's ``master``, nor where this process runs a Spark already."""
+    if keep_alive > 0 and not remote and (master or "local").startswith("local") and not _running():
+        return warm.session(
+            warehouse,
+            keep_alive=keep_alive,
+            master=master,
+            conf=conf,
+            shuffle_partitions=shuffle_partitions,
+            storage_options=storage_options,
+            metastore_uri=metastore_uri,
+        )
     return _session.build_session(
         warehouse,
         master=master,
@@ -55,6 +70,12 @@ def start_session(
         storage_options=storage_options,
         metastore_uri=metastore_uri,
     )
+
+
+def _running() -> bool:
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None  # noqa: SLF001
 
 
 def adopt(

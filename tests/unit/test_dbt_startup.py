@@ -58,3 +58,20 @@ def test_the_plugin_imports_the_engine_only_once_the_session_starts():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.split() == ["-", "-"]
+
+
+def test_keep_alive_is_a_profile_key_for_a_local_spark_only():
+    import pytest
+    from dbt_common.exceptions import DbtRuntimeError
+
+    from dbt.adapters.tablets.connections import TabletsCredentials, _session_args
+
+    creds = TabletsCredentials(schema="s", keep_alive=600)
+    assert _session_args(creds)["keep_alive"] == 600 and "keep_alive" in creds._connection_keys()
+    assert _session_args(TabletsCredentials(schema="s"))["keep_alive"] == 0
+    assert TabletsCredentials(schema="s", keep_alive=60, master="local[2]").keep_alive == 60
+    with pytest.raises(DbtRuntimeError, match="keep_alive"):
+        TabletsCredentials(schema="s", keep_alive=-1)
+    for elsewhere in ({"master": "spark://10.0.0.5:7077"}, {"remote": "sc://10.0.0.5:15002"}):
+        with pytest.raises(DbtRuntimeError, match="leave `keep_alive` out"):
+            TabletsCredentials(schema="s", keep_alive=60, **elsewhere)

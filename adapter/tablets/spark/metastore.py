@@ -144,6 +144,9 @@ class Holder:
         return who
 
 
+WARM_MODULE = "tablets.spark.warm"  # its server holds the metastore (a warm Spark)
+
+
 class MetastoreInUse(TabletsError):
     """Another process holds the warehouse's embedded metastore."""
 
@@ -159,6 +162,9 @@ class MetastoreInUse(TabletsError):
             help = (
                 f'Connect through it: metastore_uri="{holder.serves}" (dbt profile: `metastore_uri: {holder.serves}`).'
             )
+        elif WARM_MODULE in holder.command:
+            message = f"{where} is held by a warm Spark server, {holder.describe()}."
+            help = f"Join it through a dbt profile with `keep_alive`, or stop it: `python -m {WARM_MODULE} --stop {warehouse}`."
         else:
             message = (
                 f"{where} is in use by another process: {holder.describe()}. An embedded metastore "
@@ -291,6 +297,27 @@ def _try_lock(path: str) -> int | Holder:
     return fd
 
 
+def holder_record() -> dict[str, object]:
+    """This process as a holder records itself: pid, host, command line, since when."""
+    return {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_line(), "since": _now()}
+
+
+def holder_of(warehouse: str) -> Holder | None:
+    """The other process holding ``warehouse``'s embedded metastore, or None (free, or held here)."""
+    meta = metastore_dir(warehouse)
+    with _held_lock:
+        if meta in _held:
+            return None
+    path = os.path.join(meta, LOCK_FILE)
+    if not os.path.exists(path):
+        return None
+    got = _try_lock(path)
+    if isinstance(got, Holder):
+        return got
+    os.close(got)  # free: not this call's to keep
+    return None
+
+
 def claim(warehouse: str, *, serves: str = "") -> str:
     """Hold ``warehouse``'s embedded metastore for the rest of this process's life (Derby
     stays booted in the JVM after ``spark.stop()``), or raise :class:`MetastoreInUse` naming
@@ -306,13 +333,7 @@ def claim(warehouse: str, *, serves: str = "") -> str:
         try:
             adopt_legacy(warehouse)
             _wait_for_derby(normalize(warehouse), meta, os.path.join(meta, "metastore_db"))
-            owner = {
-                "pid": os.getpid(),
-                "host": socket.gethostname(),
-                "command": _command_line(),
-                "since": _now(),
-                "serves": serves,
-            }
+            owner = {**holder_record(), "serves": serves}
             os.ftruncate(got, 0)
             os.pwrite(got, json.dumps(owner).encode(), 0)
             os.fsync(got)

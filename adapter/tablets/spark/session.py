@@ -134,7 +134,7 @@ def _loopback(master: str | None) -> bool:
     return host in ("127.0.0.1", "localhost", "[::1]")
 
 
-def _prepare_env(master: str | None = None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+def prepare_env(master: str | None = None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
     """The process environment a PySpark driver reads, and the session conf that matches it.
 
     PySpark's driver hands its *environment's* ``PYSPARK_PYTHON`` to every Python worker (a
@@ -185,7 +185,7 @@ def build_session(
         for k, v in {**OPTIMIZER_CONF, **(conf or {})}.items():
             builder = builder.config(k, v)
     else:
-        conf = _prepare_env(master, conf)
+        conf = prepare_env(master, conf)
         java = java_version()  # a clear error instead of the JVM gateway's when Java is missing
         wh = normalize(warehouse) if warehouse else default_warehouse()
         os.makedirs(spark_warehouse(wh), exist_ok=True)

@@ -19,6 +19,8 @@ A profile::
           # metastore_uri: thrift://127.0.0.1:9083   # a shared metastore server, so that several
           #                                          # processes can use the warehouse at once
           # shuffle_partitions: 4
+          # keep_alive: 600        # seconds a warm local Spark waits for the next dbt command
+          #                        # (0, the default: each command starts and ends its own)
           # server_side_parameters: {"spark.driver.memory": "4g"}
           # retries: 5             # re-runs of a MERGE that lost a commit race to a conflicting one
           # retry_backoff: 0.1     # seconds; random waits, doubling per re-run (at most 5 s)
@@ -99,6 +101,7 @@ class TabletsCredentials(SparkCredentials):
     master: str | None = None
     remote: str | None = None
     shuffle_partitions: int = 4
+    keep_alive: int = 0  # seconds a warm local Spark waits for the next command (tablets.spark.warm)
     storage_options: dict[str, str] | None = None
     metastore_uri: str | None = None
     retries: int | None = None  # re-runs of a statement that lost a commit race (default 5)
@@ -118,6 +121,14 @@ class TabletsCredentials(SparkCredentials):
             )
         if self.shuffle_partitions < 1:
             raise DbtRuntimeError(f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}")
+        if self.keep_alive < 0:
+            raise DbtRuntimeError(f"`keep_alive` is seconds, 0 or more, not {self.keep_alive}")
+        if self.keep_alive and (self.remote or (self.master and not self.master.startswith("local"))):
+            raise DbtRuntimeError(
+                "`keep_alive` keeps a local Spark warm between dbt commands; with "
+                f"`{'remote' if self.remote else 'master'}` the Spark runs elsewhere already.\n"
+                "Help: leave `keep_alive` out of this profile."
+            )
         if (self.retries or 0) < 0 or (self.retry_backoff or 0) < 0:
             raise DbtRuntimeError(
                 f"`retries` ({self.retries}) and `retry_backoff` ({self.retry_backoff}) must be 0 or more"
@@ -146,6 +157,7 @@ class TabletsCredentials(SparkCredentials):
             "metastore_uri",
             "schema",
             "shuffle_partitions",
+            "keep_alive",
         )
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
@@ -222,6 +234,7 @@ def _session_args(creds: TabletsCredentials) -> dict[str, Any]:
         "shuffle_partitions": creds.shuffle_partitions,
         "storage_options": creds.storage_options,
         "metastore_uri": creds.metastore_uri,
+        "keep_alive": creds.keep_alive,
     }
 
 

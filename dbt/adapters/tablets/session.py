@@ -39,6 +39,7 @@ import tablets
 from tablets.exceptions import TabletsError
 from tablets.sessions import (
     METASTORE_PORT,
+    WARM_MODULE,
     MetastoreInUse,
     adopt,
     is_connect,
@@ -283,6 +284,12 @@ def _several_processes(warehouse: str) -> str:
 def metastore_in_use(exc: MetastoreInUse) -> FailedToConnectError:
     """The engine's ``MetastoreInUse`` in dbt's words (profile keys, not Python arguments)."""
     holder = exc.holder
+    if WARM_MODULE in holder.command:
+        return FailedToConnectError(
+            f"The metastore of warehouse {exc.warehouse} is held by a warm Spark server, {holder.describe()}.\n"
+            "Help: a profile with `keep_alive` and the same settings joins it; or stop it: "
+            f"`python -m {WARM_MODULE} --stop {exc.warehouse}`."
+        )
     if holder.serves:
         return FailedToConnectError(
             f"The metastore of warehouse {exc.warehouse} is served by a metastore server, "
@@ -329,6 +336,7 @@ def get_session(
     shuffle_partitions: int,
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
+    keep_alive: int = 0,
 ) -> SparkSession:
     """The process's Spark session: the running one (tablets sources registered, runtime
     ``conf`` applied), or a new one built by ``tablets.spark.session.build_session``. Waits for
@@ -357,6 +365,7 @@ def get_session(
                 shuffle_partitions=shuffle_partitions,
                 storage_options=storage_options,
                 metastore_uri=metastore_uri,
+                keep_alive=keep_alive,
             )
         except MetastoreInUse as exc:  # before any JVM started
             raise metastore_in_use(exc) from None
@@ -450,6 +459,7 @@ def open_database(
     shuffle_partitions: int = 4,
     storage_options: Mapping[str, str] | None = None,
     metastore_uri: str | None = None,
+    keep_alive: int = 0,
     retries: int | None = None,
     retry_backoff: float | None = None,
 ) -> Database:
@@ -462,6 +472,7 @@ def open_database(
         shuffle_partitions=shuffle_partitions,
         storage_options=storage_options,
         metastore_uri=metastore_uri,
+        keep_alive=keep_alive,
     )
     given = {"retries": retries, "retry_backoff": retry_backoff}  # None: the engine's default
     return tablets.connect(spark=spark, **{k: v for k, v in given.items() if v is not None})

@@ -1,0 +1,142 @@
+"""A warm Spark (``tablets.spark.warm``): processes in a row join one server instead of each
+starting a JVM; one process at a time holds it; a process killed mid-way frees it; other
+settings replace an idle server; the server ends after the last process's ``keep_alive`` and
+frees the warehouse's metastore. Every process here is a real one, ended by its id."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+from tablets.spark import metastore, warm
+
+pytestmark = pytest.mark.spark
+
+CLIENT = """
+import json, os, sys, time
+from tablets.sessions import start_session
+import tablets
+spark = start_session({wh!r}, keep_alive={keep_alive}, shuffle_partitions={partitions})
+db = tablets.connect(spark=spark)
+for statement in {statements!r}:
+    db.sql(statement)
+rows = sorted(tuple(r) for r in db.sql("SELECT * FROM warm_t").collect()) if {read!r} else []
+state = json.load(open(os.path.join({directory!r}, "server.json")))
+print(json.dumps({{"me": os.getpid(), "server": state["pid"], "rows": rows,
+                  "partitions": spark.conf.get("spark.sql.shuffle.partitions")}}), flush=True)
+if {hold!r}:
+    time.sleep(600)
+"""
+
+
+def _script(wh, *, keep_alive=60, partitions=2, statements=(), read=True, hold=False):
+    return textwrap.dedent(
+        CLIENT.format(
+            wh=wh,
+            keep_alive=keep_alive,
+            partitions=partitions,
+            statements=list(statements),
+            read=read,
+            hold=hold,
+            directory=warm.server_dir(wh),
+        )
+    )
+
+
+def _run(wh, cwd, **kw):
+    proc = subprocess.run(
+        [sys.executable, "-c", _script(wh, **kw)], cwd=cwd, capture_output=True, text=True, timeout=600
+    )
+    return proc
+
+
+def _answer(proc):
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _gone(pid, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    wh = str(tmp_path / "wh")
+    yield wh
+    directory = warm.server_dir(wh)
+    state = warm._read(os.path.join(directory, warm.STATE)) or {}
+    warm.stop(directory)
+    if state.get("pid") and not _gone(state["pid"], 10):
+        os.kill(state["pid"], signal.SIGKILL)
+
+
+def test_processes_join_one_warm_server_one_at_a_time(warehouse, tmp_path):
+    first = _answer(
+        _run(
+            warehouse,
+            tmp_path,
+            statements=[
+                "CREATE TABLE warm_t (k INT, v STRING) USING tablets",
+                "INSERT INTO warm_t VALUES (1, 'a'), (2, 'b')",
+            ],
+        )
+    )
+    server = first["server"]
+    assert first["rows"] == [[1, "a"], [2, "b"]] and server != first["me"]
+
+    # a process holds the server; another is told who, and does not start a JVM of its own
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _script(warehouse, statements=["UPDATE warm_t SET v = 'held' WHERE k = 1"], hold=True),
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        held = json.loads(holder.stdout.readline())
+        assert held["server"] == server and held["rows"] == [[1, "held"], [2, "b"]]
+        busy = _run(warehouse, tmp_path)
+        assert busy.returncode != 0
+        assert "MetastoreInUse" in busy.stderr and f"pid {holder.pid}" in busy.stderr
+        # killed mid-way: its lease goes with it
+        os.kill(holder.pid, signal.SIGKILL)
+        holder.wait(30)
+    finally:
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait(30)
+
+    again = _answer(_run(warehouse, tmp_path, statements=["INSERT INTO warm_t VALUES (3, 'c')"]))
+    assert again["server"] == server
+    assert again["rows"] == [[1, "held"], [2, "b"], [3, "c"]]
+    assert again["partitions"] == "2"
+
+    # a program opening the warehouse by itself is told that the warm server holds it
+    with pytest.raises(metastore.MetastoreInUse) as e:
+        metastore.claim(warehouse)
+    assert "warm Spark server" in str(e.value) and "--stop" in str(e.value)
+
+    # other settings: the idle server stops and another starts; it ends once the last process's
+    # keep_alive has passed, and the metastore is free again
+    other = _answer(_run(warehouse, tmp_path, partitions=3, keep_alive=1))
+    assert other["server"] != server and other["partitions"] == "3"
+    assert other["rows"] == [[1, "held"], [2, "b"], [3, "c"]]
+    assert _gone(server, 5)
+    assert _gone(other["server"], 60)
+    assert not os.path.exists(os.path.join(warm.server_dir(warehouse), warm.STATE))
+    assert metastore.holder_of(warehouse) is None
