@@ -24,23 +24,25 @@ spark = start_session({wh!r}, keep_alive={keep_alive}, shuffle_partitions={parti
 db = tablets.connect(spark=spark)
 for statement in {statements!r}:
     db.sql(statement)
-rows = sorted(tuple(r) for r in db.sql("SELECT * FROM warm_t").collect()) if {read!r} else []
+from tablets.spark.native import MARKER
+read = spark.sql("SELECT * FROM warm_t")  # plain Spark SQL: the native-read planner, called back here
+rows = sorted(tuple(r) for r in read.collect())
+native = MARKER in read._jdf.queryExecution().analyzed().toString()
 state = json.load(open(os.path.join({directory!r}, "server.json")))
-print(json.dumps({{"me": os.getpid(), "server": state["pid"], "rows": rows,
+print(json.dumps({{"me": os.getpid(), "server": state["pid"], "rows": rows, "native": native,
                   "partitions": spark.conf.get("spark.sql.shuffle.partitions")}}), flush=True)
 if {hold!r}:
     time.sleep(600)
 """
 
 
-def _script(wh, *, keep_alive=60, partitions=2, statements=(), read=True, hold=False):
+def _script(wh, *, keep_alive=60, partitions=2, statements=(), hold=False):
     return textwrap.dedent(
         CLIENT.format(
             wh=wh,
             keep_alive=keep_alive,
             partitions=partitions,
             statements=list(statements),
-            read=read,
             hold=hold,
             directory=warm.server_dir(wh),
         )
@@ -56,7 +58,10 @@ def _run(wh, cwd, **kw):
 
 def _answer(proc):
     assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "Unknown command" not in proc.stderr, proc.stderr[-4000:]  # a call back that went astray
+    answer = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert answer["native"]
+    return answer
 
 
 def _gone(pid, timeout=60.0):

@@ -30,6 +30,7 @@ import fcntl
 import hashlib
 import json
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -158,8 +159,9 @@ def _attach(directory: str, digest: str, warehouse: str, keep_alive: float) -> S
         return None
     try:
         spark = _connect(state)
-    except Exception:  # noqa: BLE001 - it ended meanwhile: start another
+    except Exception:  # noqa: BLE001 - it ended, or its context stopped: start another once it is gone
         os.close(fd)
+        stop(directory)
         return None
     _leases.append(fd)
     return spark
@@ -207,11 +209,19 @@ def _connect(state: Mapping[str, Any]) -> SparkSession:
     finally:  # not inherited by this process's children
         os.environ.pop("PYSPARK_GATEWAY_PORT", None)
         os.environ.pop("PYSPARK_GATEWAY_SECRET", None)
+    # Python objects the JVM calls back (the native-read planner) are named p0, p1, ... per
+    # process; the JVM tells the process now calling it when one of an earlier process's is
+    # collected, by name: numbered from a random start, this process's are never those
+    gateway.gateway_property.pool.next_id = secrets.randbits(60)
     jvm: Any = gateway.jvm
-    jsc = jvm.org.apache.spark.api.java.JavaSparkContext(jvm.org.apache.spark.SparkContext.getOrCreate())
+    default = jvm.org.apache.spark.sql.SparkSession.getDefaultSession()
+    if default.isEmpty() or default.get().sparkContext().isStopped():  # stopped by a process that used it
+        gateway.close()
+        raise TabletsError("the warm Spark's context has stopped")
+    js = default.get().newSession()
+    jsc = jvm.org.apache.spark.api.java.JavaSparkContext(js.sparkContext())
     sc = SparkContext(gateway=gateway, jsc=jsc, conf=SparkConf(_jconf=jsc.getConf()))
     sc.setLogLevel("ERROR")
-    js = jvm.org.apache.spark.sql.SparkSession.getDefaultSession().get().newSession()
     return SparkSession(sc, jsparkSession=js)
 
 
@@ -348,6 +358,8 @@ def serve(directory: str, spec_path: str) -> int:
     idle_since, used, keep_alive = time.monotonic(), False, START_TIMEOUT_S  # the first process joins meanwhile
     try:
         while not stopping.wait(TICK_S):
+            if _stopped(spark):  # a process stopped it, or the JVM died: nothing to serve
+                break
             try:
                 fcntl.flock(lease, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -366,8 +378,16 @@ def serve(directory: str, spec_path: str) -> int:
         with contextlib.suppress(FileNotFoundError):
             if (_read(state_path) or {}).get("pid") == os.getpid():
                 os.remove(state_path)
-        spark.stop()
+        with contextlib.suppress(Exception):
+            spark.stop()
     return 0
+
+
+def _stopped(spark: SparkSession) -> bool:
+    try:
+        return bool(spark.sparkContext._jsc.sc().isStopped())  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - the JVM is gone
+        return True
 
 
 def main(argv: list[str] | None = None) -> int:
