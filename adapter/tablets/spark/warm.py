@@ -78,9 +78,19 @@ def fingerprint(warehouse: str, args: Mapping[str, Any]) -> str:
         "pythonpath": os.environ.get("PYTHONPATH", ""),
         "pyspark": pyspark.__version__,
         "tablets": PACKAGE,
+        "sources": _sources_stamp(),
         "jar": native.jar() or "",
     }
     return hashlib.sha256(json.dumps(facts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _sources_stamp() -> list[float]:
+    """The package's Python sources, as far as an edit or an upgrade changes them (the warm
+    server's Python workers keep the modules they imported)."""
+    stamps = [
+        os.stat(os.path.join(d, f)).st_mtime for d, _, files in os.walk(PACKAGE) for f in files if f.endswith(".py")
+    ]
+    return [len(stamps), max(stamps, default=0.0)]
 
 
 def session(
