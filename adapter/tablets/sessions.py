@@ -10,7 +10,7 @@ its metastore. The front door's face of ``tablets.spark``: a host imports this, 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tablets.spark import backend, catalog, jvm, metastore, warm
 from tablets.spark import session as _session
@@ -51,25 +51,16 @@ def start_session(
     ``keep_alive`` > 0: a session of the warm local Spark of these settings, started if none runs and
     kept for that many idle seconds after the last process leaves it (``tablets.spark.warm``);
     not for ``remote`` nor a cluster's ``master``, nor where this process runs a Spark already."""
+    settings: dict[str, Any] = {
+        "master": master,
+        "conf": conf,
+        "shuffle_partitions": shuffle_partitions,
+        "storage_options": storage_options,
+        "metastore_uri": metastore_uri,
+    }
     if keep_alive > 0 and not remote and (master or "local").startswith("local") and not _running():
-        return warm.session(
-            warehouse,
-            keep_alive=keep_alive,
-            master=master,
-            conf=conf,
-            shuffle_partitions=shuffle_partitions,
-            storage_options=storage_options,
-            metastore_uri=metastore_uri,
-        )
-    return _session.build_session(
-        warehouse,
-        master=master,
-        remote=remote,
-        conf=conf,
-        shuffle_partitions=shuffle_partitions,
-        storage_options=storage_options,
-        metastore_uri=metastore_uri,
-    )
+        return warm.session(warehouse, keep_alive=keep_alive, **settings)
+    return _session.build_session(warehouse, remote=remote, **settings)
 
 
 def _running() -> bool:

@@ -108,7 +108,10 @@ def key(java: str, conf: Mapping[str, str]) -> str:
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int | None) -> bool:
+    """Whether a process of this id runs (on this host)."""
+    if not pid:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -144,7 +147,7 @@ def _promote(directory: str, name: str) -> None:
         except (OSError, ValueError):
             pid = 0
         quiet = time.time() - max((os.path.getmtime(p) for p in (lock, tmp, log) if os.path.exists(p)), default=0)
-        if _alive(pid) or quiet < QUIET_SECONDS:
+        if process_alive(pid) or quiet < QUIET_SECONDS:
             return
     for p in (tmp, log, lock):
         with contextlib.suppress(FileNotFoundError):

@@ -46,6 +46,7 @@ from pyspark.sql import SparkSession
 
 from tablets.exceptions import TabletsError
 from tablets.spark import metastore, native
+from tablets.spark.jvm import process_alive
 from tablets.spark.metastore import Holder, MetastoreInUse, metastore_dir
 from tablets.spark.session import adopt, build_session, default_warehouse, prepare_env
 from tablets.storage.fileio import normalize
@@ -142,24 +143,12 @@ def _read(path: str) -> dict[str, Any] | None:
         return None
 
 
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _attach(directory: str, digest: str, warehouse: str, keep_alive: float) -> SparkSession | None:
     """A new session of the running server of ``digest``, its lease held by this process (the
     server then waits ``keep_alive`` idle seconds after it ends); None where no such server runs
     (one of other settings, idle, is stopped)."""
     state = _read(os.path.join(directory, STATE))
-    if not state or "port" not in state or not _alive(state.get("pid")):
+    if not state or "port" not in state or not process_alive(state.get("pid")):
         return None
     if state.get("fingerprint") != digest:
         _retire(directory, state, warehouse)
@@ -192,7 +181,7 @@ def _lease(directory: str, warehouse: str, server: int, keep_alive: float = 0) -
             pid = holder.get("pid")
             # the server takes the lease for a moment at each check: a holder is one that keeps it
             held = time.monotonic() - start > 1.0
-            if held and pid and pid != os.getpid() and _alive(pid) and pid != server:
+            if held and pid and pid != os.getpid() and process_alive(pid) and pid != server:
                 os.close(fd)
                 meta = metastore_dir(warehouse)
                 raise MetastoreInUse(
@@ -200,7 +189,7 @@ def _lease(directory: str, warehouse: str, server: int, keep_alive: float = 0) -
                     meta,
                     Holder(pid, holder.get("host", ""), holder.get("command", ""), holder.get("since", "")),
                 ) from None
-            if not _alive(server) or time.monotonic() - start > LEASE_WAIT_S:
+            if not process_alive(server) or time.monotonic() - start > LEASE_WAIT_S:
                 os.close(fd)
                 return None
             time.sleep(0.05)
@@ -249,13 +238,13 @@ def stop(directory: str, timeout: float = 60.0) -> bool:
     """Ask the server whose state is in ``directory`` to stop, and wait for it; whether one ran."""
     state = _read(os.path.join(directory, STATE))
     pid = state.get("pid") if state else None
-    if not _alive(pid):
+    if not process_alive(pid):
         return False
     assert pid is not None
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while process_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     return True
 
