@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from pyspark import SparkContext
+
 from tablets.spark import backend, catalog, jvm, metastore, warm
 from tablets.spark import session as _session
 from tablets.spark.metastore import DEFAULT_PORT as METASTORE_PORT
@@ -64,8 +66,6 @@ def start_session(
 
 
 def _running() -> bool:
-    from pyspark import SparkContext
-
     return SparkContext._active_spark_context is not None  # noqa: SLF001
 
 

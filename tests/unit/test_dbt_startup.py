@@ -75,3 +75,15 @@ def test_keep_alive_is_a_profile_key_for_a_local_spark_only():
     for elsewhere in ({"master": "spark://10.0.0.5:7077"}, {"remote": "sc://10.0.0.5:15002"}):
         with pytest.raises(DbtRuntimeError, match="leave `keep_alive` out"):
             TabletsCredentials(schema="s", keep_alive=60, **elsewhere)
+
+
+def test_a_warm_server_holding_the_metastore_is_named_with_how_to_stop_it():
+    from tablets.spark.metastore import Holder, MetastoreInUse
+
+    from dbt.adapters.tablets.session import metastore_in_use
+
+    holder = Holder(4711, "host", "/v/bin/python -m tablets.spark.warm --serve /wh/_metastore/server")
+    engine = MetastoreInUse("/wh", "/wh/_metastore", holder)
+    assert "warm Spark server" in str(engine) and "--stop /wh" in str(engine)
+    dbt = str(metastore_in_use(engine))
+    assert "warm Spark server, pid 4711" in dbt and "`keep_alive`" in dbt and "--stop /wh" in dbt

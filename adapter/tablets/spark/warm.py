@@ -228,10 +228,12 @@ def _retire(directory: str, state: Mapping[str, Any], warehouse: str) -> None:
     """Stop an idle server of other settings (it holds the metastore), and wait for its end;
     ``MetastoreInUse`` while a process uses it."""
     pid = state["pid"]
-    fd = _lease(directory, warehouse, pid)
-    if fd is not None:
-        os.close(fd)  # idle: nobody joins it while it stops, since its state is gone first
-    stop(directory)
+    fd = _lease(directory, warehouse, pid)  # held while it stops: nobody joins it meanwhile
+    try:
+        stop(directory)
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def stop(directory: str, timeout: float = 60.0) -> bool:
@@ -288,13 +290,10 @@ def _start(directory: str, warehouse: str, digest: str, args: Mapping[str, Any])
     while True:
         state = _read(os.path.join(directory, STATE))
         if state and state.get("pid") == proc.pid:
-            if "error" in state:
+            if "error" in state:  # its own words (a metastore taken meanwhile names its holder)
                 proc.wait(30)
-                if state.get("kind") == "MetastoreInUse":
-                    holder = metastore.holder_of(warehouse)
-                    if holder is not None:
-                        raise MetastoreInUse(warehouse, metastore_dir(warehouse), holder)
-                raise TabletsError(state["error"], help=state.get("help") or _log_help(directory))
+                error = str(state["error"])  # a TabletsError's text carries its help
+                raise TabletsError(error, help="" if "\nHelp: " in error else _log_help(directory))
             return
         if proc.poll() is not None:
             raise TabletsError("the warm Spark server ended as it started", help=_log_help(directory))
@@ -343,7 +342,7 @@ def serve(directory: str, spec_path: str) -> int:
     except BaseException as e:  # noqa: BLE001 - told to the process waiting for the start
         _write(
             state_path,
-            {"pid": os.getpid(), "error": str(e), "help": getattr(e, "help", None), "kind": type(e).__name__},
+            {"pid": os.getpid(), "error": str(e)},
         )
         return 1
     gateway = spark.sparkContext._gateway  # noqa: SLF001
