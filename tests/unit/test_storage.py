@@ -2,6 +2,7 @@
 Every test runs on local disk and in a bucket of a real S3-compatible server (``base``)."""
 
 import json
+import threading
 import time
 
 import pyarrow as pa
@@ -13,7 +14,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import RowLevelSink, TabletTable, log
+from tablets.storage import RowLevelSink, TabletTable, fileio, log
 from tablets.storage.actions import ColumnStats
 from tablets.storage.fileio import join
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET
@@ -166,11 +167,42 @@ def test_checkpoints_bound_replay(base, monkeypatch):
     versions, checkpoints = log.list_log(t.io, t.root)
     assert checkpoints == [log.CHECKPOINT_INTERVAL]
     read = []
-    real = log.read_version
-    monkeypatch.setattr(log, "read_version", lambda io, root, v: read.append(v) or real(io, root, v))
+    real = log.read_versions
+    monkeypatch.setattr(log, "read_versions", lambda io, root, vs: real(io, root, read.extend(vs) or read))
     snap = t.snapshot()
     assert snap.live_rows == log.CHECKPOINT_INTERVAL + 5
     assert read == list(range(log.CHECKPOINT_INTERVAL + 1, versions[-1] + 1))
+
+
+def test_a_replay_reads_versions_ahead_in_a_bucket_in_order(base, monkeypatch):
+    """A log replay in a bucket has several version reads in flight (one round trip each),
+    applies them in order, and a missing version is still the error of that version."""
+    t = make(base, 2)
+    for i in range(30):
+        t.append(pa.table({"id": [100 + i], "v": ["x"]}, schema=SCHEMA))
+    want = sorted(t.read().column("id").to_pylist())
+    flight, most = [0], [0]
+    lock = threading.Lock()
+    real = type(t.io).read
+
+    def slow_read(io, path):
+        with lock:
+            flight[0] += 1
+            most[0] = max(most[0], flight[0])
+        time.sleep(0.01)
+        try:
+            return real(io, path)
+        finally:
+            with lock:
+                flight[0] -= 1
+
+    monkeypatch.setattr(type(t.io), "read", slow_read)
+    assert log.load_snapshot(t.io, t.root).live_rows == len(want)  # no checkpoint yet: the whole log
+    newest = t.version
+    assert most[0] == (1 if t.io.local else min(fileio.READ_AHEAD, newest + 1)), most
+    t.io.delete(join(t.root, "_log", log.version_name(7)))
+    with pytest.raises(TableNotFound, match="version 7 of"):
+        list(log.read_versions(t.io, t.root, range(newest + 1)))
 
 
 def test_truncated_version_is_format_error(base):

@@ -154,8 +154,7 @@ def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, wh
     """Each version's deleted and inserted rows, read with ``meta``'s columns."""
     reader = _Reader(table, meta, what)
     prev: Snapshot | None = table.snapshot(start - 1) if start > 0 else None
-    for v in range(start, end + 1):
-        actions = log.read_version(table.io, table.root, v)
+    for v, actions in log.read_versions(table.io, table.root, range(start, end + 1)):
         cur = log.advance(prev, v, actions, table.root)
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         op = info.operation if info else ""

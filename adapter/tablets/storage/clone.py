@@ -212,8 +212,7 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
                 io.delete(marker)  # the clone was dropped
             continue
         snap: Snapshot | None = None
-        for v in versions:
-            actions = log.read_version(io, croot, v)
+        for v, actions in log.read_versions(io, croot, versions):
             snap = log.advance(snap, v, actions, croot)
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
             if all_versions or ts >= cutoff_ms or v == versions[-1]:

@@ -321,8 +321,7 @@ def catch_up(io: FileIO, root: str, upto: int | None = None) -> int:
             metadata(snap.metadata, ds),
         )
         before, start = snap, start + 1
-    for v in range(start, upto + 1):
-        actions = log.read_version(io, root, v)
+    for v, actions in log.read_versions(io, root, range(start, upto + 1)):
         after = log.advance(before, v, actions, root)  # checked against its commit's record
         _write(io, root, before, after, actions)
         before = after

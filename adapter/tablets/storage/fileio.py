@@ -32,7 +32,9 @@ import shutil
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -45,6 +47,7 @@ from obstore.store import from_url
 from tablets.exceptions import TabletsError
 
 _CONFLICT_RETRIES = 6
+READ_AHEAD = 16  # object-store reads in flight during a log replay (delta-rs buffers alike)
 OBJECT_SCHEMES = ("s3", "s3a", "gs", "gcs", "az", "azure", "abfs", "abfss", "adl")
 
 # client options that obstore takes apart from the store's config (with or without a prefix)
@@ -159,6 +162,13 @@ class FileIO:
     def read(self, path: str) -> bytes:
         """The whole file; ``FileNotFoundError`` if it does not exist."""
         raise NotImplementedError
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[bytes]:
+        """Each file whole, in the order given (``FileNotFoundError`` at the first missing one).
+        Local files are read one after the other; an object store reads up to ``READ_AHEAD``
+        ahead in threads, since a log replay there waits on one round trip per file."""
+        for path in paths:
+            yield self.read(path)
 
     def open_input(self, path: str, size: int | None = None) -> Any:
         """An open file pyarrow reads with random access (close it after use). With ``size``,
@@ -422,6 +432,20 @@ class ObjectStoreFileIO(FileIO):
     def read(self, path: str) -> bytes:
 
         return bytes(obstore.get(self.store, self.key(path)).bytes())
+
+    def read_many(self, paths: Iterable[str]) -> Iterator[bytes]:
+        pending: deque[Future[bytes]] = deque()
+        with ThreadPoolExecutor(READ_AHEAD, thread_name_prefix="tablets-read") as pool:
+            try:
+                for path in paths:
+                    pending.append(pool.submit(self.read, path))
+                    if len(pending) >= READ_AHEAD:
+                        yield pending.popleft().result()
+                while pending:
+                    yield pending.popleft().result()
+            finally:  # a consumer that stops early (or an error) leaves no reads behind
+                for f in pending:
+                    f.cancel()
 
     def open_input(self, path: str, size: int | None = None) -> Any:
 

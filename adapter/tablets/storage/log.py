@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from tablets.exceptions import FormatError, TableNotFound
@@ -51,6 +52,7 @@ __all__ = [
     "load_snapshot",
     "log_dir",
     "read_version",
+    "read_versions",
     "write_checkpoint",
     "write_version",
 ]
@@ -173,6 +175,20 @@ def read_version(io: FileIO, root: str, version: int) -> tuple[Action, ...]:
     return decode_actions(data, where=path)
 
 
+def read_versions(io: FileIO, root: str, versions: Iterable[int]) -> Iterator[tuple[int, tuple[Action, ...]]]:
+    """``(version, actions)`` of each of ``versions`` in order, read ahead on object stores
+    (``FileIO.read_many``); ``TableNotFound`` at the first that does not exist."""
+    versions = list(versions)
+    data = io.read_many(join(log_dir(root), version_name(v)) for v in versions)
+    for v in versions:
+        path = join(log_dir(root), version_name(v))
+        try:
+            raw = next(data)
+        except FileNotFoundError:
+            raise TableNotFound(f"version {v} of {root} does not exist") from None
+        yield v, decode_actions(raw, where=path)
+
+
 def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
     """The ``commit_info`` of ``version`` (``TableNotFound`` if the log does not hold it)."""
     return next((a for a in read_version(io, root, version) if isinstance(a, CommitInfo)), None)
@@ -213,8 +229,8 @@ def _on_checkpoint(
     the checkpoint fails its proof); None for an unproven old checkpoint that is not trusted."""
     base = read_checkpoint(io, root, cp, hint)
     snap, proven = base, False
-    for v in range(cp + 1, target + 1):
-        snap = apply_version(snap, v, read_version(io, root, v), where=f"version {v}")
+    for v, actions in read_versions(io, root, range(cp + 1, target + 1)):
+        snap = apply_version(snap, v, actions, where=f"version {v}")
         try:
             snap = check_record(snap, f"version {v}")
         except StateMismatch as e:  # the checkpoint, or version v: a replay without it tells
@@ -309,6 +325,6 @@ def _damaged(root: str, e: StateMismatch) -> FormatError:
 
 def _replay_all(io: FileIO, root: str, target: int) -> Snapshot:
     try:
-        return replay(None, ((v, read_version(io, root, v)) for v in range(target + 1)))
+        return replay(None, read_versions(io, root, range(target + 1)))
     except StateMismatch as e:
         raise _damaged(root, e) from None

@@ -569,8 +569,7 @@ class TabletTable:
             snap = self.snapshot(versions[-1])
             keep = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
             versions = []
-        for v in versions:
-            actions = log.read_version(self.io, self.root, v)
+        for v, actions in log.read_versions(self.io, self.root, versions):
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
             snap = log.advance(snap, v, actions, self.root)
             live = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
