@@ -46,10 +46,12 @@ def base(request, tmp_path):
     return request.getfixturevalue("s3_server").location()
 
 
-# the longest files first: ``make test`` runs the suite in two processes (pytest-xdist, a file
-# each at a time), which take files in collection order; a long file taken last runs alone
+# the longest files first: ``make test`` runs the suite in three processes (pytest-xdist, a
+# file each at a time), which take files in collection order; a long file taken last runs alone
 _LONG_FIRST = (
     "spark/test_differential_generated.py",
+    "spark/test_merge_differential.py",
+    "spark/test_merge_api.py",
     "functional/test_object_store_dbt.py",
     "spark/test_new_process.py",
     "spark/test_metastore.py",
@@ -57,6 +59,7 @@ _LONG_FIRST = (
     "unit/test_checkpoints.py",
     "spark/test_changes_differential.py",
     "spark/test_crash.py",
+    "spark/test_warm_server.py",
     "functional/test_merge_tablets.py",
     "functional/adapter/test_snapshots.py",
 )

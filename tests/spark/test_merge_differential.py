@@ -7,7 +7,8 @@ off, which takes the cached source path. Every case runs on local disk (Spark's 
 scan) on both plans, the driver's (which selects, and where it can merges, the target rows on
 the driver) and Spark's (``spark.tablets.merge.driverScanBytes=0``); and in a bucket of a real
 S3-compatible server, which Spark here cannot read (no hadoop-aws), so the engine scans the
-tablets with its own Arrow reader in Python tasks, half the cases on each plan. The generated
+tablets with its own Arrow reader in Python tasks: a third of the cases (each with TABLETS_SLOW=1),
+half of those on each plan. The generated
 harness (test_differential_generated.py) covers what these fixed shapes do not.
 
 TABLETS_DIFF_CASES=2000 runs more cases (opt-in).
@@ -32,6 +33,17 @@ from tablets.storage import RowLevelSink, TabletTable
 pytestmark = pytest.mark.spark
 
 CASES = int(os.environ.get("TABLETS_DIFF_CASES", "120"))
+IN_BUCKET_SHARE = 1 / 3  # the bucket's reader is one path for every shape: a third of the cases there
+
+
+def places(cases: range) -> list[tuple[int, str]]:
+    """Every case on local disk; a third of them also in the bucket, drawn by a seed of their own
+    (every residue of the cases' ``case % n`` choices is among them), all with TABLETS_SLOW=1."""
+    share = 1.0 if os.environ.get("TABLETS_SLOW") else IN_BUCKET_SHARE
+    drawn = [c for c in cases if random.Random(f"bucket {cases.stop} {c}").random() < share]
+    return [(c, "local") for c in cases] + [(c, "s3") for c in drawn]
+
+
 SCHEMA = pa.schema([("k", pa.int32()), ("a", pa.int32()), ("b", pa.string())])
 
 COND = {
@@ -147,8 +159,7 @@ def _ours(spark, root, target, ghosts, source, stmt, skip_unchanged, metrics=Non
     return Counter(tuple(r.values()) for r in table.read().to_pylist())
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES)))
 def test_merge_matches_duckdb(spark, tmp_path, request, case, where):
     rng = random.Random(case)
     target = _rows(rng, rng.randint(0, 9), 6)
@@ -168,8 +179,7 @@ def test_merge_matches_duckdb(spark, tmp_path, request, case, where):
         assert got == expected, f"{plan} plan: {stmt}\ntarget={target}\nghosts={ghosts}\nsource={source}"
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES // 6))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES // 6)))
 def test_merge_on_false_matches_duckdb(spark, tmp_path, request, case, where):
     """ON FALSE (dbt's microbatch and replace_where): every row unmatched, planned without a join."""
     rng = random.Random(10_000 + case)
@@ -201,8 +211,7 @@ PLAIN = {  # unconditional clauses of plain column copies: the driver classifies
 }
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES // 3))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES // 3)))
 def test_plain_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
     """Statements the driver runs alone (``driver_plan.classify_on_driver``): ON the key, unconditional
     clauses that copy columns; duplicate and NULL keys on both sides, deleted target rows."""
@@ -244,8 +253,7 @@ BY_SOURCE = {  # conditions the driver evaluates in Arrow (engine.arrow_eval), a
 }
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES // 3))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES // 3)))
 def test_by_source_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
     """Plain statements with BY SOURCE clauses (dbt's sync, a soft delete): the driver reads the
     key and condition columns of every tablet and classifies the rows without a pair itself."""
@@ -265,8 +273,7 @@ def test_by_source_merges_on_the_driver_match_duckdb(spark, tmp_path, request, c
     assert all(m.merged_on_driver for m in metrics), stmt
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES // 3))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES // 3)))
 def test_conditional_merges_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
     """Clauses with conditions Arrow evaluates as Spark does (dbt's CDC merge: ``WHEN MATCHED AND
     s.op = 'D' THEN DELETE WHEN MATCHED THEN UPDATE SET *``), in every category: the driver
@@ -318,8 +325,7 @@ EXPRESSIONS = {  # images with values Arrow computes as Spark does (engine.arrow
 }
 
 
-@pytest.mark.parametrize("where", ["local", "s3"])
-@pytest.mark.parametrize("case", range(CASES // 3))
+@pytest.mark.parametrize(("case", "where"), places(range(CASES // 3)))
 def test_expression_images_on_the_driver_match_duckdb(spark, tmp_path, request, case, where):
     """UPDATE SET / INSERT VALUES of arithmetic and literals (a soft delete's ``SET b = 'gone'``,
     an accumulating ``SET a = s.a + t.a``), with and without conditions: the driver computes
