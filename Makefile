@@ -3,7 +3,7 @@
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 STAMP := $(VENV)/.installed
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 2
 
 .PHONY: main test lint bench java clean
 
@@ -20,11 +20,13 @@ $(STAMP): pyproject.toml
 main: java $(STAMP)
 	bash scripts/main.sh
 
-# three processes, one Spark session each, a file at a time (pytest-xdist): on 2 cores each
-# waits part of its time on py4j, dbt's parsing or a child process's start-up, which the
-# third fills (bench/RESULTS.md: the suite's wall time with 2 and 3)
+# two processes, one Spark session each, a file at a time (pytest-xdist): on 2 cores one runs
+# while the other waits on py4j, dbt's parsing or a child process (three were slower:
+# bench/RESULTS.md). Files go out in the order tests/conftest.py gives, the longest first
+# (xdist would otherwise send the files of most tests first, and the one-test generated
+# harness last, alone)
 test: java $(STAMP)
-	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check adapter dbt tests bench

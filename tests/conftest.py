@@ -46,8 +46,9 @@ def base(request, tmp_path):
     return request.getfixturevalue("s3_server").location()
 
 
-# the longest files first: ``make test`` runs the suite in three processes (pytest-xdist, a
-# file each at a time), which take files in collection order; a long file taken last runs alone
+# the longest files first: ``make test`` runs the suite in two processes (pytest-xdist, a file
+# each at a time, ``--no-loadscope-reorder``), which take files in this order; a long file
+# taken last runs alone
 _LONG_FIRST = (
     "spark/test_differential_generated.py",
     "spark/test_merge_differential.py",
