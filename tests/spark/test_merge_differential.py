@@ -7,9 +7,9 @@ off, which takes the cached source path. Every case runs on local disk (Spark's 
 scan) on both plans, the driver's (which selects, and where it can merges, the target rows on
 the driver) and Spark's (``spark.tablets.merge.driverScanBytes=0``); and in a bucket of a real
 S3-compatible server, which Spark here cannot read (no hadoop-aws), so the engine scans the
-tablets with its own Arrow reader in Python tasks: a third of the cases (each with TABLETS_SLOW=1),
-half of those on each plan. The generated
-harness (test_differential_generated.py) covers what these fixed shapes do not.
+tablets with its own Arrow reader in Python tasks: a third of the cases (each with
+TABLETS_SLOW=1), half of those on each plan. The generated harness
+(test_differential_generated.py) covers what these fixed shapes do not.
 
 TABLETS_DIFF_CASES=2000 runs more cases (opt-in).
 """

@@ -168,7 +168,13 @@ def test_checkpoints_bound_replay(base, monkeypatch):
     assert checkpoints == [log.CHECKPOINT_INTERVAL]
     read = []
     real = log.read_versions
-    monkeypatch.setattr(log, "read_versions", lambda io, root, vs: real(io, root, read.extend(vs) or read))
+
+    def spy(io, root, versions):
+        versions = list(versions)
+        read.extend(versions)
+        return real(io, root, versions)
+
+    monkeypatch.setattr(log, "read_versions", spy)
     snap = t.snapshot()
     assert snap.live_rows == log.CHECKPOINT_INTERVAL + 5
     assert read == list(range(log.CHECKPOINT_INTERVAL + 1, versions[-1] + 1))
@@ -200,6 +206,8 @@ def test_a_replay_reads_versions_ahead_in_a_bucket_in_order(base, monkeypatch):
     assert log.load_snapshot(t.io, t.root).live_rows == len(want)  # no checkpoint yet: the whole log
     newest = t.version
     assert most[0] == (1 if t.io.local else min(fileio.READ_AHEAD, newest + 1)), most
+    ahead = list(log.read_versions(t.io, t.root, range(newest + 1)))
+    assert ahead == [(v, log.read_version(t.io, t.root, v)) for v in range(newest + 1)]  # in order
     t.io.delete(join(t.root, "_log", log.version_name(7)))
     with pytest.raises(TableNotFound, match="version 7 of"):
         list(log.read_versions(t.io, t.root, range(newest + 1)))

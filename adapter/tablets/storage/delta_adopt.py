@@ -378,9 +378,7 @@ def take_in(io: FileIO, root: str, version: int, before: Snapshot) -> int:
     from tablets.storage.delta_log import ENGINE, delta_name  # (delta_log imports nothing of this)
 
     snap, taken = before, 0
-    while io.exists(join(delta_dir(root), delta_name(version))) and not io.exists(
-        join(log.log_dir(root), log.version_name(version))
-    ):
+    while io.exists(join(delta_dir(root), delta_name(version))) and not io.exists(log.version_path(root, version)):
         text = io.read(join(delta_dir(root), delta_name(version))).decode()
         lines = [json.loads(line) for line in text.splitlines() if line.strip()]
         if any(line.get("commitInfo", {}).get("engineInfo") == ENGINE for line in lines):

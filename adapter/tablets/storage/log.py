@@ -53,6 +53,7 @@ __all__ = [
     "log_dir",
     "read_version",
     "read_versions",
+    "version_path",
     "write_checkpoint",
     "write_version",
 ]
@@ -96,7 +97,7 @@ def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
     versions.sort()
     checkpoints.sort()
     nxt = (versions[-1] + 1) if versions else start
-    while io.exists(join(log_dir(root), version_name(nxt))):
+    while io.exists(version_path(root, nxt)):
         versions.append(nxt)
         nxt += 1
     return versions, checkpoints
@@ -166,26 +167,33 @@ def latest_version(io: FileIO, root: str) -> int:
     return versions[-1]
 
 
+def version_path(root: str, version: int) -> str:
+    return join(log_dir(root), version_name(version))
+
+
+def _no_version(root: str, version: int) -> TableNotFound:
+    return TableNotFound(f"version {version} of {root} does not exist")
+
+
 def read_version(io: FileIO, root: str, version: int) -> tuple[Action, ...]:
-    path = join(log_dir(root), version_name(version))
+    path = version_path(root, version)
     try:
         data = io.read(path)
     except FileNotFoundError:
-        raise TableNotFound(f"version {version} of {root} does not exist") from None
+        raise _no_version(root, version) from None
     return decode_actions(data, where=path)
 
 
 def read_versions(io: FileIO, root: str, versions: Iterable[int]) -> Iterator[tuple[int, tuple[Action, ...]]]:
     """``(version, actions)`` of each of ``versions`` in order, read ahead on object stores
     (``FileIO.read_many``); ``TableNotFound`` at the first that does not exist."""
-    versions = list(versions)
-    data = io.read_many(join(log_dir(root), version_name(v)) for v in versions)
-    for v in versions:
-        path = join(log_dir(root), version_name(v))
+    paths = [(v, version_path(root, v)) for v in versions]
+    data = io.read_many(path for _, path in paths)
+    for v, path in paths:
         try:
             raw = next(data)
         except FileNotFoundError:
-            raise TableNotFound(f"version {v} of {root} does not exist") from None
+            raise _no_version(root, v) from None
         yield v, decode_actions(raw, where=path)
 
 
@@ -196,7 +204,7 @@ def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
 
 def write_version(io: FileIO, root: str, version: int, actions: list[Action]) -> bool:
     """Commit ``actions`` as ``version``; False if another writer committed it first."""
-    return io.create(join(log_dir(root), version_name(version)), encode_actions(actions))
+    return io.create(version_path(root, version), encode_actions(actions))
 
 
 def write_checkpoint(io: FileIO, root: str, snapshot: Snapshot) -> bool:
@@ -316,7 +324,7 @@ def advance(snap: Snapshot | None, version: int, actions: tuple[Action, ...], ro
 
 
 def _damaged(root: str, e: StateMismatch) -> FormatError:
-    path = join(log_dir(root), version_name(e.version))
+    path = version_path(root, e.version)
     return FormatError(
         f"log {path}: {e.detail} (a damaged version file)",
         help="Restore the version file from a copy, or time-travel to the version before it.",
