@@ -128,7 +128,7 @@ class TestDbtConventions:
         seeds = os.path.join(project.project_root, "seeds")
         with open(os.path.join(seeds, "plain_seed.csv"), "w") as f:
             f.write("id,v\n3,c\n")
-        run_dbt(["seed"])  # dropped, created and loaded again, as dbt-spark's seeds
+        run_dbt(["seed"])  # loaded again in one commit (test_seed_load.py)
         assert rows(project, "plain_seed") == [(3, "c")]
         run_dbt(["seed", "--full-refresh"])
         assert self.is_tablet_table(project, "plain_seed") and rows(project, "plain_seed") == [(3, "c")]
