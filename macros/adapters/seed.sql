@@ -3,8 +3,8 @@
      options), so a load that fails leaves the table, its rows and its history as they were, and
      a seed run again is a new version of the same table. dbt-spark drops the table first and
      inserts the rows a batch at a time (get_batch_size): a failure left no table, or part of the
-     rows. Each value is cast to its column's type on its own, as dbt-spark's INSERTs cast it.
-     Another file_format is dbt-spark's seed, unchanged. --#}
+     rows. Each value's text is cast to its column's type, as dbt-spark's INSERTs cast their
+     literals (seeds.py: numbers keep every digit). Another file_format is dbt-spark's seed, unchanged. --#}
 {% macro tablets__create_csv_table(model, agate_table) %}
   {%- if tablets_file_format() != 'tablets' -%}
     {{ return(spark__create_csv_table(model, agate_table)) }}
@@ -33,45 +33,19 @@
 {% endmacro %}
 
 
+{#-- the rows travel as data (adapter.load_seed: a temp view of their text, seeds.py), not as
+     SQL: a statement of thousands of rows of literals took a minute to parse and plan --#}
 {% macro tablets_load_seed(model, agate_table) %}
   {%- set column_override = model['config'].get('column_types', {}) -%}
   {%- set quote_seed_column = model['config'].get('quote_columns', None) -%}
-  {%- set marker = '__tablets_binding__' -%}
-  {%- set columns = [] -%}
-  {%- for col_name in agate_table.column_names -%}
-    {%- set type = column_override.get(col_name, adapter.convert_type(agate_table, loop.index0)) -%}
-    {%- do columns.append((adapter.quote_seed_column(col_name | string, quote_seed_column), type)) -%}
-  {%- endfor -%}
-  {%- set bindings = [] -%}
-  {%- for row in agate_table.rows -%}
-    {%- do bindings.extend(row) -%}
-  {%- endfor -%}
   {%- set select -%}
-    {%- if agate_table.rows | length == 0 -%}
-      select {% for name, type in columns -%}
-        cast(null as {{ type }}) as {{ name }}{% if not loop.last %}, {% endif %}
-      {%- endfor %} where false
-    {%- else -%}
-      select {% for name, type in columns -%}
-        c{{ loop.index0 }} as {{ name }}{% if not loop.last %}, {% endif %}
-      {%- endfor %} from values
-      {% for row in agate_table.rows -%}
-        ({%- for name, type in columns -%}
-          cast({{ marker }} as {{ type }}){% if not loop.last %}, {% endif %}
-        {%- endfor -%}){% if not loop.last %},{% endif %}
-      {% endfor -%}
-      as v({% for c in columns %}c{{ loop.index0 }}{% if not loop.last %}, {% endif %}{% endfor %})
-    {%- endif -%}
+    select {% for col_name in agate_table.column_names -%}
+      {%- set type = column_override.get(col_name, adapter.convert_type(agate_table, loop.index0)) -%}
+      cast(c{{ loop.index0 }} as {{ type }}) as {{ adapter.quote_seed_column(col_name | string, quote_seed_column) }}
+      {%- if not loop.last %}, {% endif %}
+    {%- endfor %} from __tablets_seed_rows__
   {%- endset -%}
   {%- set sql = tablets__create_table_as(False, this, select, 'sql') -%}
-  {%- if bindings -%}
-    {#-- the cursor formats the bindings in with Python's %: a % of the statement's own is doubled --#}
-    {%- set sql = sql | replace('%', '%%') | replace(marker, get_binding_char()) -%}
-    {% do adapter.add_query(sql, bindings=bindings, abridge_sql_log=True) %}
-  {%- else -%}
-    {% call statement('_') -%}
-      {{ sql }}
-    {%- endcall %}
-  {%- endif -%}
+  {% do adapter.load_seed(sql, agate_table) %}
   {{ return(sql) }}
 {% endmacro %}

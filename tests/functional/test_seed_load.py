@@ -2,7 +2,8 @@
 row): a seed run again is a new version of the same table (the last load's rows stay readable by
 time travel), a load that fails leaves the table, its rows and its history as they were, and a
 seed of more rows than dbt's batch size is still one commit. dbt-spark's seeds drop the table
-first and insert the rows a batch at a time: a failure then left no table, or part of the rows."""
+first and insert the rows a batch at a time: a failure then left no table, or part of the rows.
+The values travel as data (a view of their text): numbers keep every digit."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ import os
 import pytest
 from dbt.tests.util import run_dbt, run_dbt_and_capture
 
-# a batch of two rows: dbt-spark would load the five rows below in three INSERTs
+# a batch of two rows: dbt-spark would load the six rows below in three INSERTs
 BATCH_OF_TWO = "{% macro tablets__get_batch_size() %}{{ return(2) }}{% endmacro %}"
-FIRST = "id,name,amount\n1,a,1.50\n2,b,2.25\n3,c,\n4,d,4.00\n5,'quoted',5.5\n"
+FIRST = "id,name,amount\n1,a,1.50\n2,b,2.25\n3,c,\n4,d,4.00\n5,'quoted',5.5\n1234567890123456789,big,1e3\n"
 SECOND = "id,name,amount\n1,a,1.75\n6,f,6.00\n"
 
 
@@ -40,8 +41,10 @@ class TestSeedLoad:
 
     def test_a_seed_is_one_commit_and_a_failed_load_keeps_the_table(self, project):
         results = run_dbt(["seed"])
-        assert {r.node.name: r.adapter_response.get("rows_affected") for r in results.results}["people"] == 5
+        assert {r.node.name: r.adapter_response.get("rows_affected") for r in results.results}["people"] == 6
         want = [(1, "a", 1.5), (2, "b", 2.25), (3, "c", None), (4, "d", 4.0), (5, "'quoted'", 5.5)]
+        # every digit of a 19-digit id (dbt-spark's literal was Python's float of it)
+        want.append((1234567890123456789, "big", 1000.0))
         assert self.rows(project) == want
         first = self.history(project)
         assert [op for _, op in first][:1] == ["CREATE TABLE AS SELECT"]  # (after the engine's CREATE)

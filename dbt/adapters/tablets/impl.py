@@ -15,7 +15,8 @@ The Jinja orchestrates; these ``@available`` methods decide:
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
   rename, add / drop / retype columns, drop the tablet tables of a schema;
 - ``persist_tablet_docs``: ``persist_docs`` as the table's comments (one commit); the docs
-  catalog carries every relation's comments (``docs.py``).
+  catalog carries every relation's comments (``docs.py``);
+- ``load_seed``: a seed's one statement, its rows as data (``seeds.py``).
 
 Errors of the engine (``tablets.TabletsError``) become ``DbtRuntimeError`` with the engine's
 message and its ``Help:`` line.
@@ -59,6 +60,7 @@ from dbt.adapters.tablets.python_models import (
 )
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
+from dbt.adapters.tablets.seeds import ROWS, rows_view
 from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
 from tablets.exceptions import TabletsError
@@ -267,6 +269,13 @@ class TabletsAdapter(SparkAdapter):
             "version": snap.version,
             "location": root,
         }
+
+    @available
+    def load_seed(self, sql: str, agate_table: Any) -> None:
+        """Run a seed's statement (``macros/adapters/seed.sql``) with its rows as the view it
+        reads (``seeds.ROWS``): one commit, its values as data rather than SQL (``seeds.py``)."""
+        with rows_view(self._database().spark, len(agate_table.column_names), agate_table.rows) as view:
+            self.execute(sql.replace(ROWS, view))
 
     # --- Python models (python_models.py) -------------------------------------------------------
 
