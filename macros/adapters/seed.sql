@@ -4,7 +4,8 @@
      a seed run again is a new version of the same table. dbt-spark drops the table first and
      inserts the rows a batch at a time (get_batch_size): a failure left no table, or part of the
      rows. Each value's text is cast to its column's type, as dbt-spark's INSERTs cast their
-     literals (seeds.py: numbers keep every digit). Another file_format is dbt-spark's seed, unchanged. --#}
+     literals (seeds.py: numbers keep every digit). Another file_format is dbt-spark's seed,
+     unchanged. --#}
 {% macro tablets__create_csv_table(model, agate_table) %}
   {%- if tablets_file_format() != 'tablets' -%}
     {{ return(spark__create_csv_table(model, agate_table)) }}
@@ -43,7 +44,7 @@
       {%- set type = column_override.get(col_name, adapter.convert_type(agate_table, loop.index0)) -%}
       cast(c{{ loop.index0 }} as {{ type }}) as {{ adapter.quote_seed_column(col_name | string, quote_seed_column) }}
       {%- if not loop.last %}, {% endif %}
-    {%- endfor %} from __tablets_seed_rows__
+    {%- endfor %} from __tablets_seed_rows__ {#- seeds.ROWS: adapter.load_seed names the view -#}
   {%- endset -%}
   {%- set sql = tablets__create_table_as(False, this, select, 'sql') -%}
   {% do adapter.load_seed(sql, agate_table) %}
