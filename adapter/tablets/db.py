@@ -426,8 +426,14 @@ class Database:
             old = catalog.create_table(self.spark, spec.target, None, location=spec.location, replace=True)
         if old is not None and schema is not None:  # one commit: until it lands the old table stands
             return self._replace(spec, old, frame, schema, keys, props, opts)
+        loaded: list[MergeMetrics] = []
+
+        def fill(table: TabletTable) -> None:  # the rows, before the table has its name
+            assert frame is not None
+            loaded.append(append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target))
+
         try:
-            table = catalog.create_table(
+            catalog.create_table(
                 self.spark,
                 spec.target,
                 schema,
@@ -435,6 +441,7 @@ class Database:
                 key_columns=keys,
                 properties=props,
                 replace=spec.replace,
+                fill=fill if frame is not None else None,
             )
         except TableAlreadyExists:
             if spec.if_not_exists:  # another process created it since the check above: IF NOT EXISTS holds
@@ -445,26 +452,8 @@ class Database:
                     f"{spec.target} exists: nothing created",
                 )
             raise
-        metrics = MergeMetrics(operation="CREATE TABLE")
-        if frame is not None:
-            created = table.version
-            try:
-                metrics = append(self.spark, table, frame, opts, operation="CREATE TABLE AS SELECT", name=spec.target)
-            except BaseException:
-                self._undo_create(spec, table, created)
-                raise
+        metrics = loaded[0] if loaded else MergeMetrics(operation="CREATE TABLE")
         return StatementResult("CREATE TABLE", spec.target, metrics)
-
-    def _undo_create(self, spec: CreateSpec, table: TabletTable, created: int) -> None:
-        """A CTAS whose rows failed leaves no table, as Spark's own CTAS drops what it created:
-        the catalog entry and (a managed table) its files; unless another writer has committed to
-        it since. The statement's own error is the one raised."""
-        try:
-            if table.version != created:
-                return
-            catalog.drop_table(self.spark, spec.target, if_exists=True)
-        except Exception:  # noqa: BLE001 - the CTAS's error says what failed; this is cleanup
-            logger.warning("tablets: could not drop %s after its CREATE TABLE AS SELECT failed", spec.target)
 
     def _replace(
         self,

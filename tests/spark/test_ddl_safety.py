@@ -1,10 +1,13 @@
 """DDL that must never lose data: DROP of an EXTERNAL table (made with LOCATION) keeps its
-files and says so; CREATE ... AS SELECT never appends to a table it finds at its LOCATION;
-CREATE OR REPLACE is one commit on the existing table (history and time travel kept)."""
+files and says so; CREATE ... AS SELECT never appends to a table it finds at its LOCATION, and
+writes a new table's rows before the table has its name (no reader sees it empty, a failed or
+killed CTAS leaves no table); CREATE OR REPLACE is one commit on the existing table (history and
+time travel kept)."""
 
 import pytest
 import tablets
 from tablets.exceptions import TableAlreadyExists
+from tablets.spark import catalog
 from tablets.storage import TabletTable
 
 pytestmark = pytest.mark.spark
@@ -62,6 +65,37 @@ def test_ctas_at_a_location_that_holds_a_table_appends_nothing(db, tmp_path):
     assert rows(db, "SELECT * FROM ddl.h2 VERSION AS OF 1") == [(1,), (2,)]
     db.sql("DROP TABLE ddl.h2")
     assert TabletTable(root).exists()
+
+
+def test_ctas_writes_the_rows_before_the_table_has_its_name(db, monkeypatch):
+    import tablets.db as front
+
+    seen = []
+
+    def spy(spark, table, frame, *args, **kwargs):
+        seen.append((spark.catalog.tableExists("ddl.fresh"), table.version))
+        return append(spark, table, frame, *args, **kwargs)
+
+    append = front.append
+    monkeypatch.setattr(front, "append", spy)
+    db.sql("CREATE TABLE ddl.fresh USING tablets AS SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(id, v)")
+    assert seen == [(False, 0)]  # the store's first version made, the catalog entry not yet
+    assert rows(db, "SELECT * FROM ddl.fresh") == [(1, "a"), (2, "b")]
+    assert [h[2] for h in db.sql("DESCRIBE HISTORY ddl.fresh").collect()] == ["CREATE TABLE AS SELECT", "CREATE TABLE"]
+    db.sql("DROP TABLE ddl.fresh")
+
+
+def test_a_failed_ctas_leaves_no_table_and_no_files(db, spark):
+    root = catalog.default_location(spark, "ddl", "failed")
+    with pytest.raises(Exception, match="boom"):  # the query fails in the job that writes the rows
+        db.sql("CREATE TABLE ddl.failed USING tablets AS SELECT id, raise_error('boom') AS v FROM range(3)")
+    assert not spark.catalog.tableExists("ddl.failed")
+    assert not db.is_tablet_table("ddl.failed")
+    assert not TabletTable(root).exists()
+    db.sql("CREATE TABLE ddl.failed USING tablets AS SELECT id FROM range(2)")  # the name is free
+    assert rows(db, "SELECT * FROM ddl.failed") == [(0,), (1,)]
+    assert db.table_of("ddl.failed").root == root
+    db.sql("DROP TABLE ddl.failed")
 
 
 def test_create_or_replace_keeps_the_history(db):

@@ -43,7 +43,7 @@ table's own provider.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -203,9 +203,14 @@ def create_table(
     replace: bool = False,
     if_not_exists: bool = False,
     managed: bool = False,
+    fill: Callable[[TabletTable], object] | None = None,
 ) -> TabletTable:
     """Create the tablet table ``name``: the store at ``location`` (default: where Spark puts a
     managed table, ``<warehouse>/<db>.db/<table>``), the catalog entry and the registry file.
+
+    ``fill`` (CREATE TABLE ... AS SELECT) writes the new store's rows before the table has a
+    name: no reader sees it empty, and a process killed meanwhile leaves no table, only files
+    that ``CREATE OR REPLACE`` replaces. If ``fill`` fails, a store made here is dropped.
 
     ``replace`` drops an existing table of that name (data included) first. An existing tablet
     table at an explicit ``location`` is adopted (like ``CREATE TABLE ... LOCATION`` of an
@@ -213,10 +218,12 @@ def create_table(
     is the catalog's, dropped with it (a shallow clone made at the default location). ``tablets.`<path>` `` creates the table
     at that path only, with no catalog entry."""
     path = path_of(name)
-    if path is not None:
-        return _create_at_path(
+    if path is not None:  # no catalog entry: readers by path see the table as soon as it is made
+        made = replace or not storage(spark).table(path).exists()
+        store = _create_at_path(
             spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists
         )
+        return _filled(store, fill, drop=made)
     db, table = qualify(spark, name)
     qualified = f"{db}.{table}"
     if not spark.catalog.databaseExists(db):
@@ -276,6 +283,7 @@ def create_table(
             storage_options=storage(spark).options,
         )
         created = True
+    _filled(store, fill, drop=created)
     provider = provider_name(root)
     other = load_registry(spark).by_provider.get(provider)
     if other is not None and other.name != qualified and table_exists(spark, *other.name.split(".", 1)):
@@ -294,6 +302,19 @@ def create_table(
         if created:
             store.drop()
         raise
+    return store
+
+
+def _filled(store: TabletTable, fill: Callable[[TabletTable], object] | None, *, drop: bool) -> TabletTable:
+    """``store`` once ``fill`` has written its rows; where it fails, the store is dropped if
+    ``drop`` (made by this statement) and its error raised."""
+    if fill is not None:
+        try:
+            fill(store)
+        except BaseException:
+            if drop:
+                store.drop()
+            raise
     return store
 
 
