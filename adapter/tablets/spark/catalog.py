@@ -219,7 +219,7 @@ def create_table(
     at that path only, with no catalog entry."""
     path = path_of(name)
     if path is not None:  # no catalog entry: readers by path see the table as soon as it is made
-        made = replace or not storage(spark).table(path).exists()
+        made = fill is not None and (replace or not storage(spark).table(path).exists())
         store = _create_at_path(
             spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists
         )

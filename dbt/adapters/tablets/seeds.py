@@ -36,7 +36,8 @@ def text(value: Any) -> str | None:
 
 
 def rows_table(column_count: int, rows: Sequence[Sequence[Any]]) -> pa.Table:
-    """The rows' values as text, a string column ``c<i>`` per CSV column."""
+    """The rows' values as text, a string column ``c<i>`` per CSV column, in one chunk (PySpark
+    4.3's ``createDataFrame`` keeps only the batches before an empty one)."""
     columns = [pa.array([text(row[i]) for row in rows], pa.string()) for i in range(column_count)]
     return pa.table(columns, names=[f"c{i}" for i in range(column_count)])
 
