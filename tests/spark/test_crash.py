@@ -25,23 +25,19 @@ first staged file: before or after the commit).
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
-import json
 import os
 import random
 import select
 import shutil
-import signal
 import struct
 import subprocess
 import sys
-import textwrap
 import time
-from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pytest
+from support.victims import Victim, spawn
 from tablets.storage import TabletTable, log
 from tablets.storage.actions import AddTablet, SetDV
 from tablets.storage.vacuum import VACUUM_END, VACUUM_START
@@ -115,40 +111,6 @@ class Watch:
         os.close(self.fd)
 
 
-@dataclass
-class Victim:
-    root: str
-    proc: subprocess.Popen
-    started: float = field(default_factory=time.time)
-
-    def readline(self, timeout: float) -> str:
-        assert self.proc.stdout is not None
-        if not select.select([self.proc.stdout], [], [], timeout)[0]:
-            self.kill()
-            raise AssertionError(f"victim silent for {timeout} s")
-        return self.proc.stdout.readline().strip()
-
-    def send(self, line: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group (driver, JVM, Python workers) and wait until every
-        member is gone, so that nothing writes into the table afterwards."""
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self.proc.wait()
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                os.killpg(self.proc.pid, 0)
-            except ProcessLookupError:
-                return
-            time.sleep(0.05)
-        raise AssertionError("members of the killed victim's process group are still alive")
-
-
 def _fresh_table(root: str) -> None:
     t = TabletTable.create(root, SCHEMA)
     for lo in (0, 50):  # two tablets, no deletion vector yet
@@ -161,16 +123,7 @@ def _spawn(tmp, k: int) -> Victim:
     root = str(tmp / f"t{k}")
     _fresh_table(root)
     cfg = {"warehouse": str(tmp / f"wh{k}" / "warehouse"), "root": root, "sql": MERGE, "java_options": JAVA_OPTIONS}
-    proc = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(VICTIM), json.dumps(cfg)],
-        cwd=tmp,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=open(tmp / f"victim{k}.log", "w"),  # noqa: SIM115
-        text=True,
-        start_new_session=True,
-    )
-    return Victim(root, proc)
+    return spawn(VICTIM, cfg, tmp, tmp / f"victim{k}.log", root)
 
 
 def _referenced(t: TabletTable) -> set[str]:
