@@ -98,6 +98,33 @@ def test_a_failed_ctas_leaves_no_table_and_no_files(db, spark):
     db.sql("DROP TABLE ddl.failed")
 
 
+def test_what_a_ctas_killed_before_its_name_leaves_is_no_table(db, spark, monkeypatch):
+    """As if the process died between the table's registry file and its catalog entry (a
+    BaseException passes the clean-up, as a kill does; test_crash_ctas kills real processes
+    there in its soak): nothing lists it, CREATE TABLE names the files, CREATE OR REPLACE
+    replaces them."""
+
+    class Killed(BaseException):
+        pass
+
+    def die(*args, **kwargs):
+        raise Killed
+
+    monkeypatch.setattr(catalog, "_create_entry", die)
+    with pytest.raises(Killed):
+        db.sql("CREATE TABLE ddl.killed USING tablets AS SELECT id FROM range(3)")
+    monkeypatch.undo()
+    root = catalog.default_location(spark, "ddl", "killed")
+    assert TabletTable(root).exists() and not spark.catalog.tableExists("ddl.killed")
+    assert "ddl.killed" not in dict(db.list_tables("ddl"))
+    with pytest.raises(TableAlreadyExists, match="(?s)files of a tablet table remain .* CREATE OR REPLACE"):
+        db.sql("CREATE TABLE ddl.killed USING tablets AS SELECT id FROM range(2)")
+    db.sql("CREATE OR REPLACE TABLE ddl.killed USING tablets AS SELECT id FROM range(2)")
+    assert rows(db, "SELECT * FROM ddl.killed") == [(0,), (1,)]
+    assert ("ddl.killed", root) in db.list_tables("ddl")
+    db.sql("DROP TABLE ddl.killed")
+
+
 def test_create_or_replace_keeps_the_history(db):
     db.sql("CREATE TABLE ddl.r USING tablets AS SELECT * FROM VALUES (1, 'a') AS v(id, v)")
     db.sql("CREATE OR REPLACE TABLE ddl.r USING tablets AS SELECT * FROM VALUES (2, 'b', 3) AS v(id, v, w)")

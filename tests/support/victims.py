@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,13 +23,25 @@ class Victim:
     proc: subprocess.Popen
     started: float = field(default_factory=time.time)
     log: Path | None = None
+    lines: queue.Queue = field(default_factory=queue.Queue)
+
+    def __post_init__(self) -> None:
+        # a thread reads the lines: two lines sent at once land in one buffer, where waiting on
+        # the pipe (select) would not see the second
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line.strip())
+        self.lines.put("")  # the end of its output
 
     def readline(self, timeout: float) -> str:
-        assert self.proc.stdout is not None
-        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
             self.kill()
-            raise AssertionError(f"victim silent for {timeout} s: {self.tail()}")
-        return self.proc.stdout.readline().strip()
+            raise AssertionError(f"victim silent for {timeout} s: {self.tail()}") from None
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None

@@ -131,15 +131,18 @@ from tablets.spark.resolve import (
 
 
 def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[str, str]]:
-    """(qualified name, root) of the registered tablet tables, of ``database`` if given."""
+    """(qualified name, root) of the tablet tables, of ``database`` if given: registered, named
+    in the catalog (a registry entry whose table never got its name, a CREATE killed between
+    the two, is not a table) and with a log."""
     reg = load_registry(spark)
     db = database.lower() if database else None
-    out = [
-        (e.name, e.path)
-        for e in reg.by_name.values()
-        if (db is None or e.name.split(".", 1)[0] == db) and has_log(spark, e.path)
-    ]
-    return sorted(out)
+    entries = [e for e in reg.by_name.values() if db is None or e.name.split(".", 1)[0] == db]
+    named: set[str] = set()
+    for d in sorted({e.name.split(".", 1)[0] for e in entries}):
+        if spark.catalog.databaseExists(d):
+            rows = spark.sql(f"SHOW TABLES IN {quote_ident(d)}").collect()
+            named.update(f"{d}.{r.tableName.lower()}" for r in rows if not r.isTemporary)
+    return sorted((e.name, e.path) for e in entries if e.name in named and has_log(spark, e.path))
 
 
 def store_schema(
