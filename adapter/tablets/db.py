@@ -495,6 +495,11 @@ class Database:
         """(name, root) of the tablet tables of ``database`` (default: every database)."""
         return catalog.list_tables(self.spark, database)
 
+    def drop_tables_in(self, database: str) -> list[str]:
+        """Drop every tablet table of ``database`` (before the database itself), including the
+        files of a CREATE killed before its table got its name; what was removed."""
+        return catalog.drop_database_tables(self.spark, database)
+
     def drop_table(self, name: str, *, if_exists: bool = False) -> str:
         """Drop the tablet table ``name``: its catalog entry, data and registry file."""
         return catalog.drop_table(self.spark, name, if_exists=if_exists)

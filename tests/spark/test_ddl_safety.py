@@ -98,23 +98,30 @@ def test_a_failed_ctas_leaves_no_table_and_no_files(db, spark):
     db.sql("DROP TABLE ddl.failed")
 
 
-def test_what_a_ctas_killed_before_its_name_leaves_is_no_table(db, spark, monkeypatch):
-    """As if the process died between the table's registry file and its catalog entry (a
-    BaseException passes the clean-up, as a kill does; test_crash_ctas kills real processes
-    there in its soak): nothing lists it, CREATE TABLE names the files, CREATE OR REPLACE
-    replaces them."""
+class Killed(BaseException):
+    """A kill: passes every ``except Exception`` clean-up."""
 
-    class Killed(BaseException):
-        pass
+
+def killed_before_its_name(db, spark, monkeypatch, name: str) -> str:
+    """A CTAS of ``name`` as if its process died between the registry file and the catalog
+    entry; the new store's root."""
 
     def die(*args, **kwargs):
         raise Killed
 
     monkeypatch.setattr(catalog, "_create_entry", die)
     with pytest.raises(Killed):
-        db.sql("CREATE TABLE ddl.killed USING tablets AS SELECT id FROM range(3)")
+        db.sql(f"CREATE TABLE {name} USING tablets AS SELECT id FROM range(3)")
     monkeypatch.undo()
-    root = catalog.default_location(spark, "ddl", "killed")
+    return catalog.default_location(spark, *name.split("."))
+
+
+def test_what_a_ctas_killed_before_its_name_leaves_is_no_table(db, spark, monkeypatch):
+    """As if the process died between the table's registry file and its catalog entry (a
+    BaseException passes the clean-up, as a kill does; test_crash_ctas kills real processes
+    there in its soak): nothing lists it, CREATE TABLE names the files, CREATE OR REPLACE
+    replaces them."""
+    root = killed_before_its_name(db, spark, monkeypatch, "ddl.killed")
     assert TabletTable(root).exists() and not spark.catalog.tableExists("ddl.killed")
     assert "ddl.killed" not in dict(db.list_tables("ddl"))
     with pytest.raises(TableAlreadyExists, match="(?s)files of a tablet table remain .* CREATE OR REPLACE"):
@@ -123,6 +130,20 @@ def test_what_a_ctas_killed_before_its_name_leaves_is_no_table(db, spark, monkey
     assert rows(db, "SELECT * FROM ddl.killed") == [(0,), (1,)]
     assert ("ddl.killed", root) in db.list_tables("ddl")
     db.sql("DROP TABLE ddl.killed")
+
+
+def test_drop_schema_removes_what_a_killed_ctas_left(db, spark, monkeypatch):
+    """dbt's DROP SCHEMA drops the schema's tablet tables first (Spark's CASCADE never reaches
+    our source): the files and registry file of a CTAS killed before its name go too."""
+    db.sql("CREATE DATABASE IF NOT EXISTS ddl_gone")
+    db.sql("CREATE TABLE ddl_gone.kept USING tablets AS SELECT 1 AS id")
+    root = killed_before_its_name(db, spark, monkeypatch, "ddl_gone.killed")
+    assert TabletTable(root).exists()
+    dropped = db.drop_tables_in("ddl_gone")
+    assert len(dropped) == 2 and all("deleted its files" in m for m in dropped)
+    assert not TabletTable(root).exists() and not db.is_tablet_table("ddl_gone.kept")
+    assert not any(n.startswith("ddl_gone.") for n in catalog.load_registry(spark).by_name)
+    db.sql("DROP DATABASE ddl_gone")
 
 
 def test_create_or_replace_keeps_the_history(db):

@@ -134,15 +134,30 @@ def list_tables(spark: SparkSession, database: str | None = None) -> list[tuple[
     """(qualified name, root) of the tablet tables, of ``database`` if given: registered, named
     in the catalog (a registry entry whose table never got its name, a CREATE killed between
     the two, is not a table) and with a log."""
-    reg = load_registry(spark)
-    db = database.lower() if database else None
-    entries = [e for e in reg.by_name.values() if db is None or e.name.split(".", 1)[0] == db]
+    entries = _registered(spark, database)
     named: set[str] = set()
     for d in sorted({e.name.split(".", 1)[0] for e in entries}):
         if spark.catalog.databaseExists(d):
             rows = spark.sql(f"SHOW TABLES IN {quote_ident(d)}").collect()
             named.update(f"{d}.{r.tableName.lower()}" for r in rows if not r.isTemporary)
-    return sorted((e.name, e.path) for e in entries if e.name in named and has_log(spark, e.path))
+    return sorted((e.name, e.path) for e in entries if e.name in named)
+
+
+def drop_database_tables(spark: SparkSession, database: str) -> list[str]:
+    """Drop every tablet table of ``database`` before the database itself (``DROP SCHEMA ...
+    CASCADE`` never reaches a Python data source): each registered one, named in the catalog or
+    not (a CREATE killed before its name leaves its files and registry file); what was removed."""
+    return [drop_table(spark, e.name, if_exists=True) for e in _registered(spark, database)]
+
+
+def _registered(spark: SparkSession, database: str | None) -> list[RegistryEntry]:
+    """The registry's entries of ``database`` (every database if None) whose store has a log."""
+    db = database.lower() if database else None
+    return [
+        e
+        for e in load_registry(spark).by_name.values()
+        if (db is None or e.name.split(".", 1)[0] == db) and has_log(spark, e.path)
+    ]
 
 
 def store_schema(

@@ -350,8 +350,7 @@ class TabletsAdapter(SparkAdapter):
         """Drop every tablet table of a schema (catalog entry, data, registry) before the schema."""
         db = self._database()
         with engine_errors(f"dropping the tablet tables of {schema_relation.schema}"):
-            for name, _root in db.list_tables(schema_relation.schema):
-                db.drop_table(name, if_exists=True)
+            db.drop_tables_in(schema_relation.schema)
         return ""
 
     @available
