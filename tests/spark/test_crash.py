@@ -37,7 +37,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from support.victims import Victim, spawn
+from support.victims import Victim, reaped, spawn
 from tablets.storage import TabletTable, log
 from tablets.storage.actions import AddTablet, SetDV
 from tablets.storage.vacuum import VACUUM_END, VACUUM_START
@@ -253,7 +253,8 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
 
 def test_merge_killed_while_staging(tmp_path):
     start = time.time()
-    lines = _crash(tmp_path, "staging", 12 if SLOW else 2, max_delay=0.6 if SLOW else 0.0)
+    with reaped():
+        lines = _crash(tmp_path, "staging", 12 if SLOW else 2, max_delay=0.6 if SLOW else 0.0)
     print("\n".join(lines), f"\n{len(lines)} kills in {time.time() - start:.0f} s")
 
 
@@ -261,5 +262,6 @@ def test_merge_killed_while_writing_the_log_version(tmp_path):
     if not _strace_usable():
         pytest.skip("needs strace with ptrace permission (it holds the driver's link(2) calls)")
     start = time.time()
-    lines = _crash(tmp_path, "log", 12 if SLOW else 1)  # one JVM under strace: ~65 s
+    with reaped():
+        lines = _crash(tmp_path, "log", 12 if SLOW else 1)  # one JVM under strace: ~65 s
     print("\n".join(lines), f"\n{len(lines)} kills in {time.time() - start:.0f} s")

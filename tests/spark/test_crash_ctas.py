@@ -24,7 +24,7 @@ import sys
 import time
 
 import pytest
-from support.victims import Victim, spawn
+from support.victims import Victim, reaped, spawn
 
 pytestmark = pytest.mark.spark
 
@@ -131,10 +131,10 @@ def _kills() -> list[tuple[str, float | None]]:
     return points
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kills process groups")
-def test_ctas_killed_leaves_no_name_or_every_row(tmp_path):
-    start, lines, points, what = time.time(), [], _kills(), ""
-    victim = _spawn(tmp_path, 0, None, "t0")
+def _crash(tmp, points: list[tuple[str, float | None]]) -> list[str]:
+    """Kill a CTAS victim at each point; one line per kill, as the next victim found it."""
+    lines, what = [], ""
+    victim = _spawn(tmp, 0, None, "t0")
     for k, (point, delay) in enumerate(points):
         line = victim.readline(300)
         if k:
@@ -150,9 +150,17 @@ def test_ctas_killed_leaves_no_name_or_every_row(tmp_path):
         victim.kill()
         what = f"kill {k} (at {point}{f' +{delay:.2f} s' if delay else ''})"
         nxt = f"t{k + 1}" if k + 1 < len(points) else None
-        victim = _spawn(tmp_path, k + 1, f"t{k}", nxt)
+        victim = _spawn(tmp, k + 1, f"t{k}", nxt)
     line = victim.readline(300)
     assert line.startswith("STATE "), victim.tail()
     lines.append(_check(json.loads(line[6:]), what))
     victim.proc.wait(60)
+    return lines
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kills process groups")
+def test_ctas_killed_leaves_no_name_or_every_row(tmp_path):
+    start, points = time.time(), _kills()
+    with reaped():
+        lines = _crash(tmp_path, points)
     print("\n".join(lines), f"\n{len(points)} kills in {time.time() - start:.0f} s")

@@ -13,6 +13,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,6 @@ from pathlib import Path
 class Victim:
     root: str
     proc: subprocess.Popen
-    started: float = field(default_factory=time.time)
     log: Path | None = None
     lines: queue.Queue = field(default_factory=queue.Queue)
 
@@ -78,4 +78,20 @@ def spawn(program: str, cfg: dict, cwd: Path, log: Path, root: str = "") -> Vict
         text=True,
         start_new_session=True,
     )
-    return Victim(root, proc, log=log)
+    victim = Victim(root, proc, log=log)
+    _spawned.append(victim)
+    return victim
+
+
+_spawned: list[Victim] = []
+
+
+@contextlib.contextmanager
+def reaped() -> Iterator[None]:
+    """Every victim spawned inside is killed, by its process group, on the way out, whether
+    the test passed or failed (a waiting victim would otherwise outlive it)."""
+    try:
+        yield
+    finally:
+        while _spawned:
+            _spawned.pop().kill()
