@@ -1,14 +1,16 @@
-"""A real S3-compatible server for the object-store tests: moto's ``moto_server`` command, run
+"""A real S3-compatible server for the object-store tests: moto's S3 server, run
 as its own process on 127.0.0.1 and stopped by its process id.
 
 moto honours ``If-None-Match: *`` on PutObject (a second conditional create of a key fails with
-412 PreconditionFailed), which is what the commit protocol relies on.
+412 PreconditionFailed), which is what the commit protocol relies on; ``s3_serve.py`` runs its
+app with writes serialised, since moto's check and store are two steps that two racing creates
+can interleave (S3 makes them atomic).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -85,13 +87,13 @@ def die_with_parent() -> None:
 
 
 def start(timeout: float = 60.0) -> S3Server:
-    """Start ``moto_server`` on a free port of 127.0.0.1 and create the bucket."""
-    exe = shutil.which("moto_server", path=os.path.dirname(sys.executable)) or shutil.which("moto_server")
-    if exe is None:
-        raise RuntimeError("moto_server is not installed (the test extra installs moto[server])")
+    """Start moto's S3 server (``s3_serve.py``) on a free port of 127.0.0.1 and create the bucket."""
+    if importlib.util.find_spec("moto") is None:
+        raise RuntimeError("moto's server is not installed (the test extra installs moto[server])")
     port = free_port()
+    serve = os.path.join(os.path.dirname(os.path.abspath(__file__)), "s3_serve.py")
     proc = subprocess.Popen(
-        [exe, "-H", "127.0.0.1", "-p", str(port)],
+        [sys.executable, serve, "127.0.0.1", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         preexec_fn=die_with_parent,
@@ -106,7 +108,7 @@ def start(timeout: float = 60.0) -> S3Server:
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 server.stop()
-                raise RuntimeError(f"moto_server did not start on {endpoint}") from None
+                raise RuntimeError(f"the S3 server did not start on {endpoint}") from None
             time.sleep(0.2)
     req = urllib.request.Request(f"{endpoint}/{BUCKET}", method="PUT")
     urllib.request.urlopen(req, timeout=10).read()

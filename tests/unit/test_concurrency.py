@@ -55,6 +55,27 @@ def test_four_processes_append_concurrently(base):
     assert len(txids) == 101
 
 
+def test_a_commit_whose_answer_was_lost_is_not_committed_twice(base, monkeypatch):
+    """The version's PUT lands but its answer does not (a timeout the client retried, and the
+    retry met the object): the writer finds its own commit there and stops."""
+    t = TabletTable.create(join(base, "t"), SCHEMA)
+    create = type(t.io).create
+    lost = []
+
+    def landed_unanswered(io, path, data):
+        if not lost and "/_log/" in path:
+            lost.append(path)
+            create(io, path, data)
+            return False
+        return create(io, path, data)
+
+    monkeypatch.setattr(type(t.io), "create", landed_unanswered)
+    assert t.append(pa.table({"id": [1], "writer": pa.array([0], pa.int32())})) == 1
+    assert lost
+    assert log.list_log(t.io, t.root, complete=True)[0] == [0, 1]
+    assert t.read().column("id").to_pylist() == [1]
+
+
 def _deleter(root: str, rows: list[int], barrier, out) -> None:
     t = TabletTable(root)
     snap = t.snapshot()
