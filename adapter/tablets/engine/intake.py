@@ -97,8 +97,9 @@ def collect_local_source(
     once (Arrow) and used as a local relation: one job instead of a cached copy filled and
     aggregated (three jobs), its size exact, its row ids plain positions, its count and key
     ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
-    a type Arrow cannot carry. The frame is None where the driver may merge the statement
-    alone: ``local_frame`` makes it if Spark needs it after all."""
+    a type Arrow cannot carry. The frame is None where the driver may classify the statement
+    (the target is small enough to read here): ``local_frame`` makes it if Spark needs it after
+    all."""
     limit = broadcast_threshold(run.spark)
     size = size_bytes(source)
     if limit is None or limit < 0 or size is None:
@@ -112,7 +113,7 @@ def collect_local_source(
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     run.intake.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
-    frame = None if alone else local_frame(run)
+    frame = None if _target_on_driver(run) else local_frame(run)  # Spark may not need it
     keys = range_keys(run)
     ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
@@ -183,8 +184,11 @@ def local_frame(run: Run) -> DataFrame | None:
 def _driver_may_merge(run: Run) -> bool:
     """The statement's shape lets the driver merge it alone (``classify_on_driver``) and the whole
     target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
-    if not run.plan.plain:
-        return False
+    return run.plan.plain and _target_on_driver(run)
+
+
+def _target_on_driver(run: Run) -> bool:
+    """The whole target is within ``DRIVER_SCAN_CONF``: the driver may read and classify it."""
     return sum(st.add.bytes for st in run.snapshot.tablets.values()) <= driver_scan_bytes(run.spark)
 
 
