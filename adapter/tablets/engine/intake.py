@@ -104,7 +104,9 @@ def collect_local_source(
     size = size_bytes(source)
     if limit is None or limit < 0 or size is None:
         return None
-    alone = _driver_may_merge(run)
+    on_driver = _target_on_driver(run)
+    # the driver may merge the statement alone (``classify_on_driver``): worth collecting a bigger source for
+    alone = run.plan.plain and on_driver
     if size > min(limit, local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
         return None
     try:
@@ -113,7 +115,7 @@ def collect_local_source(
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     run.intake.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
-    frame = None if _target_on_driver(run) else local_frame(run)  # Spark may not need it
+    frame = None if on_driver else local_frame(run)  # Spark may not need it
     keys = range_keys(run)
     ranges: list[tuple[str, object, object]] | None = [] if keys else None
     for col, expr in keys:
@@ -179,12 +181,6 @@ def local_frame(run: Run) -> DataFrame | None:
         except Exception:  # noqa: BLE001 - the caller reads the source in Spark instead
             run.intake.local = None
     return run.intake.frame
-
-
-def _driver_may_merge(run: Run) -> bool:
-    """The statement's shape lets the driver merge it alone (``classify_on_driver``) and the whole
-    target is within ``DRIVER_SCAN_CONF``: worth collecting a bigger source for."""
-    return run.plan.plain and _target_on_driver(run)
 
 
 def _target_on_driver(run: Run) -> bool:
