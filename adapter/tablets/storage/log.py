@@ -203,17 +203,9 @@ def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
 
 
 def write_version(io: FileIO, root: str, version: int, actions: list[Action]) -> bool:
-    """Commit ``actions`` as ``version``; False if another writer committed it first. A create
-    refused because the version already holds this very commit (its PUT landed but the answer was
-    lost, and the client's retry met the object) is a success, not a reason to commit twice."""
-    if io.create(version_path(root, version), encode_actions(actions)):
-        return True
-    txid = next((a.txid for a in actions if isinstance(a, CommitInfo)), None)
-    try:
-        found = read_commit(io, root, version)
-    except TableNotFound:
-        return False
-    return txid is not None and found is not None and found.txid == txid
+    """Commit ``actions`` as ``version``; False if the version exists (another writer's, or this
+    very commit's whose answer was lost: ``transaction`` tells which when it reads the version)."""
+    return io.create(version_path(root, version), encode_actions(actions))
 
 
 def write_checkpoint(io: FileIO, root: str, snapshot: Snapshot) -> bool:

@@ -365,13 +365,18 @@ class _Validation:
     def actions(self, actions: list[Action]) -> list[Action]:
         return [self.dvs.get(a.tablet_id, a) if isinstance(a, SetDV) else a for a in actions]
 
-    def catch_up(self, version: int) -> int:
-        """Read and judge the versions from ``version`` on; the next version to try."""
+    def catch_up(self, version: int) -> int | None:
+        """Read and judge the versions from ``version`` on; the next version to try. None where
+        ``version`` is this statement's own commit (a create that landed but whose answer was
+        lost, and whose retry met the object): committing again would apply it twice."""
+        first = version
         while True:
             try:
                 actions = log.read_version(self.handle.io, self.handle.root, version)
             except TableNotFound:
                 break
+            if version == first and any(isinstance(a, CommitInfo) and a.txid == self.handle.txid for a in actions):
+                return None
             self.observe(version, actions)
             self.state = log.advance(self.state, version, actions, self.handle.root)
             version += 1
@@ -525,7 +530,10 @@ def commit(
             info = replace(info, state=after.summary().record())  # what proves a checkpoint of this state
             if log.write_version(io, handle.root, version, [*final, info]):
                 break
-            version = check.catch_up(version)
+            caught_up = check.catch_up(version)
+            if caught_up is None:
+                break  # the version holds this very commit: its create landed, its answer was lost
+            version = caught_up
     except CommitConflict:
         discard(handle, fragments)  # never referenced: nothing of the statement stays
         for rel in check.written:
