@@ -5,11 +5,13 @@ AND t.id % 100 = 0 THEN DELETE``); when the rows are already on the driver, eval
 condition here saves a Spark job. A wrong answer silently deletes or keeps the wrong rows, so the
 subset is the one whose results we can pin down without knowing the session's settings: qualified
 columns and plain literals, comparisons within one type family, three-valued logic, IN, BETWEEN,
-IS [NOT] NULL/TRUE/FALSE, and integer/float arithmetic with ``%`` by a literal. Timestamps and
-decimals are columns only (dbt's ``s.updated_at > t.updated_at``): a TIMESTAMP is UTC
-microseconds on both sides whatever the session's time zone, while a timestamp literal, a
+IS [NOT] NULL/TRUE/FALSE, integer/float arithmetic with ``%`` and ``/`` by a literal, ``||`` of
+strings, and COALESCE and CASE WHEN over values of one type (or integers). Timestamps and
+decimals are columns and exact typed literals only (dbt's ``s.updated_at > t.updated_at``,
+``CAST('0.5' AS DECIMAL(5, 5))``, a TIMESTAMP_NTZ literal, a typed NULL): a TIMESTAMP is UTC
+microseconds on both sides whatever the session's time zone, while a TIMESTAMP literal, a
 TIMESTAMP beside a TIMESTAMP_NTZ or a DATE, and decimal arithmetic depend on settings or on
-rounding rules, and compile to ``None``. Types follow
+rounding rules, and compile to ``None`` (``eval_types`` holds those rules). Types follow
 Spark's coercion only where ANSI and non-ANSI Spark agree (a FLOAT beside an integer is FLOAT in
 one and DOUBLE in the other, so only an exactly representable literal may meet a FLOAT), an
 integer overflow (ANSI raises, legacy wraps) raises :class:`EvalUnsupported` at run time, and
@@ -23,12 +25,10 @@ anything else compiles to ``None``: the caller then lets Spark evaluate it.
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -38,8 +38,32 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 from sqlglot.tokens import TokenType
 
-Value: TypeAlias = Any  # a pa.Array or a pa.Scalar (a literal, broadcast by the kernels)
-Env = Mapping[tuple[str, str], pa.Array]  # (alias, column) -> the column's values
+from tablets.engine.eval_types import (
+    ARROW,
+    DECIMAL_LITERAL,
+    FLOATS,
+    INT_RANGE,
+    INTS,
+    VOID,
+    Env,
+    Node,
+    Unsupported,
+    Value,
+    arith_type,
+    arrow_of,
+    as_boolean,
+    common_type,
+    date_text,
+    decimal_params,
+    decimal_text,
+    float_text,
+    lit,
+    same_type,
+    spark_type,
+    timestamp_ntz_text,
+    unreachable,
+    widen,
+)
 
 
 class EvalUnsupported(Exception):
@@ -47,30 +71,6 @@ class EvalUnsupported(Exception):
     which ANSI Spark raises on and legacy Spark wraps): let Spark evaluate the expression."""
 
 
-class _Unsupported(Exception):
-    """Compile time: the construct is outside the subset (compile_expr returns None)."""
-
-
-_INTS = ("tinyint", "smallint", "int", "bigint")  # narrowest first
-_FLOATS = ("float", "double")
-_DECIMAL = "decimal literal"  # 1.5: DECIMAL in Spark, usable here only where Spark makes it DOUBLE
-_VOID = "void"  # the type of NULL
-_ARROW = {
-    "tinyint": pa.int8(),
-    "smallint": pa.int16(),
-    "int": pa.int32(),
-    "bigint": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
-    _VOID: pa.null(),
-}
-_TYPE_NAMES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
-_RANGE = {t: (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for t, b in zip(_INTS, (8, 16, 32, 64), strict=True)}
 _CAST_TO = {
     exp.DataType.Type.TINYINT: "tinyint",
     exp.DataType.Type.SMALLINT: "smallint",
@@ -88,18 +88,6 @@ _COMPARE = {
     exp.GTE: "greater_equal",
 }
 _ARITH = {exp.Add: "add", exp.Sub: "subtract", exp.Mul: "multiply"}
-_NO_VALUE = object()
-
-
-@dataclass(frozen=True)
-class _Node:
-    type: str  # a key of _ARROW, or _DECIMAL
-    fn: Callable[[Env], Value]
-    value: Any = _NO_VALUE  # a literal's Python value (folded at compile time)
-
-    @property
-    def literal(self) -> bool:
-        return self.value is not _NO_VALUE
 
 
 @dataclass(frozen=True)
@@ -148,9 +136,9 @@ def _compile(sql: str, sides: Mapping[str, Mapping[str, str]], predicate: bool) 
     walker = _Walker(sides)
     try:
         node = walker.walk(tree)
-    except _Unsupported:
+    except Unsupported:
         return None
-    if node.type == _DECIMAL or (predicate and node.type != "boolean"):
+    if node.type == DECIMAL_LITERAL or (predicate and node.type != "boolean"):
         return None
     columns: dict[str, tuple[str, ...]] = {}
     for alias, name, _ in walker.inputs:
@@ -205,88 +193,99 @@ class _Walker:
         self.sides = {a.lower(): cols for a, cols in sides.items()}
         self.inputs: list[tuple[str, str, pa.DataType]] = []
 
-    def walk(self, node: exp.Expr) -> _Node:
+    def walk(self, node: exp.Expr) -> Node:
         method = _DISPATCH.get(type(node))  # the exact class: a subclass may mean something else
         if method is None:
-            raise _Unsupported(type(node).__name__)
+            raise Unsupported(type(node).__name__)
         return method(self, node)
 
-    def column(self, node: exp.Column) -> _Node:
+    def column(self, node: exp.Column) -> Node:
         _only(node, "this", "table")
         if not node.table or not isinstance(node.this, exp.Identifier):
-            raise _Unsupported("unqualified column")
+            raise Unsupported("unqualified column")
         cols = self.sides.get(node.table.lower(), {})
         names = [c for c in cols if c.lower() == node.name.lower()]
         if len(names) != 1:
-            raise _Unsupported(f"unknown or ambiguous column {node.sql(dialect='spark')}")
-        spark_type = _spark_type(cols[names[0]])
+            raise Unsupported(f"unknown or ambiguous column {node.sql(dialect='spark')}")
+        typ = spark_type(cols[names[0]])
         key = (node.table.lower(), names[0])
         if key not in [(a, c) for a, c, _ in self.inputs]:
-            self.inputs.append((*key, _arrow(spark_type)))
-        return _Node(spark_type, lambda env: env[key])
+            self.inputs.append((*key, arrow_of(typ)))
+        return Node(typ, lambda env: env[key])
 
-    def literal(self, node: exp.Literal, negate: bool = False) -> _Node:
+    def literal(self, node: exp.Literal, negate: bool = False) -> Node:
         text = node.this
         if node.is_string:
             if negate:
-                raise _Unsupported("negated string")
-            return _lit("string", text)
+                raise Unsupported("negated string")
+            return lit("string", text)
         sign = "-" if negate else ""
         if re.fullmatch(r"\d+", text):
             v = int(sign + text)  # Spark: INT where it fits, else BIGINT, else DECIMAL
             for t in ("int", "bigint"):
-                if _RANGE[t][0] <= v <= _RANGE[t][1]:
-                    return _lit(t, v)
-            raise _Unsupported("integer literal beyond BIGINT is DECIMAL")
+                if INT_RANGE[t][0] <= v <= INT_RANGE[t][1]:
+                    return lit(t, v)
+            raise Unsupported("integer literal beyond BIGINT is DECIMAL")
         m = re.fullmatch(r"(\d*)\.(\d*)", text)
         if m:
             digits = (m[1] + m[2]).lstrip("0")
             # few enough digits that every decimal -> double conversion rounds alike;
             # `+ 0.0`: a DECIMAL has no negative zero, so -0.0 becomes +0.0 as in Spark
             if len(digits) > 15 or len(m[2]) > 22:
-                raise _Unsupported("decimal literal too precise")
-            return _Node(_DECIMAL, _unreachable, float(sign + text) + 0.0)
+                raise Unsupported("decimal literal too precise")
+            return Node(DECIMAL_LITERAL, unreachable, float(sign + text) + 0.0)
         if re.fullmatch(r"(\d+\.?\d*|\.\d+)[eE][+-]?\d+", text):
-            return _lit("double", float(sign + text))  # Spark: an exponent literal is DOUBLE
-        raise _Unsupported(f"literal {text}")
+            return lit("double", float(sign + text))  # Spark: an exponent literal is DOUBLE
+        raise Unsupported(f"literal {text}")
 
-    def neg(self, node: exp.Neg) -> _Node:
+    def neg(self, node: exp.Neg) -> Node:
         if isinstance(node.this, exp.Literal):
             return self.literal(node.this, negate=True)  # Spark's grammar reads `-5` as one literal
         x = self.walk(node.this)
-        if x.type in _INTS:
-            return _Node(x.type, lambda env: _checked(pc.negate_checked, x.fn(env)))
-        if x.type in _FLOATS:
-            return _Node(x.type, lambda env: pc.negate(x.fn(env)))
-        raise _Unsupported(f"-{x.type}")
+        if x.type in INTS:
+            return Node(x.type, lambda env: _checked(pc.negate_checked, x.fn(env)))
+        if x.type in FLOATS:
+            return Node(x.type, lambda env: pc.negate(x.fn(env)))
+        raise Unsupported(f"-{x.type}")
 
-    def cast(self, node: exp.Cast) -> _Node:
-        """Typed literals: DATE 'yyyy-mm-dd' and what sqlglot makes of 5L, 5Y, 5S, 1.5D."""
+    def cast(self, node: exp.Cast) -> Node:
+        """Typed literals: DATE 'yyyy-mm-dd', what sqlglot makes of 5L, 5Y, 5S, 1.5D, a typed
+        NULL of any type read here, and the literals whose value needs no rounding or zone:
+        CAST('0.5' AS DECIMAL(5, 5)), CAST('-0.0' AS DOUBLE), CAST('2024-03-10 02:30:00' AS
+        TIMESTAMP_NTZ)."""
         _only(node, "this", "to", "_type")
         to = _CAST_TO.get(node.to.this)
-        if to is None or node.to.expressions:
-            raise _Unsupported(f"CAST to {node.to.sql(dialect='spark')}")
+        if to is None:
+            to = spark_type(node.to.sql(dialect="spark"))  # raises outside the types read here
+        elif node.to.expressions:
+            raise Unsupported(f"CAST to {node.to.sql(dialect='spark')}")
         x = self.walk(node.this)
         if not x.literal:
-            raise _Unsupported("CAST of a non-literal")
+            raise Unsupported("CAST of a non-literal")
         v = x.value
-        if x.type == _VOID:
-            return _lit(to, None)
+        if x.type == VOID:
+            return lit(to, None)
         if to == "date" and x.type == "string":
-            return _lit("date", _date(v))
-        if to in _INTS and x.type in _INTS and _RANGE[to][0] <= v <= _RANGE[to][1]:
-            return _lit(to, v)
-        if to == "double" and (x.type in (_DECIMAL, "double") or (x.type in _INTS and abs(v) <= 2**53)):
-            return _lit("double", float(v))
-        raise _Unsupported(f"CAST of a {x.type} literal to {to}")
+            return lit("date", date_text(v))
+        if to in INTS and x.type in INTS and INT_RANGE[to][0] <= v <= INT_RANGE[to][1]:
+            return lit(to, v)
+        if to == "double" and (x.type in (DECIMAL_LITERAL, "double") or (x.type in INTS and abs(v) <= 2**53)):
+            return lit("double", float(v))
+        if to in FLOATS and x.type == "string":
+            return lit(to, float_text(v, to))
+        if to == "timestamp_ntz" and x.type == "string":
+            return lit(to, timestamp_ntz_text(v))
+        if decimal_params(to) and (x.type == "string" or x.type in INTS):
+            return lit(to, decimal_text(str(v), to))
+        raise Unsupported(f"CAST of a {x.type} literal to {to}")
 
-    def compare(self, node: exp.Binary) -> _Node:
+    def compare(self, node: exp.Binary) -> Node:
         return _compare(_COMPARE[type(node)], self.walk(node.this), self.walk(node.expression))
 
-    def null_safe(self, node: exp.NullSafeEQ | exp.NullSafeNEQ) -> _Node:
+    def null_safe(self, node: exp.NullSafeEQ | exp.NullSafeNEQ) -> Node:
         a, b = self.walk(node.this), self.walk(node.expression)
-        t = _common([a, b])
-        fa, fb = _to(a, t).fn, _to(b, t).fn
+        t = common_type([a, b])
+        fa, fb = widen(a, t).fn, widen(b, t).fn
 
         def eq(env: Env) -> Value:
             x, y = fa(env), fb(env)
@@ -294,80 +293,143 @@ class _Walker:
             return pc.or_(pc.fill_null(_compare_values("equal", t, x, y), False), both_null)
 
         if isinstance(node, exp.NullSafeNEQ):
-            return _Node("boolean", lambda env: pc.invert(eq(env)))
-        return _Node("boolean", eq)
+            return Node("boolean", lambda env: pc.invert(eq(env)))
+        return Node("boolean", eq)
 
-    def logic(self, node: exp.And | exp.Or) -> _Node:
-        a, b = _boolean(self.walk(node.this)), _boolean(self.walk(node.expression))
+    def logic(self, node: exp.And | exp.Or) -> Node:
+        a, b = as_boolean(self.walk(node.this)), as_boolean(self.walk(node.expression))
         kernel = pc.and_kleene if isinstance(node, exp.And) else pc.or_kleene
-        return _Node("boolean", lambda env: kernel(a.fn(env), b.fn(env)))
+        return Node("boolean", lambda env: kernel(a.fn(env), b.fn(env)))
 
-    def not_(self, node: exp.Not) -> _Node:
-        x = _boolean(self.walk(node.this))
-        return _Node("boolean", lambda env: pc.invert(x.fn(env)))
+    def not_(self, node: exp.Not) -> Node:
+        x = as_boolean(self.walk(node.this))
+        return Node("boolean", lambda env: pc.invert(x.fn(env)))
 
-    def is_(self, node: exp.Is) -> _Node:
+    def is_(self, node: exp.Is) -> Node:
         _only(node, "this", "expression", "negate")
         x, what = self.walk(node.this), node.expression
         if isinstance(what, exp.Null):
-            out = _Node("boolean", lambda env: pc.is_null(x.fn(env)))
+            out = Node("boolean", lambda env: pc.is_null(x.fn(env)))
         elif isinstance(what, exp.Boolean):
-            x, want = _boolean(x), bool(what.this)
+            x, want = as_boolean(x), bool(what.this)
             # IS TRUE / IS FALSE never return NULL
-            out = _Node("boolean", lambda env: pc.fill_null(x.fn(env) if want else pc.invert(x.fn(env)), False))
+            out = Node("boolean", lambda env: pc.fill_null(x.fn(env) if want else pc.invert(x.fn(env)), False))
         else:
-            raise _Unsupported("IS <something else>")
+            raise Unsupported("IS <something else>")
         if node.args.get("negate"):
-            return _Node("boolean", lambda env: pc.invert(out.fn(env)))
+            return Node("boolean", lambda env: pc.invert(out.fn(env)))
         return out
 
-    def in_(self, node: exp.In) -> _Node:
+    def in_(self, node: exp.In) -> Node:
         _only(node, "this", "expressions")
         if not node.expressions:
-            raise _Unsupported("IN without a list")
+            raise Unsupported("IN without a list")
         return _in(self.walk(node.this), [self.walk(e) for e in node.expressions])
 
-    def between(self, node: exp.Between) -> _Node:
+    def between(self, node: exp.Between) -> Node:
         _only(node, "this", "low", "high")
         x, low, high = self.walk(node.this), self.walk(node.args["low"]), self.walk(node.args["high"])
         a, b = _compare("greater_equal", x, low), _compare("less_equal", x, high)
-        return _Node("boolean", lambda env: pc.and_kleene(a.fn(env), b.fn(env)))
+        return Node("boolean", lambda env: pc.and_kleene(a.fn(env), b.fn(env)))
 
-    def arith(self, node: exp.Binary) -> _Node:
+    def arith(self, node: exp.Binary) -> Node:
         a, b = self.walk(node.this), self.walk(node.expression)
-        t = _arith_type(a, b)
-        fa, fb = _to(a, t).fn, _to(b, t).fn
+        t = arith_type(a, b)
+        fa, fb = widen(a, t).fn, widen(b, t).fn
         name = _ARITH[type(node)]
-        if t in _INTS:
+        if t in INTS:
             kernel = getattr(pc, name + "_checked")
-            return _Node(t, lambda env: _checked(kernel, fa(env), fb(env)))
+            return Node(t, lambda env: _checked(kernel, fa(env), fb(env)))
         kernel = getattr(pc, name)
-        return _Node(t, lambda env: kernel(fa(env), fb(env)))
+        return Node(t, lambda env: kernel(fa(env), fb(env)))
 
-    def mod(self, node: exp.Mod) -> _Node:
+    def mod(self, node: exp.Mod) -> Node:
         a, b = self.walk(node.this), self.walk(node.expression)
         if not b.literal or not b.value:
-            raise _Unsupported("% by other than a non-zero literal")  # x % 0: ANSI raises, legacy NULL
-        t = _arith_type(a, b)
-        fa, divisor = _to(a, t).fn, _to(b, t).value
-        if t in _INTS and abs(divisor) == 1:
+            raise Unsupported("% by other than a non-zero literal")  # x % 0: ANSI raises, legacy NULL
+        t = arith_type(a, b)
+        fa, divisor = widen(a, t).fn, widen(b, t).value
+        if t in INTS and abs(divisor) == 1:
             # x % ±1 = 0, where C's MIN % -1 may trap
-            return _Node(t, lambda env: pc.multiply(fa(env), pa.scalar(0, _ARROW[t])))
-        d = np.array(divisor, dtype=_ARROW[t].to_pandas_dtype())
+            return Node(t, lambda env: pc.multiply(fa(env), pa.scalar(0, ARROW[t])))
+        d = np.array(divisor, dtype=ARROW[t].to_pandas_dtype())
         # np.fmod is Java's %: truncated, the result takes the dividend's sign (-7 % 3 = -1)
-        return _Node(t, lambda env: _numpy(fa(env), lambda v: np.fmod(v, d), _ARROW[t]))
+        return Node(t, lambda env: _numpy(fa(env), lambda v: np.fmod(v, d), ARROW[t]))
 
-    def paren(self, node: exp.Paren) -> _Node:
+    def div(self, node: exp.Div) -> Node:
+        """``/`` by a non-zero literal: Spark divides in DOUBLE (x / 0 raises under ANSI and is
+        NULL otherwise); integer and DECIMAL operands make a DECIMAL or are refused by
+        ``arith_type``."""
+        _only(node, "this", "expression", "typed", "safe")
+        a, b = self.walk(node.this), self.walk(node.expression)
+        t = arith_type(a, b)
+        if not b.literal or not b.value or (t in INTS and DECIMAL_LITERAL in (a.type, b.type)):
+            raise Unsupported("/ by other than a non-zero literal")
+        fa, divisor = widen(widen(a, t), "double").fn, pa.scalar(float(b.value), pa.float64())
+        return Node("double", lambda env: pc.divide(fa(env), divisor))
+
+    def concat(self, node: exp.DPipe) -> Node:
+        """``a || b`` of two strings: NULL if either is."""
+        _only(node, "this", "expression", "safe")
+        a, b = self.walk(node.this), self.walk(node.expression)
+        if not {a.type, b.type} <= {"string", VOID}:
+            raise Unsupported(f"|| of {a.type} and {b.type}")  # Spark would cast them to STRING
+        fa, fb = a.fn, b.fn
+
+        def join(env: Env) -> Value:
+            x, y = (v.cast(pa.large_string()) for v in (fa(env), fb(env)))
+            return pc.binary_join_element_wise(x, y, pa.scalar("", pa.large_string()))
+
+        return Node("string", join)
+
+    def coalesce(self, node: exp.Coalesce) -> Node:
+        _only(node, "this", "expressions")
+        items = [self.walk(node.this), *(self.walk(e) for e in node.expressions)]
+        t = same_type(items)
+        fns = [widen(i, t).fn for i in items]
+        if t == VOID:
+            return lit(VOID, None)
+        return Node(t, lambda env: pc.coalesce(*(f(env) for f in fns)))
+
+    def case(self, node: exp.Case) -> Node:
+        """CASE WHEN ... THEN ... [ELSE ...] END (a NULL condition does not fire). Every branch is
+        computed: one Spark would skip may raise EvalUnsupported, and Spark then evaluates it."""
+        _only(node, "ifs", "default")
+        conds, values = [], []
+        for branch in node.args["ifs"]:
+            _only(branch, "this", "true")
+            cond = self.walk(branch.this)
+            if cond.type != "boolean":
+                raise Unsupported(f"CASE WHEN of {cond.type}")  # Spark refuses even a NULL here
+            conds.append(cond)
+            values.append(self.walk(branch.args["true"]))
+        default = node.args.get("default")
+        other = self.walk(default) if default is not None else lit(VOID, None)
+        t = same_type([*values, other])
+        pairs = [(c.fn, widen(v, t).fn) for c, v in zip(conds, values, strict=True)]
+        fo = widen(other, t).fn
+        if t == VOID:
+            return lit(VOID, None)
+
+        def pick(env: Env) -> Value:
+            out = fo(env)
+            for fc, fv in reversed(pairs):
+                out = pc.if_else(pc.fill_null(fc(env), False), fv(env), out)
+            return out
+
+        return Node(t, pick)
+
+    def paren(self, node: exp.Paren) -> Node:
         return self.walk(node.this)
 
-    def boolean(self, node: exp.Boolean) -> _Node:
-        return _lit("boolean", bool(node.this))
+    def boolean(self, node: exp.Boolean) -> Node:
+        return lit("boolean", bool(node.this))
 
-    def null(self, node: exp.Null) -> _Node:
-        return _lit(_VOID, None)
+    def null(self, node: exp.Null) -> Node:
+        return lit(VOID, None)
 
 
-_DISPATCH: dict[type, Callable[..., _Node]] = {
+_DISPATCH: dict[type, Callable[..., Node]] = {
     exp.Column: _Walker.column,
     exp.Literal: _Walker.literal,
     exp.Neg: _Walker.neg,
@@ -385,6 +447,10 @@ _DISPATCH: dict[type, Callable[..., _Node]] = {
     exp.In: _Walker.in_,
     exp.Between: _Walker.between,
     exp.Mod: _Walker.mod,
+    exp.Div: _Walker.div,
+    exp.DPipe: _Walker.concat,
+    exp.Coalesce: _Walker.coalesce,
+    exp.Case: _Walker.case,
     **dict.fromkeys(_COMPARE, _Walker.compare),
     **dict.fromkeys(_ARITH, _Walker.arith),
 }
@@ -393,135 +459,19 @@ _DISPATCH: dict[type, Callable[..., _Node]] = {
 def _only(node: exp.Expr, *allowed: str) -> None:
     extra = [k for k, v in node.args.items() if k not in allowed and v not in (None, False, [], "")]
     if extra:
-        raise _Unsupported(f"{type(node).__name__} with {extra}")
+        raise Unsupported(f"{type(node).__name__} with {extra}")
 
 
-def _spark_type(name: str) -> str:
-    t = name.strip().lower().replace(" ", "")
-    t = _TYPE_NAMES.get(t, t)
-    if t == "decimal":
-        return "decimal(10,0)"
-    if t == _VOID or (t not in _ARROW and _decimal(t) is None):
-        raise _Unsupported(f"column type {name}")
-    return t
-
-
-def _decimal(t: str) -> tuple[int, int] | None:
-    """(precision, scale) of a Spark DECIMAL type name, else None."""
-    m = re.fullmatch(r"decimal\((\d+),(\d+)\)", t)
-    return (int(m[1]), int(m[2])) if m else None
-
-
-def arrow_type(spark_type: str) -> pa.DataType | None:
-    """The Arrow type that holds every value of Spark type ``spark_type`` exactly, as Spark
-    compares them (the types this module reads, and the driver's merge copies), or None."""
-    try:
-        return _arrow(_spark_type(spark_type))
-    except _Unsupported:
-        return None
-
-
-def _arrow(t: str) -> pa.DataType:
-    dec = _decimal(t)
-    return pa.decimal128(*dec) if dec else _ARROW[t]
-
-
-def _date(text: str) -> datetime.date:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        raise _Unsupported(f"date literal {text!r}")  # Spark also takes '2020-1-1', ' 2020-01-01 ', ...
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError as e:
-        raise _Unsupported(f"date literal {text!r}") from e
-
-
-def _lit(t: str, v: object) -> _Node:
-    scalar = pa.scalar(v, _arrow(t))
-    return _Node(t, lambda env: scalar, v)
-
-
-def _unreachable(env: Env) -> Value:
-    raise AssertionError("a decimal literal is evaluated only as DOUBLE")
-
-
-def _to(node: _Node, t: str) -> _Node:
-    """``node`` implicitly cast to ``t`` (a widening that Spark's coercion makes)."""
-    if node.type == t or t == _VOID:
-        return node
-    if node.literal:
-        v = node.value
-        # float(int) rounds to nearest-even, as Java's (double) long does
-        return _lit(t, None if v is None else float(v) if t == "double" else v)
-    target, fn = _arrow(t), node.fn
-    return _Node(t, lambda env: pc.cast(fn(env), target, safe=False))
-
-
-def _common(nodes: list[_Node]) -> str:
-    """The type Spark compares ``nodes`` in; raises where ANSI and legacy Spark could differ."""
-    types = {n.type for n in nodes} - {_VOID}
-    if not types:
-        return _VOID
-    if len(types) == 1 and _DECIMAL not in types:
-        return types.pop()
-    if types <= set(_INTS):
-        return max(types, key=_INTS.index)
-    decimals = [_decimal(t) for t in types]
-    if all(decimals):
-        # Spark's wider decimal: the larger scale and the larger integral part, exact when it
-        # fits 38 digits (beyond, Spark bounds it and may round)
-        scale = max(s for _, s in decimals)  # type: ignore[misc]
-        digits = max(p - s for p, s in decimals) + scale  # type: ignore[misc]
-        if digits <= 38:
-            return f"decimal({digits},{scale})"
-    if types <= {*_INTS, *_FLOATS, _DECIMAL} and types & set(_FLOATS):
-        if types & {"double", _DECIMAL}:
-            return "double"
-        # FLOAT with integers: legacy Spark compares in FLOAT, ANSI in DOUBLE; the answers agree
-        # when each integer is a literal FLOAT holds exactly (then DOUBLE is as good as FLOAT)
-        if all(n.type in ("float", _VOID) or (n.literal and _float32_exact(n.value)) for n in nodes):
-            return "double"
-    raise _Unsupported(f"comparison of {sorted(types)}")
-
-
-def _arith_type(a: _Node, b: _Node) -> str:
-    """Spark's result type of a + - * % b, where ANSI and legacy Spark agree."""
-    types = {a.type, b.type}
-    numbers = {*_INTS, *_FLOATS}
-    if _VOID in types:
-        other = (types - {_VOID}) & numbers
-        if other:
-            return other.pop()
-    elif types <= set(_INTS):
-        return max(types, key=_INTS.index)
-    elif types == {"float"}:
-        return "float"
-    elif types <= {*numbers, _DECIMAL} and types & {"double"} or types == {"float", _DECIMAL}:
-        return "double"
-    raise _Unsupported(f"arithmetic on {sorted(types)}")  # FLOAT with integers: FLOAT or DOUBLE by mode
-
-
-def _float32_exact(v: object) -> bool:
-    return isinstance(v, int) and float(np.float32(v)) == v
-
-
-def _boolean(node: _Node) -> _Node:
-    if node.type == _VOID:
-        return _lit("boolean", None)
-    if node.type != "boolean":
-        raise _Unsupported(f"{node.type} as a boolean")  # Spark would cast it
-    return node
-
-
-def _compare(op: str, a: _Node, b: _Node) -> _Node:
-    t = _common([a, b])
-    fa, fb = _to(a, t).fn, _to(b, t).fn
-    return _Node("boolean", lambda env: _compare_values(op, t, fa(env), fb(env)))
+def _compare(op: str, a: Node, b: Node) -> Node:
+    t = common_type([a, b])
+    fa, fb = widen(a, t).fn, widen(b, t).fn
+    return Node("boolean", lambda env: _compare_values(op, t, fa(env), fb(env)))
 
 
 def _compare_values(op: str, t: str, x: Value, y: Value) -> Value:
-    if t == _VOID:
+    if t == VOID:
         return pa.scalar(None, pa.bool_())
-    if t in _FLOATS:
+    if t in FLOATS:
         return _float_compare(op, x, y)
     return getattr(pc, op)(x, y)
 
@@ -541,19 +491,19 @@ def _float_compare(op: str, x: Value, y: Value) -> Value:
     return pc.or_(ny, pc.and_(pc.invert(nx), pc.less_equal(x, y)))  # less_equal
 
 
-def _in(x: _Node, items: list[_Node]) -> _Node:
+def _in(x: Node, items: list[Node]) -> Node:
     """x IN (...): TRUE on a match, else NULL if x or an item is NULL, else FALSE."""
-    t = _common([x, *items])
-    fx, fns = _to(x, t).fn, [_to(i, t).fn for i in items]
+    t = common_type([x, *items])
+    fx, fns = widen(x, t).fn, [widen(i, t).fn for i in items]
 
     def equalities(env: Env) -> Value:
         v = fx(env)
         return reduce(pc.or_kleene, (_compare_values("equal", t, v, f(env)) for f in fns))
 
-    if t not in (*_INTS, "string", "date", "boolean") or not all(i.literal for i in items):
-        return _Node("boolean", equalities)  # floats too: a hash lookup would tell -0.0 from 0.0
+    if t not in (*INTS, "string", "date", "boolean") or not all(i.literal for i in items):
+        return Node("boolean", equalities)  # floats too: a hash lookup would tell -0.0 from 0.0
     values = [i.value for i in items]
-    value_set = pa.array([v for v in values if v is not None], _ARROW[t])
+    value_set = pa.array([v for v in values if v is not None], ARROW[t])
     has_null = None in values
     no_bool = pa.scalar(None, pa.bool_())
 
@@ -567,7 +517,7 @@ def _in(x: _Node, items: list[_Node]) -> _Node:
             hit = pc.if_else(hit, True, no_bool)
         return pc.if_else(pc.is_valid(v), hit, no_bool) if v.null_count else hit
 
-    return _Node("boolean", lookup)
+    return Node("boolean", lookup)
 
 
 def _checked(kernel: Callable[..., Value], *args: Value) -> Value:

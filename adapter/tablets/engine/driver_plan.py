@@ -21,7 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.arrow_eval import Compiled, EvalUnsupported, arrow_type
+from tablets.engine.arrow_eval import Compiled, EvalUnsupported
+from tablets.engine.eval_types import arrow_type
 from tablets.engine.names import (
     K_DELETE,
     K_INSERT,
@@ -110,7 +111,11 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                         DRIVER_SCAN_ROWS if source_less else DRIVER_BY_SOURCE_ROWS,
                         skip_by_stats=may_prune(run),
                     )
-                except EvalUnsupported:  # (an overflow, say): Spark evaluates the statement
+                except (
+                    EvalUnsupported,
+                    pa.ArrowException,
+                    NotImplementedError,
+                ):  # (an overflow, say): Spark evaluates it
                     rows = None
         run.driver.selected[at] = rows
         if rows is not None:
@@ -357,7 +362,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             return None
         try:
             first = first_clause(tables, n, these)
-        except EvalUnsupported:
+        except (EvalUnsupported, pa.ArrowException, NotImplementedError):
             return None
         groups: list[tuple[DriverClause | None, np.ndarray]] = (
             [(None, first < 0)] if category is Category.MATCHED else []

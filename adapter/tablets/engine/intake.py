@@ -31,7 +31,7 @@ from pyspark.sql.types import (
 )
 
 from tablets.engine import rerun
-from tablets.engine.arrow_eval import arrow_type
+from tablets.engine.eval_types import arrow_type
 from tablets.engine.names import (
     SID,
 )
