@@ -128,6 +128,10 @@ class TabletTable:
     ) -> None:
         self.root = normalize(root)
         self.io = io or io_for(self.root, storage_options)
+        # the state the last ``finish`` committed: auto-compaction's look at the table right
+        # after a statement needs no replay of the log (a concurrent commit since then makes
+        # its own commit conflict, and it gives up)
+        self._committed: Snapshot | None = None
 
     def __repr__(self) -> str:
         return f"TabletTable({self.root!r})"
@@ -267,9 +271,10 @@ class TabletTable:
     ) -> int | None:
         """Commit staged fragments as one version (``transaction.commit``: ``may_match`` judges
         concurrent appends that the handle's key ranges do not rule out)."""
-        return transaction.commit(
+        self._committed = transaction.commit_state(
             handle, fragments, extra_actions=extra_actions, parameters=parameters, metrics=metrics, may_match=may_match
         )
+        return None if self._committed is None else self._committed.version
 
     def append(
         self, data: pa.Table, operation: str = "APPEND", metrics: Mapping[str, float] | None = None
@@ -448,7 +453,7 @@ class TabletTable:
         """Rewrite small and deletion-heavy tablets if the table's ``auto_compact`` property is
         on and ``AutoCompactPolicy`` thresholds are passed: the new version, or None (nothing
         to do, or a concurrent commit won: the compaction gives up)."""
-        snap = self.snapshot()
+        snap, self._committed = self._committed or self.snapshot(), None
         policy = AutoCompactPolicy.of(snap.metadata)
         if not policy.enabled:
             return None

@@ -474,8 +474,32 @@ def commit(
     may_match: MayMatch | None = None,
     record: bool = False,
 ) -> int | None:
-    """Commit the fragments (plus ``extra_actions``) as one new version; None if nothing changes
-    (unless ``record``: a version that only records an operation, VACUUM START / END).
+    """``commit_state``'s version: the new version, or None if nothing changed."""
+    state = commit_state(
+        handle,
+        fragments,
+        extra_actions=extra_actions,
+        parameters=parameters,
+        metrics=metrics,
+        may_match=may_match,
+        record=record,
+    )
+    return None if state is None else state.version
+
+
+def commit_state(
+    handle: WriteHandle,
+    fragments: Iterable[Fragment],
+    *,
+    extra_actions: Sequence[Action] = (),
+    parameters: Mapping[str, str] | None = None,
+    metrics: Mapping[str, float] | None = None,
+    may_match: MayMatch | None = None,
+    record: bool = False,
+) -> Snapshot | None:
+    """Commit the fragments (plus ``extra_actions``) as one new version: the table's state at
+    that version (what a checkpoint of it holds), or None if nothing changes (unless
+    ``record``: a version that only records an operation, VACUUM START / END).
 
     ``may_match(tablets)`` says whether rows of tablets appended concurrently (that
     ``handle.append_ranges`` do not rule out) could have been matched or changed by this
@@ -546,4 +570,4 @@ def commit(
     if version % log.CHECKPOINT_INTERVAL == 0:
         log.write_checkpoint(io, handle.root, after)
     delta_log.publish(io, handle.root, version, [*final, info], check.state, after)  # the table as Delta sees it
-    return version
+    return after
