@@ -2,6 +2,8 @@
 the driver plan (the default in local mode) and on the Spark plan
 (``spark.tablets.merge.driverScanBytes=0``), which must give the same rows and counts."""
 
+import datetime
+import decimal
 import math
 
 import pytest
@@ -174,3 +176,33 @@ def test_explain_says_which_plan_the_statement_takes(db, spark):
         assert route("WHEN MATCHED THEN DELETE") == [f"[Route] Spark's plan: {DRIVER_SCAN_CONF} is 0"]
     finally:
         spark.conf.unset(DRIVER_SCAN_CONF)
+
+
+def test_coalesce_case_and_typed_literals_on_a_boolean_key_merge_on_the_driver(db, plan):
+    """A boolean key, and clauses with COALESCE, CASE WHEN, `/`, `||` and typed literals: the
+    driver plan computes them in Arrow (no Spark job after the source's), with Spark's answer."""
+    name = f"one_answer.typed_{plan}"
+    fresh(
+        db,
+        name,
+        "(flag BOOLEAN, n INT, amount DECIMAL(10, 2), note STRING, at TIMESTAMP_NTZ) USING tablets",
+        "(true, 1, 1.50, 'a', TIMESTAMP_NTZ '2024-01-01 00:00:00'), (false, 2, NULL, NULL, NULL)",
+    )
+    m = db.sql(
+        f"""MERGE INTO {name} t USING (SELECT * FROM VALUES
+            (true, 10, CAST('2.25' AS DECIMAL(10, 2))), (false, NULL, CAST(NULL AS DECIMAL(10, 2)))
+            AS v(flag, n, amount)) s
+        ON t.flag = s.flag
+        WHEN MATCHED AND COALESCE(s.amount, CAST('0' AS DECIMAL(10, 2))) > CAST('1' AS DECIMAL(10, 2)) THEN UPDATE SET
+            n = CASE WHEN s.n / 4 > 2 THEN COALESCE(s.n, t.n) ELSE -1 END,
+            amount = s.amount,
+            note = t.note || '+',
+            at = CAST('2024-03-10 02:30:00' AS TIMESTAMP_NTZ)
+        WHEN MATCHED THEN UPDATE SET note = COALESCE(t.note, 'none'), at = CAST(NULL AS TIMESTAMP_NTZ)"""
+    ).metrics
+    assert counts(m) == (0, 2, 0)
+    assert m.merged_on_driver is (plan == "driver")
+    assert rows(db, name) == [
+        (False, 2, None, "none", None),
+        (True, 10, decimal.Decimal("2.25"), "a+", datetime.datetime(2024, 3, 10, 2, 30)),
+    ]

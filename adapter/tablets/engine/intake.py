@@ -198,7 +198,7 @@ def _source_column(run: Run, data: pa.Table, expr: str) -> int | None:
 
 def _key_values(run: Run, data: pa.Table) -> dict[str, pa.Array] | None:
     """The local source's values of the ON condition's ``t.col = s.col`` conjuncts, by target
-    column, where Arrow's equality is Spark's (integers, strings, dates): the target rows that
+    column, where Arrow's equality is Spark's (integers, strings, dates, booleans): the target rows that
     can pair hold them (``target_scan``'s driver scan). None without such a conjunct."""
     types = dict(run.plan.column_types)
     out: dict[str, pa.Array] = {}
@@ -212,6 +212,7 @@ def _key_values(run: Run, data: pa.Table) -> dict[str, pa.Array] | None:
             (spark in INTEGRAL and pa.types.is_integer(arrow))
             or (spark == "string" and (pa.types.is_string(arrow) or pa.types.is_large_string(arrow)))
             or (spark == "date" and pa.types.is_date32(arrow))
+            or (spark == "boolean" and pa.types.is_boolean(arrow))
         ):
             out[col] = values
         elif (want := _key_type(arrow, spark)) is not None:

@@ -99,7 +99,7 @@ def _driver_key(target: str, source: str) -> bool:
         return True
     return (
         t == s
-        and (t in ("string", "date", "timestamp", "timestamp_ntz"))
+        and (t in ("string", "date", "boolean", "timestamp", "timestamp_ntz"))
         or (t.startswith("decimal") and s.startswith("decimal"))
     )
 
