@@ -9,7 +9,6 @@ from typing import Any
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from tablets.engine.constraints import raise_if_violated, violation_column
 from tablets.engine.errors import first_line, job_failed
@@ -33,7 +32,7 @@ from tablets.exceptions import (
 )
 from tablets.spark.sizes import size_bytes
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
-from tablets.sqltext import quote_ident
+from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import (
     TabletFragment,
     TabletTable,
@@ -86,8 +85,10 @@ def append(
             f"{operation} {table.root}: columns {extra} are not columns of the table ({', '.join(names)})",
             help="Drop them from the query, or add them to the table first (on_schema_change / ALTER TABLE ADD COLUMNS).",
         )
+    # one projection built from text: a py4j call, not three per column (each a round trip to a
+    # JVM that may be busy compiling)
     cols = [
-        (F.col(quote_ident(have[n.lower()])) if n.lower() in have else F.lit(None)).cast(types[n]).alias(n)
+        f"CAST({quote_ident(have[n.lower()]) if n.lower() in have else 'NULL'} AS {types[n]}) AS {quote_ident(n)}"
         for n in names
     ]
     keys = list(snap.metadata.key_columns)
@@ -98,8 +99,8 @@ def append(
             Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True),
         )
         spec = MergeSpec(name or table.root, "t", Source(query="<rows>"), "s", on, clauses, operation=operation)
-        return execute(spark, table, spec, frame.select(*cols), options, snapshot=snap)
-    stream = frame.select(*cols, F.lit(K_INSERT).alias(KIND))
+        return execute(spark, table, spec, frame.selectExpr(*cols), options, snapshot=snap)
+    stream = frame.selectExpr(*cols, f"{sql_string(K_INSERT)} AS {quote_ident(KIND)}")
     check = violation_column(snap.metadata, {n: n for n in names})
     if check is not None:  # one column beside the rows: the write task refuses rows that break a constraint
         stream = stream.select("*", check.alias(VIOLATION))
