@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablets.storage.types import to_arrow
+
 Value: TypeAlias = Any  # a pa.Array or a pa.Scalar (a literal, broadcast by the kernels)
 Env = Mapping[tuple[str, str], pa.Array]  # (alias, column) -> the column's values
 
@@ -29,20 +31,9 @@ INTS = ("tinyint", "smallint", "int", "bigint")  # narrowest first
 FLOATS = ("float", "double")
 DECIMAL_LITERAL = "decimal literal"  # 1.5: DECIMAL in Spark, usable here only where Spark makes it DOUBLE
 VOID = "void"  # the type of NULL
-ARROW = {
-    "tinyint": pa.int8(),
-    "smallint": pa.int16(),
-    "int": pa.int32(),
-    "bigint": pa.int64(),
-    "float": pa.float32(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "date": pa.date32(),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-    "timestamp_ntz": pa.timestamp("us"),
-    VOID: pa.null(),
-}
+# the types the evaluator reads, as the store holds them
+_READ = ("tinyint", "smallint", "int", "bigint", "float", "double", "string", "boolean", "date", "timestamp")
+ARROW = {t: to_arrow(t) for t in (*_READ, "timestamp_ntz", VOID)}
 _TYPE_NAMES = {"integer": "int", "long": "bigint", "short": "smallint", "byte": "tinyint"}
 INT_RANGE = {t: (-(2 ** (b - 1)), 2 ** (b - 1) - 1) for t, b in zip(INTS, (8, 16, 32, 64), strict=True)}
 _NO_VALUE = object()
@@ -123,13 +114,11 @@ def widen(node: Node, t: str) -> Node:
 
 def common_type(nodes: list[Node]) -> str:
     """The type Spark compares ``nodes`` in; raises where ANSI and legacy Spark could differ."""
+    try:
+        return same_type(nodes)
+    except Unsupported:
+        pass
     types = {n.type for n in nodes} - {VOID}
-    if not types:
-        return VOID
-    if len(types) == 1 and DECIMAL_LITERAL not in types:
-        return types.pop()
-    if types <= set(INTS):
-        return max(types, key=INTS.index)
     decimals = [decimal_params(t) for t in types]
     if all(decimals):
         # Spark's wider decimal: the larger scale and the larger integral part, exact when it

@@ -464,26 +464,9 @@ class _Validation:
         return [p for p in [*(d.path for d in self.staged.values()), *self.written] if p not in final]
 
 
-def commit(
-    handle: WriteHandle,
-    fragments: Iterable[Fragment],
-    *,
-    extra_actions: Sequence[Action] = (),
-    parameters: Mapping[str, str] | None = None,
-    metrics: Mapping[str, float] | None = None,
-    may_match: MayMatch | None = None,
-    record: bool = False,
-) -> int | None:
-    """``commit_state``'s version: the new version, or None if nothing changed."""
-    state = commit_state(
-        handle,
-        fragments,
-        extra_actions=extra_actions,
-        parameters=parameters,
-        metrics=metrics,
-        may_match=may_match,
-        record=record,
-    )
+def commit(handle: WriteHandle, fragments: Iterable[Fragment], **options: Any) -> int | None:
+    """``commit_state`` (its options too), for the new version: None if nothing changed."""
+    state = commit_state(handle, fragments, **options)
     return None if state is None else state.version
 
 
