@@ -71,6 +71,10 @@ class EvalUnsupported(Exception):
     which ANSI Spark raises on and legacy Spark wraps): let Spark evaluate the expression."""
 
 
+# what a compiled expression may raise over data: the caller then lets Spark evaluate it
+EVAL_FAILED = (EvalUnsupported, pa.ArrowException, NotImplementedError)
+
+
 _CAST_TO = {
     exp.DataType.Type.TINYINT: "tinyint",
     exp.DataType.Type.SMALLINT: "smallint",
@@ -358,12 +362,11 @@ class _Walker:
 
     def div(self, node: exp.Div) -> Node:
         """``/`` by a non-zero literal: Spark divides in DOUBLE (x / 0 raises under ANSI and is
-        NULL otherwise); integer and DECIMAL operands make a DECIMAL or are refused by
-        ``arith_type``."""
+        NULL otherwise); ``arith_type`` refuses an integer beside a DECIMAL (a DECIMAL division)."""
         _only(node, "this", "expression", "typed", "safe")
         a, b = self.walk(node.this), self.walk(node.expression)
         t = arith_type(a, b)
-        if not b.literal or not b.value or (t in INTS and DECIMAL_LITERAL in (a.type, b.type)):
+        if not b.literal or not b.value:
             raise Unsupported("/ by other than a non-zero literal")
         fa, divisor = widen(widen(a, t), "double").fn, pa.scalar(float(b.value), pa.float64())
         return Node("double", lambda env: pc.divide(fa(env), divisor))

@@ -27,7 +27,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from tablets.engine.arrow_eval import EvalUnsupported, compile_expr
+from tablets.engine.arrow_eval import EVAL_FAILED, compile_expr
 from tablets.engine.errors import spark_message
 from tablets.engine.names import K_CANDIDATE, K_INSERT, K_REPLACE, K_UPDATE, KIND, VIOLATION
 from tablets.engine.tasks import violations_of
@@ -91,7 +91,7 @@ def arrow_labels(meta: Metadata, rows: pa.Table) -> pa.Array | None:
             return None
         try:
             value = compiled({"t": rows})
-        except (EvalUnsupported, pa.ArrowException, NotImplementedError):
+        except EVAL_FAILED:
             return None
         found.append((pc.equal(value, False), name))  # FALSE breaks it; NULL and TRUE pass
     for broken, label in reversed(found):  # the first constraint a row breaks names it

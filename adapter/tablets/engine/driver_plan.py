@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from tablets.engine.arrow_eval import Compiled, EvalUnsupported
+from tablets.engine.arrow_eval import EVAL_FAILED, Compiled
 from tablets.engine.eval_types import arrow_type
 from tablets.engine.names import (
     K_DELETE,
@@ -111,11 +111,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                         DRIVER_SCAN_ROWS if source_less else DRIVER_BY_SOURCE_ROWS,
                         skip_by_stats=may_prune(run),
                     )
-                except (
-                    EvalUnsupported,
-                    pa.ArrowException,
-                    NotImplementedError,
-                ):  # (an overflow, say): Spark evaluates it
+                except EVAL_FAILED:  # (an overflow, say): Spark evaluates the statement
                     rows = None
         run.driver.selected[at] = rows
         if rows is not None:
@@ -281,7 +277,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     if on_rest is not None and on_rest is not True and t_rows.num_rows:  # the key-equal pairs the rest of ON accepts
         try:
             accepted = pc.fill_null(on_rest({t_key: t_rows, s_key: s_rows}), False)
-        except (EvalUnsupported, pa.ArrowException, NotImplementedError):
+        except EVAL_FAILED:
             return None
         t_rows, s_rows = t_rows.filter(accepted), s_rows.filter(accepted)
 
@@ -305,7 +301,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 if rows is None or name not in rows.column_names or not exact_cast(have, types[col]):
                     return None
                 out.append(rows.column(name).cast(want))
-            except (pa.ArrowException, NotImplementedError, EvalUnsupported):
+            except EVAL_FAILED:
                 return None
         return out
 
@@ -362,7 +358,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             return None
         try:
             first = first_clause(tables, n, these)
-        except (EvalUnsupported, pa.ArrowException, NotImplementedError):
+        except EVAL_FAILED:
             return None
         groups: list[tuple[DriverClause | None, np.ndarray]] = (
             [(None, first < 0)] if category is Category.MATCHED else []
