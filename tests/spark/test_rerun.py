@@ -6,8 +6,10 @@ import os
 import pytest
 import tablets
 from support.jobs import spark_jobs
+from support.conf import settings
+from tablets.engine import rerun
 from tablets.engine.executor import execute
-from tablets.engine.route import RERUN_CONF
+from tablets.engine.route import DRIVER_SCAN_CONF, RERUN_CONF
 from tablets.exceptions import CardinalityViolation
 from tablets.storage import log
 
@@ -159,3 +161,104 @@ def test_it_can_be_turned_off(db, spark):
     finally:
         spark.conf.unset(RERUN_CONF)
     assert (m.same_source, m.rows_unchanged, m.version) == (False, 100, None) and "unchanged" in m.timings_ms
+
+
+# a source too big to collect, as on a cluster: Spark's plan, the source kept in Spark and
+# digested by the aggregate that counts it (rerun.row_text)
+KEPT = {DRIVER_SCAN_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
+def test_the_same_rows_kept_in_spark_again_read_no_tablet(db, spark):
+    fresh(db, "rerun.kept")
+    with settings(spark, KEPT):
+        first = merge(db, "rerun.kept", SOURCE)
+        assert (first.rows_updated, first.rows_inserted, first.same_source) == (50, 50, False)
+        assert not first.merged_on_driver
+        after = rows(db, "rerun.kept")
+        table = db.table_of("rerun.kept")
+        version = table.version
+        paths = [table.tablet_path(st) for st in table.snapshot().tablets.values()]
+        for p in paths:
+            os.rename(p, p + ".away")
+        try:
+            m = merge(db, "rerun.kept", SOURCE)
+        finally:
+            for p in paths:
+                os.rename(p + ".away", p)
+        assert m.same_source and (m.version, m.rows_unchanged, m.rows_affected, m.tablets_scanned) == (None, 100, 0, 0)
+        # rows that differ in one value only: not the same rows
+        changed = SOURCE.replace("'new'", "IF(id = 1049, 'new ', 'new')")
+        m = merge(db, "rerun.kept", changed)
+        assert (m.same_source, m.rows_updated, m.rows_unchanged) == (False, 1, 99)
+    assert table.version == version + 1 and (1049, 10491, "new ") in rows(db, "rerun.kept")
+    assert [r for r in after if r[0] != 1049] == [r for r in rows(db, "rerun.kept") if r[0] != 1049]
+
+
+@pytest.mark.parametrize(
+    "source, error",
+    [
+        ("SELECT 7L AS id, 1L AS v, 'a' AS s UNION ALL SELECT 7L, 1L, 'a'", CardinalityViolation),
+        ("SELECT CAST(NULL AS BIGINT) AS id, 1L AS v, 'n' AS s", None),
+    ],
+    ids=["repeated key", "null key"],
+)
+def test_keys_kept_in_spark_must_be_unique_and_not_null(db, spark, source, error):
+    fresh(db, "rerun.kept_keys", 3)
+    with settings(spark, KEPT):
+        merge(db, "rerun.kept_keys", source)
+        if error is not None:
+            with pytest.raises(error):
+                merge(db, "rerun.kept_keys", source)
+        else:
+            m = merge(db, "rerun.kept_keys", source)
+            assert (m.same_source, m.rows_inserted) == (False, 1)
+
+
+def test_rows_spark_digests_differ_where_their_values_do(spark):
+    """Rows one value apart (a sign of zero, NULL against its text or an empty string, text split
+    at another place, a microsecond, a day before the Gregorian reform) have different texts."""
+    fields = [
+        ("a", "string"),
+        ("b", "string"),
+        ("d", "double"),
+        ("t", "timestamp"),
+        ("n", "timestamp_ntz"),
+        ("x", "date"),
+        ("f", "float"),
+        ("m", "decimal(5,2)"),
+        ("y", "binary"),
+    ]
+    base = [
+        "'ab'",
+        "'c'",
+        "0.0D",
+        "TIMESTAMP'2020-01-01 00:00:00'",
+        "TIMESTAMP_NTZ'2020-01-01 00:00:00'",
+        "DATE'2020-01-01'",
+        "CAST(1.5 AS FLOAT)",
+        "1.50BD",
+        "X'00'",
+    ]
+    variants = {
+        0: ["'a'", "NULL", "'N'", "''", "'abc'"],
+        1: ["'bc'", "NULL", "''"],
+        2: ["-0.0D", "CAST('NaN' AS DOUBLE)", "1e-300D", "NULL", "5e-324D"],
+        3: ["TIMESTAMP'2020-01-01 00:00:00.000001'", "NULL"],
+        4: ["TIMESTAMP_NTZ'2020-01-01 00:00:00.000001'", "TIMESTAMP_NTZ'+10000-01-01 00:00:00'"],
+        5: ["DATE'1582-10-04'", "DATE'1582-10-15'", "NULL"],
+        6: ["CAST(-0.0 AS FLOAT)", "CAST(1.5000001 AS FLOAT)"],
+        7: ["1.51BD", "NULL"],
+        8: ["X''", "X'0000'", "NULL"],
+    }
+    rows_sql = [base] + [base[:i] + [v] + base[i + 1 :] for i, vs in variants.items() for v in vs]
+    rows_sql.append(["'a'", "'bc'"] + base[2:])  # ('ab','c') against ('a','bc')
+    quoted = [(f"`{n}`", t) for n, t in fields]
+    text = rerun.row_text(quoted)
+    selects = " UNION ALL ".join(
+        "SELECT " + ", ".join(f"CAST({v} AS {t}) AS `{n}`" for v, (n, t) in zip(r, fields, strict=True))
+        for r in rows_sql
+    )
+    with settings(spark, {"spark.sql.session.timeZone": "America/Los_Angeles"}):
+        hashes = [r[0] for r in spark.sql(f"SELECT sha2({text}, 256) FROM ({selects})").collect()]
+    assert len(hashes) == len(rows_sql) and len(set(hashes)) == len(hashes)
+    assert rerun.row_text([("`c`", "array<int>")]) is None

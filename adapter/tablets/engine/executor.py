@@ -138,7 +138,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             ):
                 return m  # empty source: nothing can match or be inserted
         digest = source_digest(run)
-        if digest is not None and run.evolved is None and ran_before(run, *digest):
+        if digest is not None and run.evolved is None and ran_before(run, *digest, source):
             run.phase("same_source", t0)  # the table is what this statement made of these rows
             return m
         pair_ranges = None

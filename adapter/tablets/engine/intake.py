@@ -51,6 +51,7 @@ from tablets.spark.frames import (
 )
 from tablets.spark.sizes import broadcast_threshold, row_width, size_bytes
 from tablets.spec import ActionKind
+from tablets.sqltext import quote_ident
 from tablets.storage.tablet import OUT_OF_RANGE, python_value
 
 
@@ -136,31 +137,43 @@ def collect_local_source(
 
 
 def source_digest(run: Run) -> tuple[str, dict[str, str]] | None:
-    """``rerun.digest`` of a local source, and its join keys' source columns, where the statement
-    is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
-    if run.intake.local is None or not run.options.skip_unchanged or not setting_on(run, RERUN_CONF):
+    """The re-run digest of the source (``rerun.digest`` of a collected one, else the one Spark
+    took as it counted it: ``count_and_ranges``), and its join keys' source columns, where the
+    statement is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
+    if run.intake.local is None:
+        return run.intake.digest
+    keys = _rerun_keys(run, run.intake.local[1])
+    if keys is None:
         return None
     data, schema = run.intake.local
     fields = [f for f in schema.fields if f.name != SID]
-    keys = rerun.idempotent(run.plan, {f.name: f.dataType.simpleString() for f in fields})
-    if keys is None:
-        return None
     digest = rerun.digest(run.plan, data.drop_columns([SID]), StructType(fields).json(), keys)
     return None if digest is None else (digest, keys)
 
 
-def ran_before(run: Run, digest: str, keys: dict[str, str]) -> bool:
+def _rerun_keys(run: Run, schema: StructType) -> dict[str, str] | None:
+    """``rerun.idempotent``'s keys for a source of ``schema``, where the shortcut may be taken."""
+    if not run.options.skip_unchanged or not setting_on(run, RERUN_CONF):
+        return None
+    return rerun.idempotent(run.plan, {f.name: f.dataType.simpleString() for f in schema.fields if f.name != SID})
+
+
+def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | None) -> bool:
     """The table's latest commit is this statement's with the same rows (``digest``), made on the
     version before it, and the source's keys are unique and not NULL: running it again changes
-    nothing (``engine.rerun``). Sets the unchanged count: the rows that run matched or inserted."""
+    nothing (``engine.rerun``). Sets the unchanged count: the rows that run matched or inserted.
+    ``source``: the persisted source, where Spark digested it (its keys are counted there)."""
     commit = run.table.commit_of(run.snapshot)
     if (
         commit is None
         or commit.read_version != run.snapshot.version - 1
         or dict(commit.parameters).get(rerun.SOURCE_DIGEST) != digest
-        or run.intake.local is None
-        or not rerun.unique_keys(run.intake.local[0], keys)
     ):
+        return False
+    if run.intake.local is not None:
+        if not rerun.unique_keys(run.intake.local[0], keys):
+            return False
+    elif source is None or not run.intake.keys_not_null or not _unique_in_spark(run, source, keys):
         return False
     if run.plan.actions(ActionKind.UPDATE):
         prior = commit.metrics_dict()
@@ -169,6 +182,13 @@ def ran_before(run: Run, digest: str, keys: dict[str, str]) -> bool:
         )
     run.metrics.same_source = True
     return True
+
+
+def _unique_in_spark(run: Run, source: DataFrame, keys: dict[str, str]) -> bool:
+    """No two rows of the (persisted, counted) source share a key (its keys are not NULL)."""
+    names = sorted(set(keys.values()))
+    distinct = source.agg(F.count_distinct(*(F.col(quote_ident(n)) for n in names))).collect()[0][0]
+    return int(distinct) == run.metrics.source_rows
 
 
 def local_frame(run: Run) -> DataFrame | None:
@@ -247,13 +267,44 @@ def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, obj
     its first integer key the buckets it falls in (``KeyBuckets``), in one aggregate."""
     keys = range_keys(run)
     span = _bucket_span(run, keys) if run.plan.prune_keys else None
-    row, ranges = _key_ranges(run, source, keys, [F.count(F.lit(1)).alias("n")], span)
+    first = [F.count(F.lit(1)).alias("n")]
+    digested = _digested(run, source)
+    if digested is not None:  # the re-run digest, taken in the same pass (``rerun.row_text``)
+        source, rerun_keys = digested
+        first += [F.expr(a).alias(f"h{i}") for i, a in enumerate(rerun.hash_parts(ROW_HASH))]
+        first += [F.count(F.col(quote_ident(n))).alias(f"k{i}") for i, n in enumerate(sorted(set(rerun_keys.values())))]
+    row, ranges = _key_ranges(run, source, keys, first, span)
     run.metrics.source_rows = int(row["n"])
+    if digested is not None:
+        sums = [row[f"h{i}"] for i in range(rerun.HASH_PARTS)]
+        source_type = StructType([f for f in source.schema.fields if f.name not in (SID, ROW_HASH)]).json()
+        run.intake.digest = (rerun.spark_digest(run.plan, source_type, run.metrics.source_rows, sums), digested[1])
+        run.intake.keys_not_null = all(
+            row[f"k{i}"] == run.metrics.source_rows for i in range(len(set(digested[1].values())))
+        )
     if span is not None and row["buckets"] is not None:
         i, lo, hi, width = span
         held = tuple(sorted(int(b) for b in row["buckets"]))
         run.intake.buckets = KeyBuckets(keys[i][0], lo, hi, width, KEY_BUCKETS, held)
     return ranges if keys else None
+
+
+ROW_HASH = "__tablets_row_hash"
+
+
+def _digested(run: Run, source: DataFrame) -> tuple[DataFrame, dict[str, str]] | None:
+    """The source with each row's SHA-256 (``ROW_HASH``) and its join keys' source columns, where
+    the statement may be recognised when run again (``rerun``); None elsewhere, or where a
+    column's type has no exact text (``rerun.row_text``)."""
+    keys = _rerun_keys(run, source.schema)
+    if keys is None:
+        return None
+    text = rerun.row_text(
+        [(quote_ident(f.name), f.dataType.simpleString()) for f in source.schema.fields if f.name != SID]
+    )
+    if text is None:
+        return None
+    return source.withColumn(ROW_HASH, F.sha2(F.expr(text), 256)), keys
 
 
 KEY_BUCKETS = 4096  # buckets of a big source's integer key: the set a task holds stays small

@@ -29,7 +29,7 @@ a condition, so nothing depends on values that change. Identical bytes hashed me
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -112,16 +112,78 @@ def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, KeyError):
         return None
     h = hashlib.sha256()
-    h.update(
-        repr(
-            (plan.on, plan.branches, plan.column_types, plan.key_columns, plan.spec.conflict_keys, source_type)
-        ).encode()
-    )
+    h.update(_statement(plan, source_type))
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, ordered.schema) as writer:
         writer.write_table(ordered)
     h.update(sink.getvalue())
     return h.hexdigest()
+
+
+# A source kept in Spark (too big to collect) is digested where it is read: each row as one text
+# that no other row of its type shares (``row_text``), hashed with SHA-256 in Spark, and the
+# hashes summed by part in the aggregate that already counts the source (``intake``). The sums do
+# not depend on the rows' order. Each part is 60 bits: exact in DECIMAL(38, 0) for up to 2^66 rows.
+HASH_PARTS = 4
+_PART_HEX = 15
+
+
+def _value_text(column: str, spark: str) -> str | None:
+    """Spark SQL text of one value of a column of type ``spark``, different for different values
+    (None: a type without one here). Numbers, booleans and decimals print exactly (a DOUBLE as
+    Java's text of it, which reads back as it: -0.0 and NaN included); an instant as its
+    microseconds (not its text in the session's zone); a wall time as its text."""
+    if spark in ("string",):
+        return column
+    if spark in ("tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "timestamp_ntz") or (
+        spark.startswith("decimal(")
+    ):
+        return f"CAST({column} AS STRING)"
+    if spark == "date":
+        return f"CAST(unix_date({column}) AS STRING)"
+    if spark == "timestamp":
+        return f"CAST(unix_micros({column}) AS STRING)"
+    if spark == "binary":
+        return f"hex({column})"
+    return None
+
+
+def row_text(fields: Sequence[tuple[str, str]]) -> str | None:
+    """Spark SQL text of a row of ``fields`` ((quoted column, Spark type)) as one string that no
+    other row of these types shares: each value as ``V<length>:<text>``, a NULL as ``N``."""
+    parts = []
+    for column, spark in fields:
+        text = _value_text(column, spark.lower())
+        if text is None:
+            return None
+        parts.append(
+            f"CASE WHEN {column} IS NULL THEN 'N' ELSE concat('V', CAST(length({text}) AS STRING), ':', {text}) END"
+        )
+    return f"concat({', '.join(parts)})" if parts else None
+
+
+def hash_parts(row_hash: str) -> list[str]:
+    """Spark SQL aggregates of the rows' SHA-256 (``row_hash``: its hex text), part by part."""
+    return [
+        f"coalesce(sum(CAST(conv(substr({row_hash}, {1 + _PART_HEX * i}, {_PART_HEX}), 16, 10) AS DECIMAL(38, 0))), 0)"
+        for i in range(HASH_PARTS)
+    ]
+
+
+def spark_digest(plan: Plan, source_type: str, rows: int, sums: Sequence[object]) -> str:
+    """The digest of a source digested in Spark: the statement's plan, the source's type, its row
+    count and its hashes' sums (``hash_parts``). Not comparable with ``digest``'s: a re-run
+    whose source crosses the size the driver collects misses the shortcut, and reads the target."""
+    h = hashlib.sha256(b"spark-rows\n")
+    h.update(_statement(plan, source_type))
+    h.update(repr((rows, [str(s) for s in sums])).encode())
+    return h.hexdigest()
+
+
+def _statement(plan: Plan, source_type: str) -> bytes:
+    return repr(
+        (plan.on, plan.branches, plan.column_types, plan.key_columns, plan.spec.conflict_keys, source_type)
+    ).encode()
 
 
 def unique_keys(data: pa.Table, keys: Mapping[str, str]) -> bool:

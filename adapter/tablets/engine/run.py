@@ -61,6 +61,10 @@ class SourceIntake:
     keys: dict[str, pa.Array] | None = None  # a collected source's join key values, by target column
     buckets: KeyBuckets | None = None  # a big source's integer key, by bucket (count_and_ranges)
     key_sources: dict[str, str] = field(default_factory=dict)  # target key column -> its source column
+    # a source digested in Spark (``count_and_ranges``): its re-run digest and join keys' source
+    # columns (``rerun.spark_digest``), and whether those keys are never NULL
+    digest: tuple[str, dict[str, str]] | None = None
+    keys_not_null: bool = False
 
 
 @dataclass
