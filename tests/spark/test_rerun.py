@@ -5,8 +5,8 @@ import os
 
 import pytest
 import tablets
-from support.jobs import spark_jobs
 from support.conf import settings
+from support.jobs import spark_jobs
 from tablets.engine import rerun
 from tablets.engine.executor import execute
 from tablets.engine.route import DRIVER_SCAN_CONF, RERUN_CONF
@@ -164,7 +164,7 @@ def test_it_can_be_turned_off(db, spark):
 
 
 # a source too big to collect, as on a cluster: Spark's plan, the source kept in Spark and
-# digested by the aggregate that counts it (rerun.row_text)
+# digested by the aggregate that counts it (rerun.row_hashes)
 KEPT = {DRIVER_SCAN_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
@@ -215,8 +215,9 @@ def test_keys_kept_in_spark_must_be_unique_and_not_null(db, spark, source, error
 
 
 def test_rows_spark_digests_differ_where_their_values_do(spark):
-    """Rows one value apart (a sign of zero, NULL against its text or an empty string, text split
-    at another place, a microsecond, a day before the Gregorian reform) have different texts."""
+    """Rows one value apart (a sign of zero, a NULL moved to another column or against its text or
+    an empty string, text split at another place, a microsecond, a day before the Gregorian
+    reform) hash apart."""
     fields = [
         ("a", "string"),
         ("b", "string"),
@@ -246,19 +247,21 @@ def test_rows_spark_digests_differ_where_their_values_do(spark):
         3: ["TIMESTAMP'2020-01-01 00:00:00.000001'", "NULL"],
         4: ["TIMESTAMP_NTZ'2020-01-01 00:00:00.000001'", "TIMESTAMP_NTZ'+10000-01-01 00:00:00'"],
         5: ["DATE'1582-10-04'", "DATE'1582-10-15'", "NULL"],
-        6: ["CAST(-0.0 AS FLOAT)", "CAST(1.5000001 AS FLOAT)"],
+        6: ["CAST(-0.0D AS FLOAT)", "CAST(0.0D AS FLOAT)", "CAST(1.5000001 AS FLOAT)"],
         7: ["1.51BD", "NULL"],
         8: ["X''", "X'0000'", "NULL"],
     }
     rows_sql = [base] + [base[:i] + [v] + base[i + 1 :] for i, vs in variants.items() for v in vs]
     rows_sql.append(["'a'", "'bc'"] + base[2:])  # ('ab','c') against ('a','bc')
+    rows_sql.append(["NULL", "'ab'"] + base[2:])  # against ('ab', NULL): a NULL moved
     quoted = [(f"`{n}`", t) for n, t in fields]
-    text = rerun.row_text(quoted)
+    h1, h2 = rerun.row_hashes(quoted)
     selects = " UNION ALL ".join(
         "SELECT " + ", ".join(f"CAST({v} AS {t}) AS `{n}`" for v, (n, t) in zip(r, fields, strict=True))
         for r in rows_sql
     )
     with settings(spark, {"spark.sql.session.timeZone": "America/Los_Angeles"}):
-        hashes = [r[0] for r in spark.sql(f"SELECT sha2({text}, 256) FROM ({selects})").collect()]
+        hashes = [tuple(r) for r in spark.sql(f"SELECT {h1}, {h2} FROM ({selects})").collect()]
     assert len(hashes) == len(rows_sql) and len(set(hashes)) == len(hashes)
-    assert rerun.row_text([("`c`", "array<int>")]) is None
+    assert len({h for h, _ in hashes}) == len({h for _, h in hashes}) == len(hashes)
+    assert rerun.row_hashes([("`c`", "array<int>")]) is None

@@ -269,15 +269,15 @@ def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, obj
     span = _bucket_span(run, keys) if run.plan.prune_keys else None
     first = [F.count(F.lit(1)).alias("n")]
     digested = _digested(run, source)
-    if digested is not None:  # the re-run digest, taken in the same pass (``rerun.row_text``)
+    if digested is not None:  # the re-run digest, taken in the same pass (``rerun.row_hashes``)
         source, rerun_keys = digested
-        first += [F.expr(a).alias(f"h{i}") for i, a in enumerate(rerun.hash_parts(ROW_HASH))]
+        first += [F.expr(a).alias(f"h{i}") for i, a in enumerate(rerun.hash_parts(ROW_HASHES))]
         first += [F.count(F.col(quote_ident(n))).alias(f"k{i}") for i, n in enumerate(sorted(set(rerun_keys.values())))]
     row, ranges = _key_ranges(run, source, keys, first, span)
     run.metrics.source_rows = int(row["n"])
     if digested is not None:
         sums = [row[f"h{i}"] for i in range(rerun.HASH_PARTS)]
-        source_type = StructType([f for f in source.schema.fields if f.name not in (SID, ROW_HASH)]).json()
+        source_type = StructType([f for f in source.schema.fields if f.name not in (SID, *ROW_HASHES)]).json()
         run.intake.digest = (rerun.spark_digest(run.plan, source_type, run.metrics.source_rows, sums), digested[1])
         run.intake.keys_not_null = all(
             row[f"k{i}"] == run.metrics.source_rows for i in range(len(set(digested[1].values())))
@@ -289,22 +289,21 @@ def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, obj
     return ranges if keys else None
 
 
-ROW_HASH = "__tablets_row_hash"
+ROW_HASHES = ("__tablets_h1", "__tablets_h2")
 
 
 def _digested(run: Run, source: DataFrame) -> tuple[DataFrame, dict[str, str]] | None:
-    """The source with each row's SHA-256 (``ROW_HASH``) and its join keys' source columns, where
-    the statement may be recognised when run again (``rerun``); None elsewhere, or where a
-    column's type has no exact text (``rerun.row_text``)."""
+    """The source with each row's two hashes (``ROW_HASHES``: ``rerun.row_hashes``) and its join
+    keys' source columns, where the statement may be recognised when run again (``rerun``); None
+    elsewhere, or where a column's type has no such hash."""
     keys = _rerun_keys(run, source.schema)
     if keys is None:
         return None
-    text = rerun.row_text(
-        [(quote_ident(f.name), f.dataType.simpleString()) for f in source.schema.fields if f.name != SID]
-    )
-    if text is None:
+    fields = [(quote_ident(f.name), f.dataType.simpleString()) for f in source.schema.fields if f.name != SID]
+    hashes = rerun.row_hashes(fields)
+    if hashes is None:
         return None
-    return source.withColumn(ROW_HASH, F.sha2(F.expr(text), 256)), keys
+    return source.withColumns({n: F.expr(h) for n, h in zip(ROW_HASHES, hashes, strict=True)}), keys
 
 
 KEY_BUCKETS = 4096  # buckets of a big source's integer key: the set a task holds stays small
