@@ -127,8 +127,9 @@ def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]
 # row's text took 1.0 s more for 100k rows than this (bench/RESULTS.md).
 HASH_PARTS = 6
 _PART_BITS = 21
-_HASHED = ("tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string", "binary", "date")
-_HASHED += ("timestamp", "timestamp_ntz")
+_HASHED = frozenset(
+    ("tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string", "binary", "date", "timestamp")
+) | {"timestamp_ntz"}
 
 
 def row_hashes(fields: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
