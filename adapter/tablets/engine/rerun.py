@@ -9,8 +9,9 @@ target row that pairs; on a big target that is a scan of it.
 So a MERGE's commit records a digest of the statement and its source rows (``SOURCE_DIGEST`` in
 its parameters). A later MERGE writes nothing and reads no tablet when all of these hold:
 - its statement is idempotent by its shape (``idempotent``, below);
-- its digest (SHA-256 of the plan, the source's type and its rows in key order, Arrow IPC) equals
-  the one the table's latest commit recorded, and that commit was made on the version before it
+- its digest (SHA-256 of the plan, the source's type and its rows in key order, Arrow IPC; of a
+  source too big to collect, the row count and sums of each row's hashes, taken by Spark:
+  ``row_hashes``) equals the one the table's latest commit recorded, and that commit was made on the version before it
   (not rebased over a concurrent commit), so the table is exactly what that statement produced;
 - the source's keys are non-NULL and unique (checked on its rows).
 
@@ -23,7 +24,8 @@ column as the INSERT does, so ``f(s, f(s, t)) = f(s, t)`` and ``f(s, g(s)) = g(s
 left without a pair had no INSERT to act on it, and still has none. The only BY SOURCE action is
 DELETE: the first run deleted every row without a pair, and every row left has one. No clause has
 a condition, so nothing depends on values that change. Identical bytes hashed mean identical rows
-(up to a SHA-256 collision); other rows only miss the shortcut, and the content check runs.
+(up to a SHA-256 collision; for Spark's digest, up to a collision of the sums of two 64-bit hashes
+of every row); other rows only miss the shortcut, and the content check runs.
 """
 
 from __future__ import annotations
@@ -128,8 +130,21 @@ def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]
 HASH_PARTS = 6
 _PART_BITS = 21
 _HASHED = frozenset(
-    ("tinyint", "smallint", "int", "bigint", "boolean", "float", "double", "string", "binary", "date", "timestamp")
-) | {"timestamp_ntz"}
+    {
+        "tinyint",
+        "smallint",
+        "int",
+        "bigint",
+        "boolean",
+        "float",
+        "double",
+        "string",
+        "binary",
+        "date",
+        "timestamp",
+        "timestamp_ntz",
+    }
+)
 
 
 def row_hashes(fields: Sequence[tuple[str, str]]) -> tuple[str, str] | None:
