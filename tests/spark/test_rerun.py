@@ -2,6 +2,7 @@
 from the log without reading a tablet, and only where running it again cannot change anything."""
 
 import os
+from contextlib import contextmanager
 
 import pytest
 import tablets
@@ -39,6 +40,19 @@ def merge(db, name, source, clauses=UPSERT):
     return db.sql(f"MERGE INTO {name} t USING ({source}) s ON t.id = s.id {clauses}").metrics
 
 
+@contextmanager
+def tablets_away(table):
+    """The table's tablets are not there: a statement that read one would fail."""
+    paths = [table.tablet_path(st) for st in table.snapshot().tablets.values()]
+    for p in paths:
+        os.rename(p, p + ".away")
+    try:
+        yield
+    finally:
+        for p in paths:
+            os.rename(p + ".away", p)
+
+
 SOURCE = "SELECT id, id * 10 + 1 AS v, IF(id % 7 = 0, NULL, 'new') AS s FROM range(950, 1050)"  # 50 updates, 50 inserts
 
 
@@ -49,11 +63,7 @@ def test_the_same_rows_again_read_no_tablet(db, spark):
     after = rows(db, "rerun.same")
     table = db.table_of("rerun.same")
     version = table.version
-    # the tablets are not there: a statement that read one would fail
-    paths = [table.tablet_path(st) for st in table.snapshot().tablets.values()]
-    for p in paths:
-        os.rename(p, p + ".away")
-    try:
+    with tablets_away(table):
         results = []
         for i in range(2):
             jobs = spark_jobs(spark, lambda: results.append(merge(db, "rerun.same", SOURCE)))
@@ -66,9 +76,6 @@ def test_the_same_rows_again_read_no_tablet(db, spark):
             )
             assert m.tablets_scanned == 0 and "same_source" in m.timings_ms
             assert len(jobs) <= 2, jobs  # the source's own
-    finally:
-        for p in paths:
-            os.rename(p + ".away", p)
     assert table.version == version and rows(db, "rerun.same") == after
 
 
@@ -177,14 +184,8 @@ def test_the_same_rows_kept_in_spark_again_read_no_tablet(db, spark):
         after = rows(db, "rerun.kept")
         table = db.table_of("rerun.kept")
         version = table.version
-        paths = [table.tablet_path(st) for st in table.snapshot().tablets.values()]
-        for p in paths:
-            os.rename(p, p + ".away")
-        try:
+        with tablets_away(table):
             m = merge(db, "rerun.kept", SOURCE)
-        finally:
-            for p in paths:
-                os.rename(p + ".away", p)
         assert m.same_source and (m.version, m.rows_unchanged, m.rows_affected, m.tablets_scanned) == (None, 100, 0, 0)
         # rows that differ in one value only: not the same rows
         changed = SOURCE.replace("'new'", "IF(id = 1049, 'new ', 'new')")

@@ -425,6 +425,12 @@ class Gen:
         """A MERGE as dbt writes them (upsert, sync, CDC, soft delete): the statements the driver
         plan merges in Arrow itself."""
         r = self.rng
+        if r.random() < 0.25:  # dbt's upsert (or sync) exactly: the shape a re-run may skip (engine.rerun)
+            clauses = [Clause("MATCHED", None, "UPDATE*"), Clause("NOT MATCHED", None, "INSERT*")]
+            if r.random() < 0.3:
+                clauses.append(Clause("NOT MATCHED BY SOURCE", None, "DELETE"))
+            on = tuple((k, False) for k in keys)
+            return Step("MERGE", tuple(cols), rows=self._source(cols, keys), clauses=tuple(clauses), on=on)
         values = [c for c in cols if c[0] not in keys]
         simple = (
             [X(f"({{s}}{n} IS NULL)") for n, _ in values]
@@ -571,7 +577,10 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     keys, tc = case.keys, tuple(cur)
     roll = r.random()
     last = case.steps[-1]
-    if last.kind == "MERGE" and roll < 0.25 and last.cols == tc:  # the re-run shortcut (engine.rerun)
+    upsert = all(c.cond is None and c.action in ("UPDATE*", "INSERT*", "DELETE") for c in last.clauses)
+    if (
+        last.kind == "MERGE" and roll < (0.6 if upsert else 0.25) and last.cols == tc
+    ):  # the re-run shortcut (engine.rerun)
         return replace(last, kind="RERUN")
     roll = r.random()
     if roll < 0.50:
