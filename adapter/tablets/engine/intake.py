@@ -8,8 +8,9 @@ persisted, counted, and the min/max of its join keys taken, in one pass
 (``persisted_source``, ``count_and_ranges``). The key ranges prune tablets by the log's
 statistics and row groups inside the rest by Parquet's (``prune``, ``pairs_sql.target_scan``).
 
-A collected source also gives the re-run digest (``source_digest``, ``ran_before``): a statement
-run again with the same rows on the version it made changes nothing (``engine.rerun``)."""
+Both give the re-run digest (``source_digest``, ``ran_before``; a kept source's is taken by the
+same aggregate): a statement run again with the same rows on the version it made changes nothing
+(``engine.rerun``)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ its parameters). A later MERGE writes nothing and reads no tablet when all of th
 - its statement is idempotent by its shape (``idempotent``, below);
 - its digest (SHA-256 of the plan, the source's type and its rows in key order, Arrow IPC; of a
   source too big to collect, the row count and sums of each row's hashes, taken by Spark:
-  ``row_hashes``) equals the one the table's latest commit recorded, and that commit was made on the version before it
-  (not rebased over a concurrent commit), so the table is exactly what that statement produced;
-- the source's keys are non-NULL and unique (checked on its rows).
+  ``row_hashes``) equals the one the table's latest commit recorded, and that commit was made on
+  the version before it (not rebased over a concurrent commit), so the table is exactly what that
+  statement produced;
+- the source's keys are non-NULL and unique (checked on its rows; by Spark, for a source it keeps).
 
 Why that is a no-op. ON is only ``t.k = s.k`` equalities and the source's keys are unique and
 non-NULL. After the first run, the target rows whose key is in the source are the ones it matched
@@ -125,8 +126,8 @@ def digest(plan: Plan, data: pa.Table, source_type: str, keys: Mapping[str, str]
 # A source kept in Spark (too big to collect) is digested where it is read: each row hashed twice
 # in Spark (``row_hashes``: two 64-bit xxHash64 chains over its values, from two starts), and the
 # hashes summed in 21-bit parts by the aggregate that already counts the source (``intake``). The
-# sums do not depend on the rows' order, and are exact in a BIGINT up to 2^41 rows. SHA-256 of each
-# row's text took 1.0 s more for 100k rows than this (bench/RESULTS.md).
+# sums do not depend on the rows' order, and are exact in a BIGINT up to 2^41 rows. (SHA-256 of each
+# row's exact text, tried first, made the upsert's source phase twice as long: docs/SCALE.md.)
 HASH_PARTS = 6
 _PART_BITS = 21
 _HASHED = frozenset(
