@@ -577,10 +577,9 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     keys, tc = case.keys, tuple(cur)
     roll = r.random()
     last = case.steps[-1]
+    # the re-run shortcut (engine.rerun): dbt's upsert or sync is run again most often
     upsert = all(c.cond is None and c.action in ("UPDATE*", "INSERT*", "DELETE") for c in last.clauses)
-    if (
-        last.kind == "MERGE" and roll < (0.6 if upsert else 0.25) and last.cols == tc
-    ):  # the re-run shortcut (engine.rerun)
+    if last.kind == "MERGE" and roll < (0.6 if upsert else 0.25) and last.cols == tc:
         return replace(last, kind="RERUN")
     roll = r.random()
     if roll < 0.50:

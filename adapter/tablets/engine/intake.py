@@ -147,9 +147,13 @@ def source_digest(run: Run) -> tuple[str, dict[str, str]] | None:
     if keys is None:
         return None
     data, schema = run.intake.local
-    fields = [f for f in schema.fields if f.name != SID]
-    digest = rerun.digest(run.plan, data.drop_columns([SID]), StructType(fields).json(), keys)
+    digest = rerun.digest(run.plan, data.drop_columns([SID]), _source_type(schema), keys)
     return None if digest is None else (digest, keys)
+
+
+def _source_type(schema: StructType) -> str:
+    """The source's Spark type as a digest takes it (JSON), without the statement's row id."""
+    return StructType([f for f in schema.fields if f.name != SID]).json()
 
 
 def _rerun_keys(run: Run, schema: StructType) -> dict[str, str] | None:
@@ -269,20 +273,18 @@ def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, obj
     keys = range_keys(run)
     span = _bucket_span(run, keys) if run.plan.prune_keys else None
     first = [F.count(F.lit(1)).alias("n")]
-    digested = _digested(run, source)
+    counted, digested = source, _digested(run, source)
     if digested is not None:  # the re-run digest, taken in the same pass (``rerun.row_hashes``)
-        source, rerun_keys = digested
+        counted, rerun_keys = digested
+        names = sorted(set(rerun_keys.values()))
         first += [F.expr(a).alias(f"h{i}") for i, a in enumerate(rerun.hash_parts(ROW_HASHES))]
-        first += [F.count(F.col(quote_ident(n))).alias(f"k{i}") for i, n in enumerate(sorted(set(rerun_keys.values())))]
-    row, ranges = _key_ranges(run, source, keys, first, span)
-    run.metrics.source_rows = int(row["n"])
+        first += [F.count(F.col(quote_ident(n))).alias(f"k{i}") for i, n in enumerate(names)]
+    row, ranges = _key_ranges(run, counted, keys, first, span)
+    count = run.metrics.source_rows = int(row["n"])
     if digested is not None:
         sums = [row[f"h{i}"] for i in range(rerun.HASH_PARTS)]
-        source_type = StructType([f for f in source.schema.fields if f.name not in (SID, *ROW_HASHES)]).json()
-        run.intake.digest = (rerun.spark_digest(run.plan, source_type, run.metrics.source_rows, sums), digested[1])
-        run.intake.keys_not_null = all(
-            row[f"k{i}"] == run.metrics.source_rows for i in range(len(set(digested[1].values())))
-        )
+        run.intake.digest = (rerun.spark_digest(run.plan, _source_type(source.schema), count, sums), rerun_keys)
+        run.intake.keys_not_null = all(row[f"k{i}"] == count for i in range(len(names)))
     if span is not None and row["buckets"] is not None:
         i, lo, hi, width = span
         held = tuple(sorted(int(b) for b in row["buckets"]))
