@@ -5,6 +5,7 @@ Files are written once per (rows, seed) under the cache dir and reused by later 
 
     target/part-NNNNN.parquet  id BIGINT (0..N-1 shuffled across files), k INT, v DOUBLE, s STRING, d DATE
     upsert.parquet             1% of N: half updates of existing ids (new v, s), half new ids
+    upsert-small.parquet       0.1% of N: the first tenth of upsert.parquet's rows (a broadcast source)
     delete.parquet             10% of N, existing ids
     insert.parquet             1% of N, all new ids
 
@@ -42,6 +43,7 @@ SCALE_WINDOW = 50_000
 SOURCES = {
     "scale": "upsert",
     "upsert": "upsert",
+    "upsert-small": "upsert-small",
     "sync": "upsert",
     "delete-heavy": "delete",
     "insert-only": "insert",
@@ -81,6 +83,7 @@ def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE, clustered: b
     """Write the data set for `rows` (once) and return its directory."""
     out = os.path.join(cache, f"{rows}" + ("-clustered" if clustered else "") + ("" if seed == 42 else f"-s{seed}"))
     if os.path.exists(os.path.join(out, "_SUCCESS")):
+        _small_upsert(out)
         return out
     os.makedirs(os.path.join(out, "target"), exist_ok=True)
     rng = np.random.default_rng(seed)
@@ -101,8 +104,21 @@ def generate(rows: int, seed: int = 42, cache: str = DEFAULT_CACHE, clustered: b
     }
     for name, ids in sources.items():
         pq.write_table(_rows(rng, ids), os.path.join(out, f"{name}.parquet"))
+    _small_upsert(out)
     open(os.path.join(out, "_SUCCESS"), "w").close()
     return out
+
+
+def _small_upsert(out: str) -> None:
+    """upsert-small.parquet: the first tenth of upsert.parquet, made from it (no draw of the
+    generator), so data sets cached before it existed get the same file as new ones."""
+    small = os.path.join(out, "upsert-small.parquet")
+    upsert = os.path.join(out, "upsert.parquet")
+    if os.path.exists(small) or not os.path.exists(upsert):
+        return
+    t = pq.read_table(upsert)
+    pq.write_table(t.slice(0, max(1, t.num_rows // 10)), small + ".tmp")
+    os.replace(small + ".tmp", small)
 
 
 def _generate_clustered(rng: np.random.Generator, rows: int, out: str) -> None:

@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/scale.py --rows 10000000                      # table, MERGEs, DVs, snapshot, synthetic
     nice -n 10 .venv/bin/python bench/scale.py --rows 100000000 --cache /tmp/tablets-scale/data
+    .venv/bin/python bench/scale.py --rows 100000000 --merges upsert-small,upsert,sync,delete,again \
+        --conf spark.tablets.merge.driverScanBytes=0 --synthetic ''   # Spark's plan, as on a cluster
     .venv/bin/python bench/scale.py --rows 0                             # the synthetic parts only (no Spark)
 
 Measured on a table of N rows of bench/data.py's data (id BIGINT, k INT, v DOUBLE, s STRING of 20
@@ -51,7 +53,15 @@ UPSERT = (
     "WHEN MATCHED THEN UPDATE SET v = s.v, s = s.s WHEN NOT MATCHED THEN INSERT *"
 )
 DELETE = "MERGE INTO bench.target t USING source s ON t.id = s.id WHEN MATCHED THEN DELETE"
-STEPS = {"upsert": ("upsert", UPSERT), "delete": ("delete", DELETE), "again": ("upsert", UPSERT)}
+SYNC = UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE"
+# step: (data.py workload whose source it merges, statement)
+STEPS = {
+    "upsert-small": ("upsert-small", UPSERT),
+    "upsert": ("upsert", UPSERT),
+    "sync": ("sync", SYNC),
+    "delete": ("delete-heavy", DELETE),
+    "again": ("upsert", UPSERT),
+}
 MiB = 2**20
 
 
@@ -161,6 +171,7 @@ def measure_load(load, repeat: int) -> dict[str, float]:
 
 # --- per-task measurement inside Spark's Python workers ------------------------------------------
 
+DV_SENT: dict[str, dict[str, int]] = {}  # per statement: what its scans sent about deletion vectors
 PHASE = {"name": "load"}  # which statement the driver is planning; bound into each task function
 
 
@@ -224,6 +235,30 @@ def count_snapshot_loads() -> None:
     log.load_snapshot = load
 
 
+def count_dv_sends() -> None:
+    """What each statement's scans send about deletion vectors: the entries each task reads its
+    vectors from (``vectors.live``: one line per tablet with a vector), or the fallback's
+    broadcast of 64-bit words (``frames.dv_words_frame``), which grows with the deleted rows."""
+    from tablets.spark import frames, vectors
+
+    live, words = vectors.live, frames.dv_words_frame
+
+    def counted_live(spark, key, row, entries):
+        sent = DV_SENT.setdefault(PHASE["name"], {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
+        sent["scans"] += 1
+        sent["entries"] += len(entries)
+        sent["entry_bytes"] += sum(len(f"{k}\t{w}\t{d.size}\t{d.checksum}\t{d.cardinality}\n") for k, w, d in entries)
+        return live(spark, key, row, entries)
+
+    def counted_words(*args, **kwargs):
+        sent = DV_SENT.setdefault(PHASE["name"], {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
+        sent["word_broadcasts"] += 1
+        return words(*args, **kwargs)
+
+    vectors.live = counted_live
+    frames.dv_words_frame = counted_words
+
+
 def install_task_probes(out: str) -> None:
     """Wrap the engine's task functions (as the write streams and appends imported them) with
     ``_measured_run``."""
@@ -249,12 +284,15 @@ def log_files(t: TabletTable) -> list[dict[str, object]]:
     for f in t.io.list(log.log_dir(t.root)):
         if not f.name.endswith(".json"):
             continue
-        actions = decode_actions(t.io.read(f.path))
+        text = t.io.read(f.path)
+        if f.name.endswith(".checkpoint.json"):  # its first line is the checkpoint's own header
+            text = text.split(b"\n", 1)[1]
+        actions = decode_actions(text)
         kinds: dict[str, int] = {}
         for a in actions:
             kinds[type(a).__name__] = kinds.get(type(a).__name__, 0) + 1
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-        lines = t.io.read(f.path).decode().splitlines()
+        lines = text.decode().splitlines()
         add_lines = [len(x) + 1 for x in lines if x.startswith('{"add_tablet"')]
         dv_lines = [len(x) + 1 for x in lines if x.startswith('{"set_dv"')]
         out.append(
@@ -314,6 +352,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
         os.remove(probes)
     install_task_probes(probes)
     count_snapshot_loads()
+    count_dv_sends()
     root = os.path.join(work, "table")
     res: dict[str, object] = {"rows": args.rows}
 
@@ -327,6 +366,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
         "spark.driver.memory": args.memory,
         "spark.sql.shuffle.partitions": str(args.shuffle_partitions),
         "spark.python.worker.reuse": "true" if args.reuse_workers else "false",
+        **dict(kv.split("=", 1) for kv in args.conf),
     }
     db = tablets.connect(warehouse=os.path.join(work, "wh"), master="local[2]", conf=conf)
     jvm = java_child()
@@ -362,7 +402,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
     merges = {}
     for step in args.merges.split(","):
         source, statement = STEPS[step]
-        frame = db.spark.read.parquet(data.paths(data_dir, "upsert" if source == "upsert" else "delete-heavy")[1])
+        frame = db.spark.read.parquet(data.paths(data_dir, source)[1])
         frame.createOrReplaceTempView("source")
         # what the engine decides from: the persisted source's size estimate against the broadcast threshold
         cached = frame.persist()
@@ -394,6 +434,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
     res["merges"] = merges
     for step, v in driver.items():
         v["snapshot_loads"], v["snapshot_load_ms"] = len(LOADS.get(step, [])), 1000 * sum(LOADS.get(step, []))
+        v["dv_sent"] = DV_SENT.get(step, {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
     res["driver"] = driver
     PHASE["name"] = "after"
     db.spark.stop()
@@ -480,6 +521,8 @@ def report_table(res: dict) -> str:
                 "driver JVM peak RSS MiB (executor too: local)",
                 "JVM heap peak MiB",
                 "snapshot loads (ms in all)",
+                "scans with DVs: entries sent (bytes)",
+                "DV word broadcasts",
             ],
             [
                 [
@@ -488,6 +531,8 @@ def report_table(res: dict) -> str:
                     f"{v['jvm_rss_peak_mb']:,.0f}",
                     f"{v['jvm_heap_peak_mb']:,.0f}",
                     f"{v['snapshot_loads']} ({v['snapshot_load_ms']:.0f})",
+                    f"{v['dv_sent']['scans']}: {v['dv_sent']['entries']} ({v['dv_sent']['entry_bytes']:,})",
+                    v["dv_sent"]["word_broadcasts"],
                 ]
                 for k, v in res["driver"].items()
             ],
@@ -576,7 +621,7 @@ def report_table(res: dict) -> str:
                     "cardinality min / med / max",
                     "density min / med / max",
                     "bytes per deleted row",
-                    "words broadcast by a scan",
+                    "words the fallback would broadcast",
                     "their Arrow MiB",
                     "read all DVs s",
                 ],
@@ -835,7 +880,8 @@ def main() -> None:
     ap.add_argument(
         "--merges",
         default="upsert,delete",
-        help="upsert,delete[,again]: again = the upsert after the deletes (a scan with 10%% DVs)",
+        help="of upsert-small,upsert,sync,delete,again, in order: again = the upsert after the deletes "
+        "(a scan with 10%% DVs); upsert-small a 0.1%% source, sync the upsert with a BY SOURCE delete",
     )
     ap.add_argument("--memory", default="4g", help="spark.driver.memory")
     ap.add_argument("--shuffle-partitions", type=int, default=4, help="spark.sql.shuffle.partitions (the engine's 4)")
@@ -843,6 +889,12 @@ def main() -> None:
         "--reuse-workers",
         action="store_true",
         help="keep Spark's Python worker reuse (default: off, so each task's peak RSS is its own)",
+    )
+    ap.add_argument(
+        "--conf",
+        action="append",
+        default=[],
+        help="k=v for the session, repeatable (spark.tablets.merge.driverScanBytes=0: Spark's plan, as on a cluster)",
     )
     ap.add_argument("--repeat", type=int, default=3, help="timed snapshot loads; the median is reported")
     ap.add_argument("--synthetic", default="1000,10000,100000", help="tablet counts of the synthetic logs; '' for none")

@@ -40,6 +40,7 @@ UPSERT = (
 )
 STATEMENTS = {
     "upsert": UPSERT,
+    "upsert-small": UPSERT,  # a 0.1% source: a broadcast at any size
     "sync": UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE",
     "delete-heavy": "MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN DELETE",
     "insert-only": UPSERT,
@@ -288,6 +289,7 @@ class SparkRewrite(SparkSystem):
     QUERIES.update(
         {
             "insert-only": QUERIES["upsert"],
+            "upsert-small": QUERIES["upsert"],
             "no-op": QUERIES["upsert"],
             "sync": QUERIES["upsert"] + " WHERE NOT (s.id IS NULL AND t.id % 100 = 0)",
         }
@@ -330,7 +332,7 @@ class SparkFloor(SparkSystem):
         "no-op": f"SELECT s.* FROM source s LEFT JOIN {MATCHED.format(cols=', t.v, t.s')} ON s.id = m.id "
         "WHERE m.id IS NULL OR m.v <> s.v OR m.s <> s.s",
     }
-    QUERIES["insert-only"] = QUERIES["upsert"]
+    QUERIES["insert-only"] = QUERIES["upsert-small"] = QUERIES["upsert"]
 
     def load(self) -> None:
         shutil.copytree(data.paths(self.data_dir, "upsert")[0], self.live)
