@@ -174,17 +174,18 @@ def main_workloads(
         problems += [f"{w} {line}" for line in lines]
     problems += [f"ERROR {w} {n}: {r['error']}" for n in names for w, r in results[n].items() if "error" in r]
 
-    peers_ = [n for n in names if n != "ours"]
+    ref = next((n for n in names if n.startswith("ours")), None)  # the ratios' numerator: ours, or ours_spark
+    peers_ = [n for n in names if n != ref]
     header = ["workload", *[f"{n} s" for n in names]]
-    if "ours" in names:
-        header += [f"ours/{p}" for p in peers_]
+    if ref:
+        header += [f"{ref}/{p}" for p in peers_]
     rows = []
     for w in workloads:
         row = [w] + [
             ("ERROR" if "error" in results[n].get(w, {}) else cell(results[n].get(w, {}).get("times"))) for n in names
         ]
-        if "ours" in names:
-            ours = median(results["ours"].get(w))
+        if ref:
+            ours = median(results[ref].get(w))
             meds = (median(results[n].get(w)) for n in peers_)
             row += [f"{ours / p:.2f}" if ours is not None and p else "-" for p in meds]
         rows.append(row + [checks[w]])
@@ -201,6 +202,14 @@ def main_workloads(
         "Bytes written by one run (growth of the table's directory):",
         "",
         written,
+    ]
+    out += [
+        "",
+        "Peak RSS MiB while the workload's statements ran (VmHWM reset before them, read before the "
+        "check's scan): the timing process (the driver's Python; the whole engine where it is a "
+        "library) / Spark's JVM (driver and executor: local mode) / the largest Python worker alive:",
+        "",
+        table(["workload", *names], [[w, *(_peaks(results[n].get(w, {})) for n in names)] for w in workloads]),
     ]
     proc_names = [n for n in names if n != "spark_floor"]
     if args.process:
@@ -221,6 +230,13 @@ def main_workloads(
             ),
         ]
     return "\n".join(out)
+
+
+def _peaks(rec: dict) -> str:
+    p = rec.get("peaks_mb")
+    if not p:
+        return "-"
+    return " / ".join(f"{p[k]:,.0f}" if p[k] else "-" for k in ("process", "jvm", "worker"))
 
 
 def scale_workload(

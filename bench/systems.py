@@ -68,9 +68,8 @@ def du(path: str) -> int:
     return sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
 
 
-def peak_rss_mb() -> float:
-    """Peak resident memory (VmHWM) of this process and its live descendants: Spark's JVM and its
-    Python workers. Workers that already exited are not counted."""
+def _tree() -> set[int]:
+    """This process and its live descendants: Spark's JVM and its Python workers."""
     parents: dict[int, int] = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -78,19 +77,54 @@ def peak_rss_mb() -> float:
                 parents[int(pid)] = int(f.read().rsplit(")", 1)[1].split()[1])
         except (OSError, IndexError, ValueError):
             pass
-    tree, total = {os.getpid()}, 0
+    tree = {os.getpid()}
     while True:
         more = {p for p, pp in parents.items() if pp in tree and p not in tree}
         if not more:
-            break
+            return tree
         tree |= more
-    for pid in tree:
+
+
+def _hwm_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        return 0
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory (VmHWM) of this process and its live descendants: Spark's JVM and its
+    Python workers. Workers that already exited are not counted."""
+    return round(sum(_hwm_kb(pid) for pid in _tree()) / 1024, 1)
+
+
+def reset_peaks() -> None:
+    """Start every live process of the tree's VmHWM again from its current RSS (Linux's clear_refs)."""
+    for pid in _tree():
         try:
-            with open(f"/proc/{pid}/status") as f:
-                total += next(int(line.split()[1]) for line in f if line.startswith("VmHWM"))
-        except (OSError, StopIteration):
+            with open(f"/proc/{pid}/clear_refs", "w") as f:
+                f.write("5")
+        except OSError:
             pass
-    return round(total / 1024, 1)
+
+
+def peaks_mb() -> dict[str, float]:
+    """VmHWM since ``reset_peaks``, by role: this process (the driver's Python; the whole engine
+    for DuckDB, delta-rs, DuckLake), Spark's JVM (the driver and, in local mode, the executor),
+    and the largest of Spark's Python workers alive now (a task's process; workers reused)."""
+    out = {"process": _hwm_kb(os.getpid()) / 1024, "jvm": 0.0, "worker": 0.0}
+    for pid in _tree() - {os.getpid()}:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            continue
+        if comm == "java":
+            out["jvm"] += _hwm_kb(pid) / 1024
+        elif comm.startswith("python"):
+            out["worker"] = max(out["worker"], _hwm_kb(pid) / 1024)
+    return {k: round(v, 1) for k, v in out.items()}
 
 
 class System:
@@ -621,6 +655,7 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
     for i, w in enumerate(workloads):
         rec: dict[str, object] = {"workload": w}
         times = rec["times"] = []
+        reset_peaks()
         try:
             for run in range(repeat + (i == 0)):  # an untimed first run warms the JVM / caches up
                 sys_.restore(w)  # untimed; DuckDB reopens its file with a cold buffer pool, like a new dbt run
@@ -633,6 +668,7 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
                 if run or i:
                     times.append(round(time.perf_counter() - start, 4))
                 rec["bytes"] = sys_.bytes_written(before)
+            rec["peaks_mb"] = peaks_mb()  # before the fingerprint's own scan
             rec["fp"] = sys_.fingerprint()
         except NotApplicable as e:
             rec["skipped"] = str(e)
