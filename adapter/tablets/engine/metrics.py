@@ -21,6 +21,7 @@ class MergeMetrics:
     tablets_read_on_driver: int = 0  # tablets whose rows that can pair were selected on the driver
     merged_on_driver: bool = False  # classified and written on the driver: no Spark job after the source's
     written_on_driver: bool = False  # classified by Spark, few pairs written by one task on the driver
+    key_filtered: bool = False  # the target scan kept the rows a bloom filter of source keys holds (key_filter)
     same_source: bool = False  # the same idempotent statement and source as the commit it read: no scan (engine.rerun)
     dvs_written: int = 0
     bytes_written: int = 0

@@ -32,6 +32,7 @@ from pyspark.sql.types import (
 )
 
 from tablets.engine.driver_plan import key_pairs, select_target_rows
+from tablets.engine.key_filter import key_filtered
 from tablets.engine.names import (
     IMAGE_PREFIX,
     K_CANDIDATE,
@@ -269,6 +270,8 @@ def classified_pairs(run: Run, source: DataFrame | None, tablets: Sequence[str])
         if paired is not None:
             return run.spark.sql(_pairs_sql(run, paired, f"{_PAIR} AND ({plan.on or 'TRUE'})"))
     scan = target_scan(run, tablets)
+    if source is not None and not run.intake.broadcast:  # a shuffle join: rows that cannot pair stay out of it
+        scan = replace(scan, frame=key_filtered(run, scan.frame, source, tablets))
     target = temp_view(run, scan.frame)
     dv_join, live = scan.live_sql(lambda f: temp_view(run, f), t)
     if source is None:

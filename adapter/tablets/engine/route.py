@@ -55,6 +55,9 @@ RERUN_CONF = "spark.tablets.merge.skipSameSource"
 # (DRIVER_WRITE_ROWS: at most this many are collected and written by one task on the driver)
 DRIVER_WRITE_CONF = "spark.tablets.merge.driverWriteRows"
 DRIVER_WRITE_ROWS = 10_000
+# "false": the target's scan keeps every row before a shuffle join, not only those whose keys a
+# bloom filter of the source's holds (engine.key_filter)
+KEY_FILTER_CONF = "spark.tablets.merge.keyFilter"
 # "false": a statement that changes nothing (degenerate, an empty source, a re-merge of rows
 # already there) still runs to its commit step, which then writes nothing
 SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"

@@ -1,0 +1,149 @@
+"""The target's scan before a shuffle join keeps only rows a bloom filter of the source's keys may
+hold (engine.key_filter): each statement here runs with the filter and without it
+(``spark.tablets.merge.keyFilter=false``), on Spark's plan with the source shuffled, and must
+give the same rows and counts; the metric says where the filter was used."""
+
+import pytest
+import tablets
+from support.conf import settings
+from tablets.engine.route import DRIVER_SCAN_CONF, DRIVER_WRITE_CONF, KEY_FILTER_CONF
+
+pytestmark = pytest.mark.spark
+
+SHUFFLED = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS kf")
+    return d
+
+
+def rows(db, name):
+    return sorted((tuple(r) for r in db.sql(f"SELECT * FROM {name}").collect()), key=str)
+
+
+def both(db, spark, create, fill, statement):
+    """``statement`` ({t}: the table) on two copies, with the filter and without; (metrics with,
+    rows) once both agree."""
+    out = {}
+    for name, on in (("kf.with_filter", "true"), ("kf.without", "false")):
+        db.sql(f"DROP TABLE IF EXISTS {name}")
+        db.sql(create.format(t=name))
+        db.sql(fill.format(t=name))
+        with settings(spark, {**SHUFFLED, KEY_FILTER_CONF: on}):
+            m = db.sql(statement.format(t=name)).metrics
+        out[on] = (m, rows(db, name))
+    (m_on, rows_on), (m_off, rows_off) = out["true"], out["false"]
+    assert rows_on == rows_off
+    assert m_on.message() == m_off.message()
+    assert not m_off.key_filtered
+    return m_on, rows_on
+
+
+CREATE = "CREATE TABLE {t} (id BIGINT, k INT, name STRING, v DOUBLE) USING tablets TBLPROPERTIES ('target_tablet_rows'='500')"
+FILL = "INSERT INTO {t} SELECT id, CAST(id % 7 AS INT), concat('n', id % 13), id / 4 FROM range(0, 2000)"
+
+
+def test_an_upsert_filters_the_target_and_changes_what_it_did_before(db, spark):
+    m, got = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT id * 7 AS id, 1 AS k, 'x' AS name, 0.5D AS v FROM range(0, 400)) s "
+        "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *",
+    )
+    assert m.key_filtered
+    assert (m.rows_updated, m.rows_inserted) == (286, 114)
+    assert len(got) == 2114
+
+
+def test_composite_keys_of_mixed_integer_types_and_a_string(db, spark):
+    # t.k is INT and s.k BIGINT: equal values are cast to BIGINT alike on both sides
+    m, _ = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT id, id % 7 AS k, concat('n', id % 13) AS name FROM range(0, 3000, 9)) s "
+        "ON t.id = s.id AND t.k = s.k AND t.name = s.name "
+        "WHEN MATCHED THEN DELETE WHEN NOT MATCHED THEN INSERT (id, k, name) VALUES (s.id, CAST(s.k AS INT), s.name)",
+    )
+    assert m.key_filtered
+    assert (m.rows_deleted, m.rows_inserted) == (223, 111)
+
+
+def test_a_conditional_by_source_clause_keeps_the_rows_it_acts_on(db, spark):
+    m, _ = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT id * 5 AS id, 2.0D AS v FROM range(0, 300)) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v "
+        "WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 3 THEN DELETE "
+        "WHEN NOT MATCHED BY SOURCE AND t.name = 'n4' THEN UPDATE SET v = -1",
+    )
+    assert m.key_filtered
+    assert m.rows_deleted == 20 and m.rows_updated > 300
+
+
+@pytest.mark.parametrize(
+    "clauses, why",
+    [
+        ("WHEN NOT MATCHED BY SOURCE THEN DELETE", "every row without a pair is acted on"),
+        ("WHEN NOT MATCHED BY SOURCE AND rand() < 0.5 THEN DELETE", "a condition Spark evaluates once a row"),
+    ],
+)
+def test_no_filter_where_every_row_or_a_random_one_matters(db, spark, clauses, why):
+    statement = f"MERGE INTO {{t}} t USING (SELECT id FROM range(0, 100)) s ON t.id = s.id {clauses}"
+    if "rand" in clauses:  # two tables would delete different rows: one table, the metric alone
+        db.sql("DROP TABLE IF EXISTS kf.random")
+        db.sql(CREATE.format(t="kf.random"))
+        db.sql(FILL.format(t="kf.random"))
+        with settings(spark, SHUFFLED):
+            m = db.sql(statement.format(t="kf.random")).metrics
+    else:
+        m, got = both(db, spark, CREATE, FILL, statement)
+        assert len(got) == 100
+    assert not m.key_filtered, why
+
+
+@pytest.mark.parametrize(
+    "on",
+    [
+        "t.v = s.v",  # a DOUBLE key: NaN and -0.0 compare equal to what hashes apart
+        "t.id = s.v",  # BIGINT against DOUBLE: Spark compares them as doubles
+        "t.name = s.name COLLATE UTF8_LCASE",  # equal under the collation, not as bytes
+    ],
+)
+def test_keys_that_hash_apart_when_equal_are_not_filtered_by(db, spark, on):
+    m, _ = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT id, id / 4 AS v, upper(concat('n', id % 13)) AS name FROM range(0, 50)) s "
+        f"ON {on} WHEN MATCHED THEN UPDATE SET k = -1",
+    )
+    assert not m.key_filtered
+
+
+def test_a_source_as_big_as_the_target_is_not_filtered_by(db, spark):
+    m, _ = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT id FROM range(0, 1000)) s ON t.id = s.id WHEN MATCHED THEN DELETE",
+    )
+    assert not m.key_filtered and m.rows_deleted == 1000
+
+
+def test_the_switch_is_an_on_off_setting(db, spark):
+    db.sql("DROP TABLE IF EXISTS kf.switch")
+    db.sql(CREATE.format(t="kf.switch"))
+    with settings(spark, {**SHUFFLED, KEY_FILTER_CONF: "sometimes"}), pytest.raises(Exception, match=KEY_FILTER_CONF):
+        db.sql("MERGE INTO kf.switch t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE")
