@@ -377,7 +377,10 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
     PHASE["name"] = "load"
     driver: dict[str, dict[str, float]] = {}
 
+    rss_at_start = {"kb": 0}
+
     def start() -> float:
+        rss_at_start["kb"] = status_kb("VmRSS")
         reset_peak()
         reset_peak(jvm)
         jvm_heap_peak(db.spark)
@@ -387,6 +390,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
         wall = time.perf_counter() - t0
         driver[step] = {
             "python_peak_mb": peak_kb() / 1024,
+            "python_start_mb": rss_at_start["kb"] / 1024,
             "jvm_rss_peak_mb": peak_kb(jvm) / 1024,
             "jvm_heap_peak_mb": jvm_heap_peak(db.spark) / MiB,
         }
@@ -517,7 +521,7 @@ def report_table(res: dict) -> str:
         table(
             [
                 "statement",
-                "driver Python peak RSS MiB",
+                "driver Python RSS at start / peak MiB",
                 "driver JVM peak RSS MiB (executor too: local)",
                 "JVM heap peak MiB",
                 "snapshot loads (ms in all)",
@@ -527,7 +531,7 @@ def report_table(res: dict) -> str:
             [
                 [
                     k,
-                    f"{v['python_peak_mb']:,.0f}",
+                    f"{v.get('python_start_mb', 0):,.0f} / {v['python_peak_mb']:,.0f}",
                     f"{v['jvm_rss_peak_mb']:,.0f}",
                     f"{v['jvm_heap_peak_mb']:,.0f}",
                     f"{v['snapshot_loads']} ({v['snapshot_load_ms']:.0f})",
