@@ -131,6 +131,19 @@ def test_keys_that_hash_apart_when_equal_are_not_filtered_by(db, spark, on):
     assert not m.key_filtered
 
 
+def test_an_empty_source_with_a_by_source_clause(db, spark):
+    # harness seed 4: Spark's bloomFilter of no rows fails (NullPointerException)
+    m, got = both(
+        db,
+        spark,
+        CREATE,
+        FILL,
+        "MERGE INTO {t} t USING (SELECT CAST(NULL AS BIGINT) AS id WHERE 1 = 0) s ON t.id = s.id "
+        "WHEN NOT MATCHED BY SOURCE AND t.id % 10 = 0 THEN DELETE",
+    )
+    assert not m.key_filtered and len(got) == 1800
+
+
 def test_a_source_as_big_as_the_target_is_not_filtered_by(db, spark):
     m, _ = both(
         db,

@@ -320,6 +320,7 @@ class Tally:
                 ("read on driver", m.tablets_read_on_driver > 0),
                 ("tablets pruned", m.tablets_pruned > 0),
                 ("re-run (same_source)", m.same_source),
+                ("target key-filtered", m.key_filtered),
                 ("no-op", m.noop),
             ):
                 if on:

@@ -51,8 +51,8 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
     if not all(guards):
         return frame  # an unconditional BY SOURCE clause acts on every row without a pair
     target_rows = sum(run.snapshot.tablets[t].live_rows for t in tablets)
-    if target_rows < MIN_TARGET_PER_SOURCE * max(run.metrics.source_rows, 1):
-        return frame
+    if not run.metrics.source_rows or target_rows < MIN_TARGET_PER_SOURCE * run.metrics.source_rows:
+        return frame  # (an empty source: Spark's bloomFilter of no rows fails)
     t = quote_ident(plan.spec.target_alias)
     target, src = frame.alias(plan.spec.target_alias), source.alias(plan.spec.source_alias)
     keys = _hashable_keys(target, src, plan.join_keys, t)
@@ -60,7 +60,7 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
         return frame
     bits = min(bloom.bits_for(run.metrics.source_rows, FPP), MAX_BYTES * 8)
     hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)).alias(_HASH))
-    filt = bloom.build(hashed, _HASH, max(run.metrics.source_rows, 1), bits)
+    filt = bloom.build(hashed, _HASH, run.metrics.source_rows, bits)
     if filt is None:
         return frame
     keep: Column = bloom.might_contain(run.spark, filt, F.xxhash64(*(F.expr(te) for te, _ in keys)))
