@@ -23,6 +23,7 @@ order: sum(v) compares exactly across systems.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Iterable, Iterator
 
@@ -275,6 +276,20 @@ def expected_parts(data_dir: str, workload: str) -> Iterator[pa.Table]:
     if workload not in ("degenerate", "delete-heavy"):
         seen = pa.concat_tables(matched) if matched else s_ids.schema.empty_table()
         yield normalize(s.join(seen, "id", join_type="left anti"))
+
+
+def reference(data_dir: str, workload: str) -> dict[str, object]:
+    """``fingerprint(expected_parts(...))``, kept in the data set's directory once computed: at
+    100M rows it takes minutes, and the data never changes."""
+    path = os.path.join(data_dir, f"reference-{workload}.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    fp = fingerprint(expected_parts(data_dir, workload))
+    with open(path + ".tmp", "w") as f:
+        json.dump(fp, f)
+    os.replace(path + ".tmp", path)
+    return fp
 
 
 def expected(data_dir: str, workload: str) -> pa.Table:

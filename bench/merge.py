@@ -142,7 +142,7 @@ def main_workloads(
 ) -> str:
     t0 = time.perf_counter()
     args.data = data.generate(args.rows, args.seed, args.cache)
-    reference = {w: data.fingerprint(data.expected_parts(args.data, w)) for w in workloads}
+    reference = {w: data.reference(args.data, w) for w in workloads}
     print(f"data {args.data} ready ({time.perf_counter() - t0:.1f} s); logs in {args.work}/*.log", flush=True)
 
     results: dict[str, dict[str, dict]] = {}  # system -> workload -> record
@@ -253,7 +253,7 @@ def scale_workload(
     for size in sizes:
         t0 = time.perf_counter()
         data_dir = data.generate(size, args.seed, args.cache, clustered=True)
-        reference = data.fingerprint(data.expected_parts(data_dir, "scale"))
+        reference = data.reference(data_dir, "scale")
         work = os.path.join(os.path.dirname(args.work), f"scale-{size}")
         os.makedirs(work, exist_ok=True)
         print(f"scale: data {data_dir} ready ({time.perf_counter() - t0:.1f} s); logs in {work}/*.log", flush=True)
