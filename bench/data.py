@@ -252,12 +252,14 @@ def fingerprint(tables: pa.Table | Iterable[pa.Table]) -> dict[str, object]:
 
 
 def expected_parts(data_dir: str, workload: str) -> Iterator[pa.Table]:
-    """The final table after the workload's MERGE, computed with pyarrow joins, one target file
-    at a time (the source is at most 10% of the target and stays in memory): the reference answer."""
+    """The final table after the workload's MERGE, computed one target file at a time (the source
+    is at most 10% of the target and stays in memory, its ids sorted once and looked up by binary
+    search: a hash join per file rebuilt the source's table 400 times at 100M): the reference answer."""
     tpath, spath = paths(data_dir, workload)
     s = pq.read_table(spath)
-    s_ids = s.select(["id"])
-    matched = []
+    order = np.argsort(s.column("id").to_numpy(), kind="stable")
+    sorted_ids = s.column("id").to_numpy()[order]
+    seen = np.zeros(s.num_rows, dtype=bool)  # source rows with a pair
     for name in sorted(os.listdir(tpath)):
         if not name.endswith(".parquet"):
             continue
@@ -265,17 +267,22 @@ def expected_parts(data_dir: str, workload: str) -> Iterator[pa.Table]:
         if workload == "degenerate":
             yield t
             continue
-        kept = t.join(s_ids, "id", join_type="left anti")
+        ids = t.column("id").to_numpy()
+        pos = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
+        hit = (sorted_ids[pos] == ids) if len(sorted_ids) else np.zeros(len(ids), dtype=bool)
+        kept = t.filter(pa.array(~hit))
         if workload == "sync":  # WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE
             kept = kept.filter(pa.array(kept.column("id").to_numpy() % 100 != 0))
         yield normalize(kept)
         if workload != "delete-heavy":
-            updated = t.select(["id", "k", "d"]).join(s.select(["id", "v", "s"]), "id", join_type="inner")
-            matched.append(updated.select(["id"]))
-            yield normalize(updated)
+            rows = order[pos[hit]]  # the source row of each matched target row
+            seen[rows] = True
+            src = s.take(pa.array(rows))
+            old = t.filter(pa.array(hit))
+            cols = {"id": old, "k": old, "v": src, "s": src, "d": old}  # UPDATE SET v = s.v, s = s.s
+            yield normalize(pa.table({c: side.column(c) for c, side in cols.items()}))
     if workload not in ("degenerate", "delete-heavy"):
-        seen = pa.concat_tables(matched) if matched else s_ids.schema.empty_table()
-        yield normalize(s.join(seen, "id", join_type="left anti"))
+        yield normalize(s.filter(pa.array(~seen)))
 
 
 def reference(data_dir: str, workload: str) -> dict[str, object]:
