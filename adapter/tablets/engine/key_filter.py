@@ -36,6 +36,7 @@ from tablets.sqltext import quote_ident
 FPP = 0.02  # the filter's false positives: that share of the other target rows still crosses
 MAX_BYTES = 8 << 20  # Spark's own cap (runtime.bloomFilter.maxNumBits): each scan task carries it
 MIN_TARGET_PER_SOURCE = 4  # fewer target rows than this per source row: the filter saves too little
+MAX_FPP = 0.25  # a filter at its size cap letting more through saves too little (above ~22M source keys)
 _HASH = "__tablets_key_hash"
 _SAME_TYPE = ("string", "date", "timestamp", "timestamp_ntz", "boolean", "binary")
 
@@ -59,6 +60,8 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
     if not keys:
         return frame
     bits = min(bloom.bits_for(run.metrics.source_rows, FPP), MAX_BYTES * 8)
+    if bloom.false_positives(run.metrics.source_rows, bits) > MAX_FPP:
+        return frame
     hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)).alias(_HASH))
     filt = bloom.build(hashed, _HASH, run.metrics.source_rows, bits)
     if filt is None:

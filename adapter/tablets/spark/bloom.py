@@ -28,6 +28,14 @@ def bits_for(items: int, fpp: float) -> int:
     return max(64, math.ceil(-max(items, 1) * math.log(fpp) / (math.log(2) ** 2)))
 
 
+def false_positives(items: int, bits: int) -> float:
+    """The share of other values a filter of ``bits`` bits holding ``items`` values lets through,
+    with the hash count Spark's ``BloomFilter.create`` picks for them."""
+    n = max(items, 1)
+    k = max(1, round(bits / n * math.log(2)))
+    return (1 - math.exp(-k * n / bits)) ** k
+
+
 def build(frame: DataFrame, column: str, items: int, bits: int) -> bytes | None:
     """The serialized filter of ``frame``'s BIGINT ``column`` (``items`` values expected, ``bits``
     bits), None where py4j cannot reach Spark's classes (Spark Connect)."""
