@@ -11,7 +11,8 @@ letters, d DATE), created and loaded with the engine (`tablets.connect`, CREATE 
 tablets, INSERT ... SELECT from the Parquet files; 1,000,000 rows per tablet), then a 1% upsert
 MERGE and a 10% delete MERGE (data.py's sources): tablets (count, rows, bytes), version files,
 a forced checkpoint, the snapshot's load time and Python memory (tracemalloc), deletion vectors,
-the broadcast of DV words a scan builds, and each merge task's input and peak memory (the task
+what each statement's scans send about them (one entry per tablet with a vector; the fallback's
+broadcast of DV words, counted if it happens), and each merge task's input and peak memory (the task
 functions are wrapped: rows and Arrow bytes in, the Arrow pool's peak through a proxy pool, the
 worker's peak RSS after resetting it through /proc/self/clear_refs).
 
