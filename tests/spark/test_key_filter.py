@@ -133,7 +133,8 @@ def test_only_keys_whose_equal_values_hash_alike(spark):
 
 
 def test_an_empty_source_with_a_by_source_clause(db, spark):
-    # harness seed 4: Spark's bloomFilter of no rows fails (NullPointerException)
+    # harness seed 4: Spark's DataFrame bloomFilter of no rows failed (NullPointerException); an empty
+    # source now takes no filter
     m, got = both(
         db,
         spark,

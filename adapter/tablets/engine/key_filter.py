@@ -2,8 +2,8 @@
 
 A source too big to broadcast is joined with the target by a shuffle of both sides: every target
 row the scan reads crosses the shuffle, though only those whose keys are in the source can pair.
-Here Spark builds a bloom filter of the source's join keys (one job over the persisted source)
-and the target's scan keeps only the rows the filter may hold, as Spark's runtime join filters
+Here Spark builds a bloom filter of the source's join keys (a scalar subquery over the persisted
+source, in the same query) and the target's scan keeps only the rows the filter may hold, as Spark's runtime join filters
 do (which it does not plan for this join: its source side has no selective predicate). At 100M
 target rows and a 1% source that is ~4% of the rows shuffled instead of all of them.
 
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType, IntegralType
 
@@ -34,10 +34,9 @@ from tablets.spark import bloom
 from tablets.sqltext import quote_ident
 
 FPP = 0.02  # the filter's false positives: that share of the other target rows still crosses
-MAX_BYTES = 8 << 20  # Spark's own cap (runtime.bloomFilter.maxNumBits): each scan task carries it
+MAX_BYTES = 8 << 20  # Spark's own cap (runtime.bloomFilter.maxNumBits): the plan its tasks get carries it
 MIN_TARGET_PER_SOURCE = 4  # fewer target rows than this per source row: the filter saves too little
-MAX_FPP = 0.25  # a filter at its size cap letting more through saves too little (above ~22M source keys)
-_HASH = "__tablets_key_hash"
+MAX_FPP = 0.25  # a filter letting more through saves too little (above ~13M keys at Spark's defaults)
 _SAME_TYPE = ("string", "date", "timestamp", "timestamp_ntz", "boolean", "binary")
 
 
@@ -53,27 +52,34 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
         return frame  # an unconditional BY SOURCE clause acts on every row without a pair
     target_rows = sum(run.snapshot.tablets[t].live_rows for t in tablets)
     if not run.metrics.source_rows or target_rows < MIN_TARGET_PER_SOURCE * run.metrics.source_rows:
-        return frame  # (an empty source: Spark's bloomFilter of no rows fails)
+        return frame  # (an empty source: no pair, nothing to filter by)
     t = quote_ident(plan.spec.target_alias)
     target, src = frame.alias(plan.spec.target_alias), source.alias(plan.spec.source_alias)
     keys = _hashable_keys(target, src, plan.join_keys, t)
     if not keys:
         return frame
-    bits = min(bloom.bits_for(run.metrics.source_rows, FPP), MAX_BYTES * 8)
-    if bloom.false_positives(run.metrics.source_rows, bits) > MAX_FPP:
+    bits = filter_bits(run.metrics.source_rows, bloom.max_items(run.spark))
+    if bits is None:
         return frame
-    hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)).alias(_HASH))
-    filt = bloom.build(hashed, _HASH, run.metrics.source_rows, bits)
-    if filt is None:
+    hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)))
+    keep = bloom.might_contain(hashed, run.metrics.source_rows, bits, F.xxhash64(*(F.expr(te) for te, _ in keys)))
+    if keep is None:
         return frame
-    keep: Column = bloom.might_contain(run.spark, filt, F.xxhash64(*(F.expr(te) for te, _ in keys)))
     if guards:
-        keep = keep | F.expr(" OR ".join(f"({g})" for g in guards))
-    filtered = target.filter(keep)
-    if not filtered._jdf.queryExecution().analyzed().condition().deterministic():  # noqa: SLF001
-        return frame  # rand() in a BY SOURCE condition: its CASE must see every row once
+        acted = F.expr(" OR ".join(f"({g})" for g in guards))
+        if not target.filter(acted)._jdf.queryExecution().analyzed().condition().deterministic():  # noqa: SLF001
+            return frame  # rand() in a BY SOURCE condition: its CASE must see every row once
+        keep = keep | acted
     run.metrics.key_filtered = True
-    return filtered
+    return target.filter(keep)
+
+
+def filter_bits(items: int, max_items: int) -> int | None:
+    """The bits of the filter of ``items`` keys (at most ``MAX_BYTES``), None where the filter
+    would let more than ``MAX_FPP`` of the other rows through (Spark sizes its hash count for at
+    most ``max_items`` keys, so beyond the cap the share rises fast)."""
+    bits = min(bloom.bits_for(items, FPP), MAX_BYTES * 8)
+    return None if bloom.false_positives(items, bits, max_items) > MAX_FPP else bits
 
 
 def _hashable_keys(
@@ -85,10 +91,10 @@ def _hashable_keys(
     out = []
     for col, expr in join_keys:
         tt: DataType | None = types.get(col)
-        st = source.select(F.expr(expr)).schema.fields[0].dataType
-        te = f"{t}.{quote_ident(col)}"
         if tt is None:
             continue
+        st = source.select(F.expr(expr)).schema.fields[0].dataType
+        te = f"{t}.{quote_ident(col)}"
         if isinstance(tt, IntegralType) and isinstance(st, IntegralType):
             out.append((f"CAST({te} AS BIGINT)", f"CAST(({expr}) AS BIGINT)"))
         elif tt.simpleString() == st.simpleString() and (
