@@ -173,6 +173,7 @@ def measure_load(load, repeat: int) -> dict[str, float]:
 # --- per-task measurement inside Spark's Python workers ------------------------------------------
 
 DV_SENT: dict[str, dict[str, int]] = {}  # per statement: what its scans sent about deletion vectors
+NO_DV_SENT = {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0}
 PHASE = {"name": "load"}  # which statement the driver is planning; bound into each task function
 
 
@@ -244,16 +245,17 @@ def count_dv_sends() -> None:
 
     live, words = vectors.live, frames.dv_words_frame
 
+    def sent() -> dict[str, int]:
+        return DV_SENT.setdefault(PHASE["name"], dict(NO_DV_SENT))
+
     def counted_live(spark, key, row, entries):
-        sent = DV_SENT.setdefault(PHASE["name"], {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
-        sent["scans"] += 1
-        sent["entries"] += len(entries)
-        sent["entry_bytes"] += sum(len(f"{k}\t{w}\t{d.size}\t{d.checksum}\t{d.cardinality}\n") for k, w, d in entries)
+        sent()["scans"] += 1
+        sent()["entries"] += len(entries)
+        sent()["entry_bytes"] += sum(len(f"{k}\t{w}\t{d.size}\t{d.checksum}\t{d.cardinality}\n") for k, w, d in entries)
         return live(spark, key, row, entries)
 
     def counted_words(*args, **kwargs):
-        sent = DV_SENT.setdefault(PHASE["name"], {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
-        sent["word_broadcasts"] += 1
+        sent()["word_broadcasts"] += 1
         return words(*args, **kwargs)
 
     vectors.live = counted_live
@@ -439,7 +441,7 @@ def run_table(args: argparse.Namespace) -> dict[str, object]:
     res["merges"] = merges
     for step, v in driver.items():
         v["snapshot_loads"], v["snapshot_load_ms"] = len(LOADS.get(step, [])), 1000 * sum(LOADS.get(step, []))
-        v["dv_sent"] = DV_SENT.get(step, {"scans": 0, "entries": 0, "entry_bytes": 0, "word_broadcasts": 0})
+        v["dv_sent"] = DV_SENT.get(step, NO_DV_SENT)
     res["driver"] = driver
     PHASE["name"] = "after"
     db.spark.stop()

@@ -40,7 +40,7 @@ UPSERT = (
 )
 STATEMENTS = {
     "upsert": UPSERT,
-    "upsert-small": UPSERT,  # a 0.1% source: a broadcast at any size
+    "upsert-small": UPSERT,  # a 0.1% source: broadcast up to ~200M target rows (10 MB)
     "sync": UPSERT + " WHEN NOT MATCHED BY SOURCE AND t.id % 100 = 0 THEN DELETE",
     "delete-heavy": "MERGE INTO {t} t USING {s} s ON t.id = s.id WHEN MATCHED THEN DELETE",
     "insert-only": UPSERT,
