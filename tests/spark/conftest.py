@@ -5,13 +5,20 @@ import os
 
 import pytest
 
+# The suite's statements are tiny and many: the JVM's CPU goes to planning, code generation and
+# collecting their garbage. A heap above Spark's 1 GB default and the throughput collector cut
+# the generated differential run by a sixth (bench/RESULTS.md, 2026-11-28).
+TEST_JVM = {"spark.driver.memory": "3g", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from tablets.spark.session import build_session
 
     base = tmp_path_factory.mktemp("spark")
-    session = build_session(os.path.join(str(base), "warehouse"), master="local[2]", shuffle_partitions=2)
+    session = build_session(
+        os.path.join(str(base), "warehouse"), master="local[2]", shuffle_partitions=2, conf=TEST_JVM
+    )
     yield session
     session.stop()
 

@@ -50,6 +50,13 @@ def test_session_conf_is_pure_and_keeps_things_out_of_cwd(tmp_path):
     assert "17" in java_version() or "version" in java_version()
 
 
+def test_java_options_given_join_the_sessions_own(tmp_path):
+    """A caller's ``extraJavaOptions`` come after the session's own: the metastore's files
+    stay out of the working directory, and the caller's ``-D`` wins where both set one."""
+    conf = session_conf(str(tmp_path / "wh"), extra={"spark.driver.extraJavaOptions": "-XX:+UseParallelGC"})
+    assert conf["spark.driver.extraJavaOptions"] == f"-Dderby.system.home={tmp_path}/wh/_metastore -XX:+UseParallelGC"
+
+
 def test_the_look_up_of_installed_sources_is_skipped_only_where_it_finds_none(tmp_path, spark, monkeypatch):
     """A new JVM is given the look-up's empty answer where it is known (no ``pyspark_*`` module
     on the path of the Python that would look); a ``pyspark_*`` package, or another Python,

@@ -14,8 +14,8 @@ minimised by what makes a SQL case smaller (steps, columns, rows, clauses, condi
 properties) within a time budget, then printed as the SQL that reproduces it.
 
 Default: at least ``STATEMENTS`` (500) statements, each on both plans and DuckDB: about 504
-in 36 cases, 190-200 s here on a quiet machine (bench/RESULTS.md), more beside the suite's other
-worker; a tenth of it is the VERSION AS OF reads. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
+in 36 cases (its time on this machine: bench/RESULTS.md); a tenth of it is the VERSION AS OF
+reads. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
 ``TABLETS_GEN_STATEMENTS=n`` runs n, ``TABLETS_GEN_SEED=n`` starts at seed n,
 ``TABLETS_GEN_MINIMISE=s`` gives each distinct failure s seconds of minimising (0: none);
 ``-s`` shows each case and the summary (also written to differential.txt in the test's tmp dir).

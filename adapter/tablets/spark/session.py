@@ -75,6 +75,7 @@ def _local_cores(master: str) -> int | None:
 # run their projection as a (small) task instead
 LOCAL_RELATION_RULE = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
 EXCLUDED_RULES_CONF = "spark.sql.optimizer.excludedRules"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 OPTIMIZER_CONF = {EXCLUDED_RULES_CONF: LOCAL_RELATION_RULE}
 
 
@@ -121,8 +122,12 @@ def session_conf(
     else:
         conf[metastore.JDO_URL_CONF] = metastore.derby_url(meta)
         # derby.log goes to derby.system.home (default: the working directory)
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={meta}"
-    conf.update(extra or {})
+        conf[JAVA_OPTIONS] = f"-Dderby.system.home={meta}"
+    extra = dict(extra or {})
+    given = extra.pop(JAVA_OPTIONS, None)
+    conf.update(extra)
+    if given:  # after ours, so that a -D of the caller's wins (the JVM takes the last)
+        conf[JAVA_OPTIONS] = f"{conf.get(JAVA_OPTIONS, '')} {given}".strip()
     return conf
 
 
@@ -196,8 +201,8 @@ def build_session(
             full = native.with_extension(full)
             archive = jvm.options(java, full)
             if archive:
-                full["spark.driver.extraJavaOptions"] = (
-                    f"{full.get('spark.driver.extraJavaOptions', '')} {archive}".strip()
+                full[JAVA_OPTIONS] = (
+                    f"{full.get(JAVA_OPTIONS, '')} {archive}".strip()
                 )
         if hive:
             _metastore_ready(wh, full, user_conf=conf)
