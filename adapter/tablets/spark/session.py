@@ -201,9 +201,7 @@ def build_session(
             full = native.with_extension(full)
             archive = jvm.options(java, full)
             if archive:
-                full[JAVA_OPTIONS] = (
-                    f"{full.get(JAVA_OPTIONS, '')} {archive}".strip()
-                )
+                full[JAVA_OPTIONS] = f"{full.get(JAVA_OPTIONS, '')} {archive}".strip()
         if hive:
             _metastore_ready(wh, full, user_conf=conf)
             builder = builder.enableHiveSupport()
