@@ -3,6 +3,7 @@ a plain Spark rewrite of the same rows (issue 28's floor), in one run.
 
     .venv/bin/python bench/optimize.py --rows 10000000
     .venv/bin/python bench/optimize.py --rows 1000000 --tablet-rows 10000 --repeat 3
+    .venv/bin/python bench/optimize.py --rows 100000000 --repeat 1 --memory 8g
 
 The table: bench/data.py's target of N rows written as tablets of ``--tablet-rows`` rows (so
 OPTIMIZE picks every one: below half the table's target_tablet_rows of 1,000,000), then 10% of
@@ -82,8 +83,9 @@ def main() -> None:
     ap.add_argument("--tablet-rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cache", default="/tmp/tablets-bench/optimize")
+    ap.add_argument("--memory", default="4g", help="spark.driver.memory (as bench/merge.py's)")
     args = ap.parse_args()
-    spark = build_session(tempfile.mkdtemp(), master="local[2]")
+    spark = build_session(tempfile.mkdtemp(), master="local[2]", conf={"spark.driver.memory": args.memory})
     db = tablets.connect(spark=spark)
     cache = os.path.join(args.cache, f"{args.rows}-{args.tablet_rows}")
     os.makedirs(cache, exist_ok=True)
