@@ -54,14 +54,19 @@ def build(db, root: str, rows: int, tablet_rows: int, clustered: bool) -> str:
         props["cluster_by"] = "id"
     schema = pq.read_schema(os.path.join(target, sorted(os.listdir(target))[0]))
     t = TabletTable.create(src, schema, (), props)
+    from tablets.storage import RowLevelSink
+
+    # one commit of tablets of ``tablet_rows`` (a commit per tablet costs minutes at 100M)
+    h = t.begin_write("APPEND", target_tablet_rows=tablet_rows)
+    sink = RowLevelSink(h)
     for name in sorted(f for f in os.listdir(target) if f.endswith(".parquet")):
         part = pq.read_table(os.path.join(target, name))
         for start in range(0, part.num_rows, tablet_rows):
-            t.append(part.slice(start, tablet_rows))
+            sink.insert(part.slice(start, tablet_rows))
+            sink._flush()  # noqa: SLF001 - each slice its own tablet, as a commit per slice made them
+    t.finish(h, sink.finish())
     ids = pq.read_table(data.paths(data.generate(rows), "delete-heavy")[1], columns=["id"]).column("id")
     h = t.begin_delete()
-    from tablets.storage import RowLevelSink
-
     sink = RowLevelSink(h)
     for part in t.scan(row_ids=True, columns=["id"]):
         hit = pc.is_in(part.column("id"), value_set=ids)

@@ -148,7 +148,7 @@ class Database:
         if m:
             inner = text[m.end() :]
             if self._tablet_target(inner) is not None:
-                return self.explain(inner)
+                return self.explain(inner, options=options)
             return self._spark_sql(text)
         done = maintenance.run(self.spark, text)  # maintenance; DESCRIBE, SHOW TBLPROPERTIES, comments
         if done is None:
@@ -351,7 +351,9 @@ class Database:
                 maintenance.auto_compact(self.spark, table, spec.operation)
             return StatementResult(spec.operation, spec.target, metrics)
 
-    def explain(self, text: str) -> str:
+    def explain(self, text: str, *, options: Mapping[str, object] | None = None) -> str:
+        """The plan ``text`` would take, run with ``options`` (as ``sql`` takes them)."""
+        opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         spec = parse_statement(text)
         if not isinstance(spec, MergeSpec):
             return f"{type(spec).__name__}: {spec}"
@@ -363,11 +365,10 @@ class Database:
             fields = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
             evolved = evolved_metadata(spec, snap.metadata, fields) or snap.metadata
             schema = [(n, t) for n, t, _ in evolved.schema]
-        plan = plan_merge(spec, schema, frame.columns if frame is not None else None)
+        skip = opts.skip_unchanged
+        plan = plan_merge(spec, schema, frame.columns if frame is not None else None, skip_unchanged=skip)
         size = sum(st.add.bytes for st in snap.tablets.values())
-        return explain(
-            plan, skip_unchanged=self.options.skip_unchanged, route=route.describe(self.spark, plan, size, frame)
-        )
+        return explain(plan, skip_unchanged=skip, route=route.describe(self.spark, plan, size, frame))
 
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
         frame = self.spark.sql(self._query(spec.query))

@@ -75,6 +75,38 @@ def test_skip_unchanged_can_be_turned_off(db):
     assert rows(db, "SELECT * FROM api.same") == [(1, 10), (2, 21)]
 
 
+@pytest.mark.parametrize("plan", ["driver", "spark"])
+def test_an_update_that_rewrites_unchanged_rows_reads_only_the_columns_it_keeps(db, plan):
+    """Without ``skip_unchanged`` an UPDATE reads the target columns its new rows keep or its
+    conditions name, not every column: an upsert of every column reads the key alone (EXPLAIN
+    says so), on both plans, and gives the rows the full read gives."""
+    stmt = (
+        "MERGE INTO api.narrow t USING (SELECT * FROM VALUES (1, 'a', 10, 1.5D), (2, 'B', 21, 2.5D), "
+        "(9, 'z', 90, 9.5D) AS v(id, s, v, d)) s ON t.id = s.id "
+        "WHEN MATCHED AND s.v > 15 THEN UPDATE SET * WHEN MATCHED THEN UPDATE SET v = s.v + t.v "
+        "WHEN NOT MATCHED THEN INSERT *"
+    )
+    conf = {DRIVER_SCAN_CONF: "0"} if plan == "spark" else {}
+    results = []
+    for skip in (True, False):
+        fresh(
+            db,
+            "api.narrow",
+            "id INT, s STRING, v INT, d DOUBLE",
+            "(1, 'a', 10, 1.0D), (2, 'b', 20, 2.0D), (3, 'c', 30, 3.0D)",
+        )
+        with settings(db.spark, conf):
+            m = db.sql(stmt, options={"skip_unchanged": skip}).metrics
+        results.append(((m.rows_inserted, m.rows_updated + m.rows_unchanged), rows(db, "SELECT * FROM api.narrow")))
+    assert results[0] == results[1]
+    assert results[1][1] == [(1, "a", 20, 1.0), (2, "B", 21, 2.5), (3, "c", 30, 3.0), (9, "z", 90, 9.5)]
+    upsert = "MERGE INTO api.narrow t USING (SELECT 1 AS id, 'q' AS s, 1 AS v, 0.5D AS d) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    assert "[Scan] target api.narrow AS t: id + row ids" in db.sql(
+        f"EXPLAIN {upsert}", options={"skip_unchanged": False}
+    )
+    assert "AS t: id, s, v, d + row ids" in db.sql(f"EXPLAIN {upsert}")
+
+
 def test_pruning_skips_tablets_outside_source_keys(db):
     fresh(db, "api.clustered", "id BIGINT, v INT")
     for i in range(5):  # five tablets with disjoint id ranges

@@ -118,6 +118,25 @@ def test_columns_read_per_action():
     assert update.target_columns == ("a", "b", "c")
 
 
+def test_an_update_without_skip_unchanged_reads_only_the_columns_it_keeps_or_names():
+    """Without the comparison with the old row, an UPDATE reads the target columns its image
+    keeps (unassigned, or set to themselves) and those its conditions and values name: an
+    upsert that sets every column from the source reads the key alone."""
+
+    def cols(*clauses, source=("a", "b", "c"), target=TARGET):
+        return plan_merge(spec(*clauses), target, list(source), skip_unchanged=False).target_columns
+
+    assert cols(Clause(M, U, star=True), Clause(NM, INS, star=True)) == ("a",)
+    assert cols(Clause(M, U, None, (("b", "s.b"),))) == ("a", "c")  # c is kept
+    assert cols(Clause(M, U, None, (("b", "t.c"), ("c", "s.c")))) == ("a", "c")
+    assert cols(Clause(M, U, None, (("b", "s.b"), ("c", "t.c")))) == ("a", "c")  # SET c = t.c keeps c
+    assert cols(Clause(M, U, "t.b > s.b", (("b", "s.b"), ("c", "s.c")))) == ("a", "b")
+    assert cols(Clause(M, U, star=True), source=("a", "b")) == ("a", "c")  # SET * keeps what the source lacks
+    by_source = cols(Clause(M, U, star=True), Clause(NMS, U, None, (("b", "0"),)))
+    assert by_source == ("a", "c")
+    assert plan_merge(spec(Clause(M, U, star=True)), TARGET, ["a", "b", "c"]).target_columns == ("a", "b", "c")
+
+
 def test_pruning_keys_only_without_by_source_and_not_null_safe():
     p = plan_merge(spec(Clause(M, D), on="t.a = s.a AND t.b > s.b"), TARGET, SOURCE)
     assert p.prune_keys == (("a", "s.a"),)

@@ -90,7 +90,13 @@ def execute(
         if evolved is not None:  # the statement runs on the new schema; its commit carries it
             snapshot = replace(verified(snapshot, table.root, table.io), metadata=evolved)
     schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
-    plan = plan_merge(spec, schema, source.columns if source is not None else None, snapshot.metadata.key_columns)
+    plan = plan_merge(
+        spec,
+        schema,
+        source.columns if source is not None else None,
+        snapshot.metadata.key_columns,
+        skip_unchanged=options.skip_unchanged,
+    )
     metrics = MergeMetrics(operation=spec.operation)
     if plan.noop and evolved is None and conf_flag(spark, SKIP_NOOP_CONF):
         metrics.noop = True

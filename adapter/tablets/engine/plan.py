@@ -212,8 +212,15 @@ def plan_merge(
     target_schema: Sequence[tuple[str, str]],
     source_columns: Sequence[str] | None,
     key_columns: Sequence[str] = (),
+    *,
+    skip_unchanged: bool = True,
 ) -> Plan:
     """Plan ``spec`` against the target's (name, type) columns and the source's column names.
+
+    ``skip_unchanged`` (the run's option): an UPDATE whose new image equals the old row writes
+    nothing, so every target column is read to compare. Without it an UPDATE reads only the
+    target columns its image keeps or its conditions and expressions name: an upsert that sets
+    every column from the source reads the key alone (late materialisation's narrow scan).
 
     With ``key_columns`` (the table's key) no statement may leave two live rows with one key:
     key columns are never assigned a new value, an inserting MERGE matches on the whole key, and
@@ -295,8 +302,11 @@ def plan_merge(
         if on_sql
         else []
     )
-    if any(b.clause.action is ActionKind.UPDATE for b in acting):
-        needed |= set(tcols)  # the new image copies unassigned columns; skip-unchanged compares all
+    updates = [b for b in acting if b.clause.action is ActionKind.UPDATE]
+    if updates and skip_unchanged:
+        needed |= set(tcols)  # the comparison with the old row reads every column
+    for b in updates:  # the columns an image keeps (unassigned, or SET c = t.c)
+        needed |= {c for c, copy in zip(tcols, b.copies or (), strict=True) if copy == ("t", c)}
     ordered = tuple(c for c in tcols if c in needed)
     return Plan(
         spec=spec,
