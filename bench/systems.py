@@ -238,6 +238,7 @@ class Ours(SparkSystem):
     name = "ours"
     TABLE = "bench.target"
     CONF: dict[str, str] = {}
+    OPTIONS: dict[str, object] = {}  # the statement's run options (tablets.MergeOptions)
     BASELINE = False  # the engine of merge.py --baseline's checkout, not this one
 
     def open(self) -> None:
@@ -267,7 +268,7 @@ class Ours(SparkSystem):
 
     def merge(self, workload: str) -> object:
         self.view_source(workload)
-        res = self.db.sql(STATEMENTS[workload].format(t="bench.target", s="source"))
+        res = self.db.sql(STATEMENTS[workload].format(t="bench.target", s="source"), options=self.OPTIONS or None)
         m = res.metrics  # type: ignore[union-attr]
         return {
             "message": res.message,
@@ -295,6 +296,19 @@ class OursSpark(Ours):
 
     name = "ours_spark"
     CONF = {"spark.tablets.merge.driverScanBytes": "0"}
+
+
+class OursNoSkip(Ours):
+    """Ours with ``skip_unchanged`` off: an UPDATE rewrites the rows it sets to their old values,
+    as every peer does, and reads only the target columns it keeps (an upsert: the key)."""
+
+    name = "ours_noskip"
+    OPTIONS = {"skip_unchanged": False}
+
+
+class OursSparkNoSkip(OursSpark):
+    name = "ours_spark_noskip"
+    OPTIONS = {"skip_unchanged": False}
 
 
 class OursBaseline(Ours):
@@ -615,6 +629,8 @@ SYSTEMS: dict[str, type[System]] = {
     for c in (
         Ours,
         OursSpark,
+        OursNoSkip,
+        OursSparkNoSkip,
         OursBaseline,
         OursSparkBaseline,
         SparkFloor,
