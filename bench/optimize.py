@@ -68,7 +68,7 @@ def build(db, root: str, rows: int, tablet_rows: int, clustered: bool) -> str:
             sink._flush()  # noqa: SLF001 - each slice its own tablet, as a commit per slice made them
     t.finish(h, sink.finish())
     # one sorted copy of the deleted ids, searched per tablet (``pc.is_in`` would hash all 10M
-    # of them again for each of 1,000 tablets at 100M)
+    # of them again for each of 1,200 tablets at 100M)
     ids = np.sort(
         pq.read_table(data.paths(data.generate(rows), "delete-heavy")[1], columns=["id"]).column("id").to_numpy()
     )
