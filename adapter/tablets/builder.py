@@ -20,9 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
-from tablets.engine.plan import plan_merge
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 
 if TYPE_CHECKING:
@@ -107,10 +105,8 @@ class MergeBuilder:
         return self._spec
 
     def explain(self) -> str:
-
-        table = self._db.table_of(self._spec.target)
-        schema = [(n, t) for n, t, _ in table.snapshot().metadata.schema]
-        return explain(plan_merge(self._spec, schema, self._source.columns))
+        """The plan ``execute`` would take (``Database.explain_merge``)."""
+        return self._db.explain_merge(self._spec, source=self._source)
 
     def execute(self) -> MergeMetrics:
         return self._db.merge(self._spec, source=self._source).metrics

@@ -353,22 +353,31 @@ class Database:
 
     def explain(self, text: str, *, options: Mapping[str, object] | None = None) -> str:
         """The plan ``text`` would take, run with ``options`` (as ``sql`` takes them)."""
-        opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         spec = parse_statement(text)
         if not isinstance(spec, MergeSpec):
             return f"{type(spec).__name__}: {spec}"
+        return self.explain_merge(spec, options=options)
+
+    def explain_merge(
+        self, spec: MergeSpec, *, source: DataFrame | None = None, options: Mapping[str, object] | None = None
+    ) -> str:
+        """The plan ``spec`` would take, of ``source`` (else the statement's own), planned as its
+        run plans it: the table's key, the schema evolution makes, ``options`` over the database's."""
+        opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         table = self.table_of(spec.target)
         snap = table.snapshot()
-        schema = [(n, t) for n, t, _ in snap.metadata.schema]
-        frame = None if noop_reason(spec) is not None else self.source_frame(spec, table)
+        meta = snap.metadata
+        frame = source
+        if frame is None and noop_reason(spec) is None:
+            frame = self.source_frame(spec, table)
         if spec.schema_evolution and frame is not None:  # the plan of the schema the MERGE makes
             fields = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
-            evolved = evolved_metadata(spec, snap.metadata, fields) or snap.metadata
-            schema = [(n, t) for n, t, _ in evolved.schema]
-        skip = opts.skip_unchanged
-        plan = plan_merge(spec, schema, frame.columns if frame is not None else None, skip_unchanged=skip)
+            meta = evolved_metadata(spec, meta, fields) or meta
+        schema = [(n, t) for n, t, _ in meta.schema]
+        columns = frame.columns if frame is not None else None
+        plan = plan_merge(spec, schema, columns, meta.key_columns, skip_unchanged=opts.skip_unchanged)
         size = sum(st.add.bytes for st in snap.tablets.values())
-        return explain(plan, skip_unchanged=skip, route=route.describe(self.spark, plan, size, frame))
+        return explain(plan, skip_unchanged=opts.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
 
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
         frame = self.spark.sql(self._query(spec.query))

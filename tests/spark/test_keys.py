@@ -283,3 +283,21 @@ def test_do_update_where_reads_the_existing_row_bare(db):
     )
     assert (res.metrics.rows_updated, res.metrics.rows_inserted) == (1, 1)
     assert rows(db, "SELECT * FROM keys.t") == [(1, 10), (2, 25), (3, 30), (4, 40)]
+
+
+def test_explain_plans_with_the_key_as_the_run_does(db):
+    """EXPLAIN (and the builder's ``explain``) plans the statement on the table's key, as its run
+    does: a statement the run refuses for the key is refused by EXPLAIN with the same words."""
+    keyed(db)
+    stmt = (
+        "MERGE INTO keys.t t USING (SELECT 1 AS id, 5 AS v) s ON t.v = s.v "
+        "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)"
+    )
+    run = refused(db, stmt, MergeSpecError, "does not match on key column")
+    with pytest.raises(MergeSpecError) as info:
+        db.sql(f"EXPLAIN {stmt}")
+    assert str(info.value) == run
+    source = db.spark.sql("SELECT 1 AS id, 5 AS v")
+    builder = tablets.table(db, "keys.t").merge(source, on="t.v = s.v").when_not_matched_insert()
+    with pytest.raises(MergeSpecError, match="does not match on key column"):
+        builder.explain()
