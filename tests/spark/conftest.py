@@ -6,8 +6,8 @@ import os
 import pytest
 
 # The suite's statements are tiny and many: the JVM's CPU goes to planning, code generation and
-# collecting their garbage. A heap above Spark's 1 GB default and the throughput collector cut
-# the generated differential run by a sixth (bench/RESULTS.md, 2026-11-28).
+# collecting their garbage: a heap above Spark's 1 GB default and the throughput collector
+# (measured in bench/RESULTS.md, 2026-11-28).
 TEST_JVM = {"spark.driver.memory": "3g", "spark.driver.extraJavaOptions": "-XX:+UseParallelGC"}
 
 
