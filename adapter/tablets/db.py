@@ -35,11 +35,11 @@ from tablets import changes, clone, constraints, maintenance, reads
 from tablets.conflict_rows import conflict_rows
 from tablets.engine import route
 from tablets.engine.append import append
-from tablets.engine.evolution import evolved_metadata
-from tablets.engine.executor import SKIP_NOOP_CONF, execute, spark_message
+from tablets.engine.evolution import planned
+from tablets.engine.executor import SKIP_NOOP_CONF, execute, source_fields, spark_message
 from tablets.engine.explain import explain
 from tablets.engine.metrics import MergeMetrics
-from tablets.engine.plan import noop_reason, plan_merge
+from tablets.engine.plan import noop_reason
 from tablets.engine.run import MergeOptions
 from tablets.exceptions import (
     CardinalityViolation,
@@ -366,16 +366,10 @@ class Database:
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         table = self.table_of(spec.target)
         snap = table.snapshot()
-        meta = snap.metadata
         frame = source
         if frame is None and noop_reason(spec) is None:
             frame = self.source_frame(spec, table)
-        if spec.schema_evolution and frame is not None:  # the plan of the schema the MERGE makes
-            fields = [(f.name, f.dataType.simpleString()) for f in frame.schema.fields]
-            meta = evolved_metadata(spec, meta, fields) or meta
-        schema = [(n, t) for n, t, _ in meta.schema]
-        columns = frame.columns if frame is not None else None
-        plan = plan_merge(spec, schema, columns, meta.key_columns, skip_unchanged=opts.skip_unchanged)
+        plan, _ = planned(spec, snap.metadata, source_fields(frame), skip_unchanged=opts.skip_unchanged)
         size = sum(st.add.bytes for st in snap.tablets.values())
         return explain(plan, skip_unchanged=opts.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
 

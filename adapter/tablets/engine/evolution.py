@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from tablets.engine.plan import source_column
+from tablets.engine.plan import Plan, plan_merge, source_column
 from tablets.engine.scope import plan_error
 from tablets.spec import ActionKind, MergeSpec
 from tablets.storage.actions import Metadata
@@ -146,3 +146,16 @@ def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str
     for column, new in widened:
         out = out.widened(column, new)
     return out
+
+
+def planned(
+    spec: MergeSpec, metadata: Metadata, fields: Sequence[tuple[str, str]] | None, *, skip_unchanged: bool
+) -> tuple[Plan, Metadata | None]:
+    """The plan of ``spec`` as its run makes it, and the metadata its schema evolution makes (None
+    where it makes none): over that schema, the table's key columns, ``skip_unchanged``.
+    ``fields``: the source's (name, Spark type), None without a source."""
+    evolved = evolved_metadata(spec, metadata, fields) if spec.schema_evolution and fields is not None else None
+    meta = evolved or metadata
+    columns = [n for n, _ in fields] if fields is not None else None
+    schema = [(n, t) for n, t, _ in meta.schema]
+    return plan_merge(spec, schema, columns, meta.key_columns, skip_unchanged=skip_unchanged), evolved

@@ -29,7 +29,7 @@ from tablets.engine.conflicts import appends_match, reads_target
 from tablets.engine.constraints import check_classified, stream_check
 from tablets.engine.driver_plan import changes_nothing, classify_on_driver
 from tablets.engine.errors import job_failed, spark_message
-from tablets.engine.evolution import evolved_metadata
+from tablets.engine.evolution import planned
 from tablets.engine.intake import (
     broadcastable,
     collect_local_source,
@@ -46,9 +46,6 @@ from tablets.engine.pairs_sql import (
     one_shuffle_fits,
     one_shuffle_pairs,
     unjoined_pairs,
-)
-from tablets.engine.plan import (
-    plan_merge,
 )
 from tablets.engine.prune import comparable_ranges, drop_unacted_tablets, prune_by_key_ranges
 from tablets.engine.route import (
@@ -83,20 +80,9 @@ def execute(
 ) -> MergeMetrics:
     """Plan and run ``spec`` against ``table``; one commit, or none if nothing changes."""
     snapshot = snapshot or table.snapshot()
-    evolved = None
-    if spec.schema_evolution and source is not None:
-        fields = [(f.name, f.dataType.simpleString()) for f in source.schema.fields]
-        evolved = evolved_metadata(spec, snapshot.metadata, fields)
-        if evolved is not None:  # the statement runs on the new schema; its commit carries it
-            snapshot = replace(verified(snapshot, table.root, table.io), metadata=evolved)
-    schema = [(n, t) for n, t, _ in snapshot.metadata.schema]
-    plan = plan_merge(
-        spec,
-        schema,
-        source.columns if source is not None else None,
-        snapshot.metadata.key_columns,
-        skip_unchanged=options.skip_unchanged,
-    )
+    plan, evolved = planned(spec, snapshot.metadata, source_fields(source), skip_unchanged=options.skip_unchanged)
+    if evolved is not None:  # the statement runs on the new schema; its commit carries it
+        snapshot = replace(verified(snapshot, table.root, table.io), metadata=evolved)
     metrics = MergeMetrics(operation=spec.operation)
     if plan.noop and evolved is None and conf_flag(spark, SKIP_NOOP_CONF):
         metrics.noop = True
@@ -260,3 +246,8 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
         fragments += insert_stream(run, base, handle)
         t0 = run.phase("insert_stream", t0)
     return fragments
+
+
+def source_fields(source: DataFrame | None) -> list[tuple[str, str]] | None:
+    """(name, Spark type) of ``source``'s columns (``evolution.planned``), None without one."""
+    return None if source is None else [(f.name, f.dataType.simpleString()) for f in source.schema.fields]
