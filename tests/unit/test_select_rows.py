@@ -146,7 +146,10 @@ def test_a_key_column_the_tablet_predates_holds_no_value(table):
 @pytest.mark.parametrize(
     "values",
     [
-        [5, -3, 12, 7],  # a narrow span: the byte map
+        [5, -3, 12, 7],  # a narrow span: the bitmap
+        [-4, 0, 6, 7, 11, 13],  # bits on both sides of a byte's edge
+        [-(2**63), -(2**63) + 3],  # a narrow span at int64's ends: the bitmap
+        [2**63 - 3, 2**63 - 1],
         [-(2**63), 2**63 - 1, 0, 12],  # the whole int64 range: is_in
     ],
 )
