@@ -4,6 +4,8 @@ import os
 
 import pyarrow as pa
 import pytest
+import tablets
+from deltalake import DeltaTable
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound
 from tablets.spark import catalog
 from tablets.storage import RowLevelSink, TabletTable
@@ -142,3 +144,31 @@ def test_only_statements_naming_a_tablet_table_are_parsed_for_routing(spark, db)
     catalog.drop_table(spark, "cat.ledger")
     catalog.drop_table(spark, "cat.t")
     assert not may(spark, "INSERT INTO cat.ledger VALUES (1)")  # gone from the registry
+
+
+def test_struct_field_names_that_need_quoting(spark, db):
+    """Spark names struct types without quoting their fields (``struct<q r:string>``): the store
+    backquotes a field name that is not a plain identifier, so CREATE, CTAS, MERGE, reads and
+    the Delta log keep the name whole."""
+    front = tablets.connect(spark=spark)
+    odd = "STRUCT<p: INT, `q r`: STRING, `a:b`: ARRAY<STRUCT<`x,y`: INT, `t``ick`: INT>>>"
+    front.sql(f"CREATE TABLE cat.odd (id INT, st {odd}) USING tablets")
+    value = "named_struct('p', {0}, 'q r', '{1}', 'a:b', array(named_struct('x,y', {0}, 't`ick', 0)))"
+    front.sql(f"INSERT INTO cat.odd SELECT 1, {value.format(1, 'x')}")
+    front.sql(
+        f"MERGE INTO cat.odd t USING (SELECT 1 AS id, {value.format(2, 'y')} AS st UNION ALL "
+        f"SELECT 2, {value.format(3, 'z')}) s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+    )
+    got = spark.sql("SELECT id, st.p, st.`q r`, st.`a:b`[0].`x,y`, st.`a:b`[0].`t``ick` FROM cat.odd ORDER BY id")
+    assert [tuple(r) for r in got.collect()] == [(1, 2, "y", 2, 0), (2, 3, "z", 3, 0)]
+    t = catalog.storage(spark).table(catalog.require(spark, "cat.odd"))
+    assert (
+        t.snapshot().metadata.schema[1][1] == "struct<p:int,`q r`:string,`a:b`:array<struct<`x,y`:int,`t``ick`:int>>>"
+    )
+    st = DeltaTable(t.root).schema().fields[1].type
+    assert [f.name for f in st.fields] == ["p", "q r", "a:b"]
+    assert [f.name for f in st.fields[2].type.element_type.fields] == ["x,y", "t`ick"]
+
+    front.sql("CREATE TABLE cat.odd2 USING tablets AS SELECT 7 AS id, named_struct('q r', 1) AS st")
+    assert [tuple(r) for r in spark.sql("SELECT st.`q r` FROM cat.odd2").collect()] == [(1,)]

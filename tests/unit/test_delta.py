@@ -13,8 +13,10 @@ from support.delta_check import assert_delta_agrees, delta_read, storage_options
 from tablets.exceptions import FormatError
 from tablets.storage import TabletTable, delta_log
 from tablets.storage.delta_adopt import adopt
+from tablets.storage.delta_schema import delta_type, spark_type
 from tablets.storage.fileio import join
 from tablets.storage.transaction import RowLevelSink, commit
+from tablets.storage.types import from_arrow, to_arrow
 
 deltalake = pytest.importorskip("deltalake")
 pytestmark = pytest.mark.unit
@@ -312,3 +314,21 @@ def test_a_delta_writers_app_transactions_survive_our_checkpoint(tmp_path):
     d = deltalake.DeltaTable(root)
     assert (d.transaction_version("stream-1"), d.transaction_version("stream-2")) == (7, 3)
     assert_delta_agrees(t, versions=[t.version])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "struct<p:int,`q r`:string,`a:b`:array<struct<`x,y`:int>>>",
+        "struct<`a``b`:map<string,struct<`<>`:int>>>",
+        "struct<a:decimal(10,2),b:struct<c:int>>",
+    ],
+)
+def test_struct_field_names_round_trip_through_arrow_and_delta(text):
+    assert from_arrow(to_arrow(text)) == text
+    assert spark_type(delta_type(text)) == text
+
+
+def test_struct_types_written_before_quoting_and_in_spark_ddl_still_parse():
+    assert to_arrow("struct<p:int,q r:string>") == pa.struct([("p", pa.int32()), ("q r", pa.string())])
+    assert to_arrow("STRUCT<a INT, `b c` STRING>") == pa.struct([("a", pa.int32()), ("b c", pa.string())])

@@ -48,6 +48,7 @@ from tablets.engine.route import (
 )
 from tablets.engine.run import Run, may_prune, setting_on
 from tablets.engine.tasks import K_MATCHED
+from tablets.spark.datasource import type_text
 from tablets.spark.frames import (
     BY_VALUES,
     TabletScan,
@@ -125,7 +126,7 @@ def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
     a statement."""
     if category not in run.driver.clauses:
         source = (
-            {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields}
+            {f.name: type_text(f.dataType) for f in run.intake.local[1].fields}
             if run.intake.local is not None
             else None
         )
@@ -138,7 +139,7 @@ def driver_on_rest(run: Run) -> Compiled | Literal[True] | None:
     True where ON is only the key equalities the driver pairs on."""
     if run.driver.on_rest is None:
         source = (
-            {f.name: f.dataType.simpleString() for f in run.intake.local[1].fields}
+            {f.name: type_text(f.dataType) for f in run.intake.local[1].fields}
             if run.intake.local is not None
             else None
         )
@@ -273,7 +274,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             return None
         t_rows, s_rows = (p.combine_chunks() for p in pairs)
         data, source_type = run.intake.local
-        source_types = {f.name: f.dataType.simpleString().lower() for f in source_type.fields}
+        source_types = {f.name: type_text(f.dataType).lower() for f in source_type.fields}
     if on_rest is not None and on_rest is not True and t_rows.num_rows:  # the key-equal pairs the rest of ON accepts
         try:
             accepted = pc.fill_null(on_rest({t_key: t_rows, s_key: s_rows}), False)

@@ -58,6 +58,7 @@ from tablets.exceptions import (
     TabletsError,
 )
 from tablets.settings import conf_flag
+from tablets.spark.datasource import type_text
 from tablets.spec import ActionKind, Category, MergeSpec
 from tablets.storage import (
     DVFragment,
@@ -250,4 +251,4 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
 
 def source_fields(source: DataFrame | None) -> list[tuple[str, str]] | None:
     """(name, Spark type) of ``source``'s columns (``evolution.planned``), None without one."""
-    return None if source is None else [(f.name, f.dataType.simpleString()) for f in source.schema.fields]
+    return None if source is None else [(f.name, type_text(f.dataType)) for f in source.schema.fields]

@@ -47,6 +47,7 @@ from tablets.engine.route import (
     local_limit,
 )
 from tablets.engine.run import KeyBuckets, Run, setting_on
+from tablets.spark.datasource import type_text
 from tablets.spark.frames import (
     local_relation,
 )
@@ -160,7 +161,7 @@ def _rerun_keys(run: Run, schema: StructType) -> dict[str, str] | None:
     """``rerun.idempotent``'s keys for a source of ``schema``, where the shortcut may be taken."""
     if not run.options.skip_unchanged or not setting_on(run, RERUN_CONF):
         return None
-    return rerun.idempotent(run.plan, {f.name: f.dataType.simpleString() for f in schema.fields if f.name != SID})
+    return rerun.idempotent(run.plan, {f.name: type_text(f.dataType) for f in schema.fields if f.name != SID})
 
 
 def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | None) -> bool:
@@ -302,7 +303,7 @@ def _digested(run: Run, source: DataFrame) -> tuple[DataFrame, dict[str, str]] |
     keys = _rerun_keys(run, source.schema)
     if keys is None:
         return None
-    fields = [(quote_ident(f.name), f.dataType.simpleString()) for f in source.schema.fields if f.name != SID]
+    fields = [(quote_ident(f.name), type_text(f.dataType)) for f in source.schema.fields if f.name != SID]
     hashes = rerun.row_hashes(fields)
     if hashes is None:
         return None

@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
 from tablets.spark.backend import is_connect
-from tablets.spark.datasource import spark_ddl
+from tablets.spark.datasource import spark_ddl, type_text
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import delta_adopt
 from tablets.storage.fileio import join, normalize
@@ -181,7 +181,7 @@ def store_schema(
             f"not a table schema: {schema!r}",
             help="Give columns as Spark DDL (`a BIGINT, b STRING`) or a pyarrow schema.",
         )
-    return [(f.name, f.dataType.simpleString(), True) for f in struct.fields]
+    return [(f.name, type_text(f.dataType), True) for f in struct.fields]
 
 
 def default_location(spark: SparkSession, database: str, table: str) -> str:
@@ -499,4 +499,4 @@ def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, 
     assert jvm is not None
     ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
     schema = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident).schema().json()  # noqa: SLF001
-    return [(f.name, f.dataType.simpleString().lower()) for f in StructType.fromJson(json.loads(schema)).fields]
+    return [(f.name, type_text(f.dataType).lower()) for f in StructType.fromJson(json.loads(schema)).fields]

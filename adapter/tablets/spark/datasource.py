@@ -58,7 +58,7 @@ from pyspark.sql.datasource import (
     WriterCommitMessage,
 )
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from tablets.exceptions import FormatError, SchemaMismatch, TableNotFound, TabletsError
 from tablets.sqltext import quote_ident
@@ -72,7 +72,7 @@ from tablets.storage.transaction import (
     fragment_from_json,
     fragment_to_json,
 )
-from tablets.storage.types import schema_to_arrow
+from tablets.storage.types import field_text, schema_to_arrow
 
 SOURCE_NAME = "tablets"
 PARTITION_ROWS = 1_000_000  # group small tablets into read partitions of about this many live rows
@@ -82,6 +82,19 @@ BATCH_ROWS = 65_536
 def spark_ddl(schema: Sequence[tuple[str, str, bool]]) -> str:
     """Spark DDL of a store schema: ``"`a` bigint, `b` string"``."""
     return ", ".join(f"{quote_ident(n)} {t}" for n, t, _ in schema)
+
+
+def type_text(dt: DataType) -> str:
+    """The store's name of a Spark type: its ``simpleString``, with struct field names
+    backquoted where they are not plain identifiers (``storage.types.field_text``), so that
+    ``spark_ddl`` and the store's own parser read it back."""
+    if isinstance(dt, StructType):
+        return "struct<" + ",".join(field_text(f.name, type_text(f.dataType)) for f in dt.fields) + ">"
+    if isinstance(dt, ArrayType):
+        return f"array<{type_text(dt.elementType)}>"
+    if isinstance(dt, MapType):
+        return f"map<{type_text(dt.keyType)},{type_text(dt.valueType)}>"
+    return dt.simpleString()
 
 
 def _version_option(options: object) -> int | None:
@@ -306,7 +319,7 @@ class TabletsDataSource(DataSource):
             raise TabletsError("cannot write to a past version", help="Drop the `version` option when writing.")
         table = self._table()
         if not table.exists():  # df.write.format("tablets").save(new_path) creates the table
-            cols = [(f.name, f.dataType.simpleString(), True) for f in schema.fields]
+            cols = [(f.name, type_text(f.dataType), True) for f in schema.fields]
             TabletTable.create(table.root, cols, exist_ok=True, storage_options=self.storage_options)
         snap = table.snapshot()
         rename = _column_mapping(schema, snap.metadata.schema, table.root)

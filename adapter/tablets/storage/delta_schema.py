@@ -14,7 +14,7 @@ from typing import Any
 
 from tablets.exceptions import SchemaMismatch
 from tablets.storage.actions import Metadata
-from tablets.storage.types import DECIMAL_TYPE, TYPE_ALIASES, split_top
+from tablets.storage.types import DECIMAL_TYPE, TYPE_ALIASES, field_text, split_top, struct_fields
 
 MAPPING_MODE = "delta.columnMapping.mode"
 MAX_COLUMN_ID = "delta.columnMapping.maxColumnId"
@@ -55,12 +55,9 @@ def delta_type(spark_type: str) -> Any:
         k, v = split_top(t[4:-1])
         return {"type": "map", "keyType": delta_type(k), "valueType": delta_type(v), "valueContainsNull": True}
     if low.startswith("struct<") and low.endswith(">"):
-        fields = []
-        for part in split_top(t[7:-1]):
-            name, _, ftype = part.partition(":")
-            fields.append(
-                {"name": name.strip().strip("`"), "type": delta_type(ftype), "nullable": True, "metadata": {}}
-            )
+        fields = [
+            {"name": n, "type": delta_type(ft), "nullable": True, "metadata": {}} for n, ft in struct_fields(t[7:-1])
+        ]
         return {"type": "struct", "fields": fields}
     raise SchemaMismatch(f"column type {spark_type!r} has no Delta type", help="Cast the column to a type Delta has.")
 
@@ -81,7 +78,7 @@ def spark_type(dtype: Any) -> str:
     if kind == "map":
         return f"map<{spark_type(dtype['keyType'])},{spark_type(dtype['valueType'])}>"
     if kind == "struct":
-        return "struct<" + ",".join(f"{f['name']}:{spark_type(f['type'])}" for f in dtype["fields"]) + ">"
+        return "struct<" + ",".join(field_text(f["name"], spark_type(f["type"])) for f in dtype["fields"]) + ">"
     raise SchemaMismatch(
         f"Delta type {dtype!r} is not supported by tablets", help="Cast the column to a supported type."
     )

@@ -34,14 +34,28 @@ TYPE_ALIASES = {
 DECIMAL_TYPE = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def field_text(name: str, type_text: str) -> str:
+    """A struct field as a type name writes it: ``name:type``, the name backquoted where it is
+    not a plain identifier (Spark's DDL parser reads it back; its ``simpleString`` does not
+    quote, so a name with a space, comma or colon would not parse)."""
+    quoted = name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"
+    return f"{quoted}:{type_text}"
+
+
 def split_top(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
+    """``text`` split at its commas outside brackets and backquotes."""
+    parts, depth, cur, quoted = [], 0, "", False
     for ch in text:
-        if ch in "<(":
+        if ch == "`":
+            quoted = not quoted  # a doubled backquote inside a name toggles twice
+        elif not quoted and ch in "<(":
             depth += 1
-        elif ch in ">)":
+        elif not quoted and ch in ">)":
             depth -= 1
-        if ch == "," and depth == 0:
+        if ch == "," and depth == 0 and not quoted:
             parts.append(cur.strip())
             cur = ""
         else:
@@ -49,6 +63,32 @@ def split_top(text: str) -> list[str]:
     if cur.strip():
         parts.append(cur.strip())
     return parts
+
+
+def struct_fields(inner: str) -> list[tuple[str, str]]:
+    """The (name, type name) of each field of ``struct<inner>``: ``name:type``, the name
+    possibly backquoted (``field_text``), or Spark DDL's ``name type``."""
+    out = []
+    for part in split_top(inner):
+        if part.startswith("`"):
+            i, name = 1, ""
+            while i < len(part):
+                if part[i] == "`":
+                    if part[i + 1 : i + 2] == "`":
+                        name, i = name + "`", i + 2
+                        continue
+                    break
+                name, i = name + part[i], i + 1
+            rest = part[i + 1 :].lstrip()
+        else:
+            m = re.match(r"[^:\s]+", part)
+            name = m.group(0) if m else ""
+            rest = part[len(name) :].lstrip()
+            if not rest.startswith(":") and ":" in rest:  # an old unquoted name with a space
+                name, _, rest = part.partition(":")
+                name, rest = name.strip(), ":" + rest
+        out.append((name, rest[1:] if rest.startswith(":") else rest))
+    return out
 
 
 def to_arrow(type_name: str) -> pa.DataType:
@@ -66,11 +106,7 @@ def to_arrow(type_name: str) -> pa.DataType:
         k, v = split_top(type_name.strip()[4:-1])
         return pa.map_(to_arrow(k), to_arrow(v))
     if t.startswith("struct<") and t.endswith(">"):
-        fields = []
-        for part in split_top(type_name.strip()[7:-1]):
-            name, _, ftype = part.partition(":")
-            fields.append(pa.field(name.strip().strip("`"), to_arrow(ftype)))
-        return pa.struct(fields)
+        return pa.struct([pa.field(n, to_arrow(t)) for n, t in struct_fields(type_name.strip()[7:-1])])
     raise SchemaMismatch(
         f"unsupported column type {type_name!r}", help="Cast the column to a supported Spark SQL type."
     )
@@ -91,7 +127,7 @@ def from_arrow(dt: pa.DataType) -> str:
     if pa.types.is_map(dt):
         return f"map<{from_arrow(dt.key_type)},{from_arrow(dt.item_type)}>"
     if pa.types.is_struct(dt):
-        inner = ",".join(f"{f.name}:{from_arrow(f.type)}" for f in dt)
+        inner = ",".join(field_text(f.name, from_arrow(f.type)) for f in dt)
         return f"struct<{inner}>"
     if pa.types.is_dictionary(dt):
         return from_arrow(dt.value_type)
