@@ -1,6 +1,7 @@
 """Tablet tables as catalog tables: plain Spark SQL reads and writes them."""
 
 import os
+import time
 
 import pyarrow as pa
 import pytest
@@ -92,6 +93,43 @@ def test_unqualified_names_rename_and_schema_sync(spark, db):
         catalog.drop_table(spark, "renamed")
     finally:
         spark.sql("USE default")
+
+
+def test_a_dropped_column_and_new_keys_alter_the_entry_in_place(spark, db):
+    """Spark's ALTER TABLE cannot drop a column; the entry is altered through the session's
+    external catalog in one update (not dropped and created again: no moment without it)."""
+    t = catalog.create_table(spark, "cat.narrowing", "id INT, gone STRING, kept DOUBLE", key_columns=["id"])
+    spark.sql("INSERT INTO cat.narrowing VALUES (1, 'x', 1.5)")
+    ident = spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
+        "narrowing", spark._jvm.scala.Option.apply("cat")
+    )
+
+    def entry():
+        return spark._jsparkSession.sessionState().catalog().getTableMetadata(ident)
+
+    def created():
+        return entry().createTime()
+
+    before = created()
+    time.sleep(1.1)  # (the metastore keeps the creation time in seconds)
+    t.set_schema([c for c in t.snapshot().metadata.schema if c[0] != "gone"])
+    catalog.sync_schema(spark, "cat.narrowing")
+    assert created() == before
+    cols = [(c.name, c.dataType) for c in spark.catalog.listColumns("cat.narrowing")]
+    assert cols == [("id", "int"), ("kept", "double")]
+    assert rows(spark, "SELECT * FROM cat.narrowing") == [(1, 1.5)]
+    spark.sql("ALTER TABLE cat.narrowing ADD COLUMNS (gone STRING)")
+    assert rows(spark, "SELECT * FROM cat.narrowing") == [(1, 1.5, None)]
+
+    front = tablets.connect(spark=spark)
+    front.sql(
+        "CREATE OR REPLACE TABLE cat.narrowing USING tablets TBLPROPERTIES ('key_columns' = 'id,kept') "
+        "AS SELECT id, kept FROM cat.narrowing"
+    )
+    assert created() == before
+    assert rows(spark, "SELECT * FROM cat.narrowing") == [(1, 1.5)]
+    assert entry().properties().apply(catalog.KEYS_PROPERTY) == "id,kept"
+    catalog.drop_table(spark, "cat.narrowing")
 
 
 def test_create_replace_if_not_exists_and_adopt(spark, db, tmp_path):

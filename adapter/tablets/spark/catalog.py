@@ -200,11 +200,14 @@ def default_location(spark: SparkSession, database: str, table: str) -> str:
     return join(layout, table)
 
 
+KEYS_PROPERTY = "tablets.key_columns"  # the entry's record of the table's key columns
+
+
 def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: TabletTable) -> None:
     meta = store.snapshot().metadata
     props = {PATH_PROPERTY: root}
     if meta.key_columns:
-        props["tablets.key_columns"] = ",".join(meta.key_columns)
+        props[KEYS_PROPERTY] = ",".join(meta.key_columns)
     tblprops = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
     spark.sql(
         f"CREATE TABLE {sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
@@ -466,8 +469,10 @@ def rename_table(spark: SparkSession, old: str, new: str) -> None:
 def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -> None:
     """Make the catalog entry's columns the store's columns (after ``add_columns``,
     ``set_schema`` or a replace): ``ALTER TABLE ... ADD COLUMNS`` when columns were only added,
-    else (or when the key columns it records changed) the entry is recreated (it is EXTERNAL:
-    the data is not touched). Nothing for a table named by its path (it has no entry)."""
+    else (or when the key columns it records changed) the entry is altered in place
+    (``_alter_entry``); under Spark Connect, which has no session catalog to ask, it is recreated
+    (it is EXTERNAL: the data is not touched). Nothing for a table named by its path (it has no
+    entry)."""
     if path_of(name) is not None:
         return
     db, table = qualify(spark, name)
@@ -485,8 +490,34 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
         quiet_hive_alter(spark)
         spark.sql(f"ALTER TABLE {sql_name(db, table)} ADD COLUMNS ({added})")
         return
+    if not is_connect(spark):
+        _alter_entry(spark, db, table, store, keys_changed)
+        return
     spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
     _create_entry(spark, db, table, root, store)
+
+
+def _alter_entry(spark: SparkSession, db: str, table: str, store: TabletTable, keys_changed: bool) -> None:
+    """The entry's columns set to the store's by one metastore update, so that no reader finds
+    the table missing meanwhile and a process killed there leaves the entry whole (dropped and
+    created again, it would leave neither). Spark's ``ALTER TABLE`` refuses to drop a column
+    (``SessionCatalog.alterTableDataSchema``); its external catalog stores any data schema."""
+    meta = store.snapshot().metadata
+    jvm = spark._jvm  # noqa: SLF001
+    assert jvm is not None
+    state = spark._jsparkSession.sessionState()  # noqa: SLF001
+    struct = jvm.org.apache.spark.sql.types.DataType.fromJson(StructType.fromDDL(spark_ddl(meta.schema)).json())
+    quiet_hive_alter(spark)
+    state.catalog().externalCatalog().alterTableDataSchema(db, table, struct)
+    state.catalog().refreshTable(
+        jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
+    )
+    if keys_changed:  # the entry's record of the key columns (for people reading its properties)
+        if meta.key_columns:
+            keys = sql_string(",".join(meta.key_columns))
+            spark.sql(f"ALTER TABLE {sql_name(db, table)} SET TBLPROPERTIES ({sql_string(KEYS_PROPERTY)} = {keys})")
+        else:
+            spark.sql(f"ALTER TABLE {sql_name(db, table)} UNSET TBLPROPERTIES IF EXISTS ({sql_string(KEYS_PROPERTY)})")
 
 
 def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, str]]:
