@@ -97,7 +97,8 @@ def test_unqualified_names_rename_and_schema_sync(spark, db):
 
 def test_a_dropped_column_and_new_keys_alter_the_entry_in_place(spark, db):
     """Spark's ALTER TABLE cannot drop a column; the entry is altered through the session's
-    external catalog in one update (not dropped and created again: no moment without it)."""
+    external catalog in one update (not dropped and created again: no moment without it), and
+    the columns it keeps keep their comments."""
     t = catalog.create_table(spark, "cat.narrowing", "id INT, gone STRING, kept DOUBLE", key_columns=["id"])
     spark.sql("INSERT INTO cat.narrowing VALUES (1, 'x', 1.5)")
     ident = spark._jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(
@@ -110,13 +111,14 @@ def test_a_dropped_column_and_new_keys_alter_the_entry_in_place(spark, db):
     def created():
         return entry().createTime()
 
+    spark.sql("ALTER TABLE cat.narrowing ALTER COLUMN kept COMMENT 'the one kept'")  # (dbt's persist_docs)
     before = created()
     time.sleep(1.1)  # (the metastore keeps the creation time in seconds)
     t.set_schema([c for c in t.snapshot().metadata.schema if c[0] != "gone"])
     catalog.sync_schema(spark, "cat.narrowing")
     assert created() == before
-    cols = [(c.name, c.dataType) for c in spark.catalog.listColumns("cat.narrowing")]
-    assert cols == [("id", "int"), ("kept", "double")]
+    cols = [(c.name, c.dataType, c.description) for c in spark.catalog.listColumns("cat.narrowing")]
+    assert cols == [("id", "int", None), ("kept", "double", "the one kept")]
     assert rows(spark, "SELECT * FROM cat.narrowing") == [(1, 1.5)]
     spark.sql("ALTER TABLE cat.narrowing ADD COLUMNS (gone STRING)")
     assert rows(spark, "SELECT * FROM cat.narrowing") == [(1, 1.5, None)]

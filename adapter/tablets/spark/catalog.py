@@ -506,12 +506,18 @@ def _alter_entry(spark: SparkSession, db: str, table: str, store: TabletTable, k
     jvm = spark._jvm  # noqa: SLF001
     assert jvm is not None
     state = spark._jsparkSession.sessionState()  # noqa: SLF001
-    struct = jvm.org.apache.spark.sql.types.DataType.fromJson(StructType.fromDDL(spark_ddl(meta.schema)).json())
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
+    kept = {f["name"]: f for f in json.loads(state.catalog().getTableMetadata(ident).schema().json())["fields"]}
+    fields = []
+    for f in json.loads(StructType.fromDDL(spark_ddl(meta.schema)).json())["fields"]:
+        old = kept.get(f["name"])
+        if old is not None and old["type"] == f["type"]:  # a column kept: its comment too
+            f = {**f, "metadata": old.get("metadata", {})}
+        fields.append(f)
+    struct = jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps({"type": "struct", "fields": fields}))
     quiet_hive_alter(spark)
     state.catalog().externalCatalog().alterTableDataSchema(db, table, struct)
-    state.catalog().refreshTable(
-        jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
-    )
+    state.catalog().refreshTable(ident)
     if keys_changed:  # the entry's record of the key columns (for people reading its properties)
         if meta.key_columns:
             keys = sql_string(",".join(meta.key_columns))
