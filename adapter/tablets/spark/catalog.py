@@ -529,7 +529,7 @@ def _alter_entry(spark: SparkSession, db: str, table: str, store: TabletTable, k
 def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, str]]:
     """(name, type) of the catalog entry's columns. A classic session asks its session catalog
     once for the schema (``listColumns`` runs a query and makes py4j calls per column: ~7x the
-    time); a type it names otherwise only recreates the entry (``sync_schema``)."""
+    time); a type it names otherwise only makes ``sync_schema`` set the columns again."""
     if is_connect(spark):
         return [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(sql_name(db, table))]
     jvm = spark._jvm  # noqa: SLF001
