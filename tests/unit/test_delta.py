@@ -332,3 +332,5 @@ def test_struct_field_names_round_trip_through_arrow_and_delta(text):
 def test_struct_types_written_before_quoting_and_in_spark_ddl_still_parse():
     assert to_arrow("struct<p:int,q r:string>") == pa.struct([("p", pa.int32()), ("q r", pa.string())])
     assert to_arrow("STRUCT<a INT, `b c` STRING>") == pa.struct([("a", pa.int32()), ("b c", pa.string())])
+    nested = to_arrow("STRUCT<a STRUCT<b: INT>, c ARRAY<STRUCT<d: INT>>>")
+    assert nested == pa.struct([("a", pa.struct([("b", pa.int32())])), ("c", pa.list_(pa.struct([("d", pa.int32())])))])

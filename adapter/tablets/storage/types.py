@@ -84,9 +84,9 @@ def struct_fields(inner: str) -> list[tuple[str, str]]:
             m = re.match(r"[^:\s]+", part)
             name = m.group(0) if m else ""
             rest = part[len(name) :].lstrip()
-            if not rest.startswith(":") and ":" in rest:  # an old unquoted name with a space
-                name, _, rest = part.partition(":")
-                name, rest = name.strip(), ":" + rest
+            head = part.partition(":")[0]
+            if not rest.startswith(":") and ":" in rest and not any(c in head for c in "<("):
+                name, rest = head.strip(), part[len(head) :]  # an old unquoted name with a space
         out.append((name, rest[1:] if rest.startswith(":") else rest))
     return out
 
