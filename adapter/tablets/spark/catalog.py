@@ -54,6 +54,7 @@ from tablets.spark.backend import is_connect
 from tablets.spark.datasource import spark_ddl, type_text
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import delta_adopt
+from tablets.storage.actions import Metadata
 from tablets.storage.fileio import join, normalize
 from tablets.storage.table import TabletTable
 
@@ -480,7 +481,8 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
     if root is None:
         raise TableNotFound(f"{db}.{table} is not a tablet table")
     store = storage(spark).table(root)
-    want = [(n, t.lower()) for n, t, _ in store.snapshot().metadata.schema]
+    meta = store.snapshot().metadata
+    want = [(n, t.lower()) for n, t, _ in meta.schema]
     have = _entry_columns(spark, db, table)
     if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have] and not keys_changed:
         return
@@ -491,23 +493,21 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
         spark.sql(f"ALTER TABLE {sql_name(db, table)} ADD COLUMNS ({added})")
         return
     if not is_connect(spark):
-        _alter_entry(spark, db, table, store, keys_changed)
+        _alter_entry(spark, db, table, meta, keys_changed)
         return
     spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
     _create_entry(spark, db, table, root, store)
 
 
-def _alter_entry(spark: SparkSession, db: str, table: str, store: TabletTable, keys_changed: bool) -> None:
+def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_changed: bool) -> None:
     """The entry's columns set to the store's by one metastore update, so that no reader finds
     the table missing meanwhile and a process killed there leaves the entry whole (dropped and
     created again, it would leave neither). Spark's ``ALTER TABLE`` refuses to drop a column
     (``SessionCatalog.alterTableDataSchema``); its external catalog stores any data schema."""
-    meta = store.snapshot().metadata
     jvm = spark._jvm  # noqa: SLF001
     assert jvm is not None
     state = spark._jsparkSession.sessionState()  # noqa: SLF001
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
-    kept = {f["name"]: f for f in json.loads(state.catalog().getTableMetadata(ident).schema().json())["fields"]}
+    kept = {f["name"]: f for f in _entry_schema(spark, db, table)["fields"]}
     fields = []
     for f in json.loads(StructType.fromDDL(spark_ddl(meta.schema)).json())["fields"]:
         old = kept.get(f["name"])
@@ -517,7 +517,7 @@ def _alter_entry(spark: SparkSession, db: str, table: str, store: TabletTable, k
     struct = jvm.org.apache.spark.sql.types.DataType.fromJson(json.dumps({"type": "struct", "fields": fields}))
     quiet_hive_alter(spark)
     state.catalog().externalCatalog().alterTableDataSchema(db, table, struct)
-    state.catalog().refreshTable(ident)
+    state.catalog().refreshTable(_ident(spark, db, table))
     if keys_changed:  # the entry's record of the key columns (for people reading its properties)
         if meta.key_columns:
             keys = sql_string(",".join(meta.key_columns))
@@ -532,8 +532,18 @@ def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, 
     time); a type it names otherwise only makes ``sync_schema`` set the columns again."""
     if is_connect(spark):
         return [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(sql_name(db, table))]
+    return [
+        (f.name, type_text(f.dataType).lower()) for f in StructType.fromJson(_entry_schema(spark, db, table)).fields
+    ]
+
+
+def _ident(spark: SparkSession, db: str, table: str):  # noqa: ANN202 - a py4j proxy
     jvm = spark._jvm  # noqa: SLF001
     assert jvm is not None
-    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
-    schema = spark._jsparkSession.sessionState().catalog().getTableMetadata(ident).schema().json()  # noqa: SLF001
-    return [(f.name, type_text(f.dataType).lower()) for f in StructType.fromJson(json.loads(schema)).fields]
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
+
+
+def _entry_schema(spark: SparkSession, db: str, table: str) -> dict:
+    """The entry's schema as Spark's JSON, from a classic session's catalog."""
+    entry = spark._jsparkSession.sessionState().catalog().getTableMetadata(_ident(spark, db, table))  # noqa: SLF001
+    return json.loads(entry.schema().json())
