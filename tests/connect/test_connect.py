@@ -70,6 +70,27 @@ def test_statements_over_connect(spark):
     assert catalog.lookup(spark, "direct.stock") is None
 
 
+def test_a_dropped_column_keeps_the_entrys_comments_over_connect(spark):
+    """Under Connect the entry is made again when a column goes (no session catalog to alter it
+    in place): the comments Spark keeps on it for the columns kept go into the new one."""
+    import tablets
+    from tablets.spark import catalog
+
+    db = tablets.connect(spark=spark)
+    db.sql("CREATE DATABASE IF NOT EXISTS direct")
+    db.sql("CREATE TABLE direct.narrowing (id INT, gone STRING, kept DOUBLE) USING tablets")
+    db.sql("INSERT INTO direct.narrowing VALUES (1, 'x', 1.5)")
+    spark.sql("ALTER TABLE direct.narrowing ALTER COLUMN kept COMMENT 'the one kept'")
+    spark.sql("ALTER TABLE direct.narrowing ALTER COLUMN gone COMMENT 'going'")
+    t = db.table_of("direct.narrowing")
+    t.set_schema([c for c in t.snapshot().metadata.schema if c[0] != "gone"])
+    catalog.sync_schema(spark, "direct.narrowing")
+    cols = [(c.name, c.dataType, c.description) for c in spark.catalog.listColumns("direct.narrowing")]
+    assert cols == [("id", "int", None), ("kept", "double", "the one kept")]
+    assert sorted(tuple(r) for r in db.sql("SELECT * FROM direct.narrowing").collect()) == [(1, 1.5)]
+    db.sql("DROP TABLE direct.narrowing")
+
+
 def test_size_estimates_over_connect(spark):
     """The broadcast decision has Spark's size estimate on Connect too (EXPLAIN COST)."""
     from tablets.spark import sizes

@@ -204,14 +204,29 @@ def default_location(spark: SparkSession, database: str, table: str) -> str:
 KEYS_PROPERTY = "tablets.key_columns"  # the entry's record of the table's key columns
 
 
-def _create_entry(spark: SparkSession, db: str, table: str, root: str, store: TabletTable) -> None:
+def _create_entry(
+    spark: SparkSession,
+    db: str,
+    table: str,
+    root: str,
+    store: TabletTable,
+    *,
+    comments: Mapping[str, str] | None = None,
+) -> None:
+    """The catalog entry of the store at ``root``; ``comments``: its columns' (by lower-case
+    name), where it replaces an entry that had them."""
     meta = store.snapshot().metadata
     props = {PATH_PROPERTY: root}
     if meta.key_columns:
         props[KEYS_PROPERTY] = ",".join(meta.key_columns)
     tblprops = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
+    notes = comments or {}
+    columns = ", ".join(
+        f"{quote_ident(n)} {t}" + (f" COMMENT {sql_string(notes[n.lower()])}" if n.lower() in notes else "")
+        for n, t, _ in meta.schema
+    )
     spark.sql(
-        f"CREATE TABLE {sql_name(db, table)} ({spark_ddl(meta.schema)}) USING {provider_name(root)} "
+        f"CREATE TABLE {sql_name(db, table)} ({columns}) USING {provider_name(root)} "
         f"LOCATION {sql_string(root)} TBLPROPERTIES ({tblprops})"
     )
 
@@ -484,10 +499,10 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
     meta = store.snapshot().metadata
     want = [(n, t.lower()) for n, t, _ in meta.schema]
     have = _entry_columns(spark, db, table)
-    if [(n.lower(), t) for n, t in want] == [(n.lower(), t) for n, t in have] and not keys_changed:
+    now = [(n.lower(), t) for n, t, _ in have]
+    if [(n.lower(), t) for n, t in want] == now and not keys_changed:
         return
-    head = [(n.lower(), t) for n, t in want[: len(have)]]
-    if head == [(n.lower(), t) for n, t in have] and not keys_changed:
+    if [(n.lower(), t) for n, t in want[: len(have)]] == now and not keys_changed:
         added = ", ".join(f"{quote_ident(n)} {t}" for n, t in want[len(have) :])
         quiet_hive_alter(spark)
         spark.sql(f"ALTER TABLE {sql_name(db, table)} ADD COLUMNS ({added})")
@@ -495,8 +510,12 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
     if not is_connect(spark):
         _alter_entry(spark, db, table, meta, keys_changed)
         return
+    # the comments Spark keeps on the entry (its own ``ALTER COLUMN ... COMMENT``) of the columns
+    # kept with their type go into the new one
+    types = {n.lower(): t for n, t in want}
+    kept = {n.lower(): note for n, t, note in have if note and types.get(n.lower()) == t}
     spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
-    _create_entry(spark, db, table, root, store)
+    _create_entry(spark, db, table, root, store, comments=kept)
 
 
 def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_changed: bool) -> None:
@@ -526,14 +545,17 @@ def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_
             spark.sql(f"ALTER TABLE {sql_name(db, table)} UNSET TBLPROPERTIES IF EXISTS ({sql_string(KEYS_PROPERTY)})")
 
 
-def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, str]]:
-    """(name, type) of the catalog entry's columns. A classic session asks its session catalog
-    once for the schema (``listColumns`` runs a query and makes py4j calls per column: ~7x the
-    time); a type it names otherwise only makes ``sync_schema`` set the columns again."""
+def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, str, str | None]]:
+    """(name, type, comment) of the catalog entry's columns. A classic session asks its session
+    catalog once for the schema (``listColumns`` runs a query and makes py4j calls per column:
+    ~7x the time); a type it names otherwise only makes ``sync_schema`` set the columns again."""
     if is_connect(spark):
-        return [(c.name, (c.dataType or "").lower()) for c in spark.catalog.listColumns(sql_name(db, table))]
+        return [
+            (c.name, (c.dataType or "").lower(), c.description) for c in spark.catalog.listColumns(sql_name(db, table))
+        ]
     return [
-        (f.name, type_text(f.dataType).lower()) for f in StructType.fromJson(_entry_schema(spark, db, table)).fields
+        (f.name, type_text(f.dataType).lower(), f.metadata.get("comment"))
+        for f in StructType.fromJson(_entry_schema(spark, db, table)).fields
     ]
 
 
