@@ -163,13 +163,16 @@ def _strace_usable() -> bool:
         tracer.wait(30)
 
 
-def _trace_links(pid: int) -> subprocess.Popen:
-    """Hold every link(2) of ``pid``'s main thread for 60 s (the driver's commit runs there)."""
+def _trace_links(pid: int, path: str) -> subprocess.Popen:
+    """Hold the link(2) to ``path`` of ``pid``'s main thread for 60 s (the driver's commit runs
+    there); its other links (files it creates exclusively before) go on."""
     tracer = subprocess.Popen(
         [
             "strace",
             "-p",
             str(pid),
+            "-P",
+            path,
             "-e",
             "trace=link,linkat",
             "-e",
@@ -197,7 +200,9 @@ def _crash(tmp, window: str, kills: int, max_delay: float = 0.0) -> list[str]:
         pending = _spawn(tmp, k + 1) if k + 1 < kills else None  # start-up overlaps this kill
         t = TabletTable(victim.root)
         before_files = _present(t)
-        tracer = _trace_links(victim.proc.pid) if window == "log" else None
+        tracer = (
+            _trace_links(victim.proc.pid, log.version_path(victim.root, t.version + 1)) if window == "log" else None
+        )
         watch = Watch(
             [os.path.join(victim.root, "tablets"), os.path.join(victim.root, "dv")]
             if window == "staging"
@@ -263,5 +268,5 @@ def test_merge_killed_while_writing_the_log_version(tmp_path):
         pytest.skip("needs strace with ptrace permission (it holds the driver's link(2) calls)")
     start = time.time()
     with reaped():
-        lines = _crash(tmp_path, "log", 12 if SLOW else 1)  # one JVM under strace: ~65 s
+        lines = _crash(tmp_path, "log", 12 if SLOW else 1)
     print("\n".join(lines), f"\n{len(lines)} kills in {time.time() - start:.0f} s")
