@@ -10,7 +10,11 @@ it rejects are no pairs) and the clauses that act on the rows have conditions an
 (``arrow_eval``; copies of plain columns: ``UPDATE SET *``, ``INSERT *``, ``SET v = s.v``, DELETE:
 ``classify_on_driver``), the driver classifies the pairs too and runs the merge task itself: no
 Spark job after the source's, and a re-merge that changes nothing ends without a commit
-(``changes_nothing``). Else the pairs go to Spark (``pairs_sql.driver_pairs_view``)."""
+(``changes_nothing``). Else the pairs go to Spark (``pairs_sql.driver_pairs_view``).
+
+The columns only the unchanged check reads (``Plan.compare_only``: an UPDATE sets them and
+nothing else reads them) are left out of the first read and compared last, each read for the
+rows still alike (``_still_alike``); Spark gets them all (``complete_rows``)."""
 
 from __future__ import annotations
 
@@ -53,6 +57,7 @@ from tablets.spark.frames import (
     BY_VALUES,
     TabletScan,
     driver_rows,
+    driver_values,
 )
 from tablets.spec import ActionKind, Category
 from tablets.storage.types import schema_to_arrow
@@ -75,7 +80,9 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                 rows = driver_rows(
                     run.table,
                     run.snapshot,
-                    run.plan.target_columns,
+                    # the columns only an UPDATE's comparison reads come later, for the rows
+                    # still alike (classify_on_driver) or all (complete_rows)
+                    [c for c in run.plan.target_columns if c not in run.plan.compare_only],
                     tablets,
                     run.intake.keys or {},
                     limit,
@@ -103,7 +110,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                         run.table,
                         run.snapshot,
                         # (a DELETE with no condition reads no column: its row ids need a table of rows)
-                        run.plan.target_columns or run.plan.columns[:1],
+                        [c for c in run.plan.target_columns if c not in run.plan.compare_only] or run.plan.columns[:1],
                         tablets,
                         run.intake.keys or {},
                         limit,
@@ -119,6 +126,47 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             run.metrics.tablets_read_on_driver = len(tablets)
             run.driver.on_driver = True
     return run.driver.selected[at]
+
+
+def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
+    """``select_target_rows``' rows with every column of ``Plan.target_columns``, in its order
+    (then the file name and row index), for Spark to classify: the columns only the unchanged
+    check reads (``Plan.compare_only``) are read now for these rows."""
+    rows = select_target_rows(run, tablets)
+    if rows is None:
+        return None
+    columns = run.plan.target_columns
+    missing = [c for c in columns if c not in rows.column_names]
+    if missing:
+        values = driver_values(run.table, run.snapshot, missing, rows)
+        for c in missing:
+            rows = rows.append_column(values.schema.field(c), values.column(c))
+        rows = rows.select([*columns, *(c for c in rows.column_names if c not in columns)])
+        at = tuple(tablets)
+        run.driver.selected[at] = rows
+        run.driver.pairs.pop(at, None)  # joined again, with every column
+    return rows
+
+
+def _still_alike(run: Run, t: pa.Table, same: np.ndarray, later: list[tuple[str, pa.Array]]) -> np.ndarray:
+    """``same`` (per row of ``t``: alike in the columns compared so far) after the ``later``
+    columns, (name, new value) each, compared one at a time, fixed-width types first, each read
+    (``driver_values``) only for the rows still alike: an upsert whose rows all differ in
+    their first such column never reads the rest."""
+    arrow = schema_to_arrow(run.snapshot.metadata.schema)
+
+    def cost(item: tuple[str, pa.Array]) -> int:  # nested, then variable-width, last
+        kind = arrow.field(item[0]).type
+        return 2 if pa.types.is_nested(kind) else 0 if pa.types.is_primitive(kind) else 1
+
+    for col, new in sorted(later, key=cost):
+        alike = np.flatnonzero(same)
+        if not len(alike):
+            break
+        at = pa.array(alike)
+        old = driver_values(run.table, run.snapshot, [col], t.take(at)).column(0)
+        same[alike] = _same_values(old.combine_chunks(), new.take(at)).to_numpy(zero_copy_only=False)
+    return same
 
 
 def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
@@ -330,8 +378,14 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             return None
         if action is ActionKind.UPDATE and run.options.skip_unchanged:
             same = pa.array(np.ones(n, dtype=bool))
+            later = []  # the columns not read yet (Plan.compare_only)
             for col, new in zip(names, values or (), strict=True):
-                same = pc.and_(same, _same_values(t.column(col), new))
+                if col in t.column_names:
+                    same = pc.and_(same, _same_values(t.column(col), new))
+                else:
+                    later.append((col, new))
+            if later:
+                same = pa.array(_still_alike(run, t, same.to_numpy(zero_copy_only=False).copy(), later))
             kind = pc.if_else(same, pa.scalar(K_UNCHANGED), pa.scalar(K_UPDATE))
         else:
             code = (

@@ -31,7 +31,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from tablets.engine.driver_plan import key_pairs, select_target_rows
+from tablets.engine.driver_plan import complete_rows, key_pairs
 from tablets.engine.key_filter import key_filtered
 from tablets.engine.names import (
     IMAGE_PREFIX,
@@ -76,7 +76,7 @@ def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
     plan = run.plan
     # BY SOURCE (and UPDATE / DELETE) needs every target row the condition holds for: the driver's
     # selection of those is only its own merge's (classify_on_driver)
-    rows = select_target_rows(run, tablets) if not plan.by_source and plan.spec.source is not None else None
+    rows = complete_rows(run, tablets) if not plan.by_source and plan.spec.source is not None else None
     if rows is not None:
         return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
@@ -222,7 +222,7 @@ def driver_pairs_view(run: Run, tablets: Sequence[str]) -> str | None:
     ``s.col`` read their fields. Spark then only checks the whole ON condition and classifies:
     no broadcast, no join. Columns: the target alias (NULL for a row alone), the source alias,
     the marks, ``_PAIR``."""
-    pairs = key_pairs(run, tablets)
+    pairs = key_pairs(run, tablets) if complete_rows(run, tablets) is not None else None
     if pairs is None or run.intake.local is None:
         return None
     t_rows, s_rows = (p.combine_chunks() for p in pairs)

@@ -70,6 +70,9 @@ class Plan:
     on_is_keys: bool = False  # every conjunct of ON is one of join_keys (no other condition)
     join_keys: tuple[tuple[str, str], ...] = ()  # (target column, source expression) equi-join pairs
     on_rest: str | None = None  # the conjuncts of ON besides join_keys, ANDed (dbt's incremental_predicates)
+    # target columns read only to tell an UPDATE's unchanged rows (skip_unchanged): the driver
+    # plan reads them last, for the rows still alike (``driver_plan.classify_on_driver``)
+    compare_only: tuple[str, ...] = ()
 
     @property
     def noop(self) -> bool:
@@ -303,10 +306,12 @@ def plan_merge(
         else []
     )
     updates = [b for b in acting if b.clause.action is ActionKind.UPDATE]
-    if updates and skip_unchanged:
-        needed |= set(tcols)  # the comparison with the old row reads every column
     for b in updates:  # the columns an image keeps (unassigned, or SET c = t.c)
         needed |= {c for c, copy in zip(tcols, b.copies or (), strict=True) if copy == ("t", c)}
+    compare_only: tuple[str, ...] = ()
+    if updates and skip_unchanged:  # the comparison with the old row reads every column
+        compare_only = tuple(c for c in tcols if c not in needed)
+        needed |= set(tcols)
     ordered = tuple(c for c in tcols if c in needed)
     return Plan(
         spec=spec,
@@ -316,6 +321,7 @@ def plan_merge(
         branches=tuple(branches),
         dropped=tuple(dropped),
         target_columns=ordered,
+        compare_only=compare_only,
         prune_keys=join_keys if Category.NOT_MATCHED_BY_SOURCE not in cats else (),
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),

@@ -449,6 +449,41 @@ def select_rows(
     return Selection(pa.concat_tables(parts), pa.concat_arrays(positions), pa.concat_arrays(flags))
 
 
+def read_positions(
+    io: FileIO,
+    root: str,
+    add: AddTablet,
+    schema: pa.Schema,
+    columns: list[str],
+    positions: np.ndarray,
+    mapping: ColumnMapping | None = None,
+) -> pa.Table:
+    """``columns`` (conformed to ``schema``) of one tablet's rows at ``positions`` (ascending
+    row numbers in the file, as ``select_rows`` gives them), in that order, reading those
+    columns only of the row groups that hold them. Verified as ``read_tablet``; ``mapping``:
+    as ``read_tablet``'s."""
+    wanted = pa.schema([schema.field(c) for c in columns])
+    parts = []
+    with _verified(io, join(root, add.path), add) as pf:
+        names = pf.schema_arrow.names
+        if mapping is not None and not mapping.identity:
+            pf = _ByName(pf, mapping)
+            names = pf.names
+        present = [c for c in columns if c in names]
+        start = i = 0
+        for g in range(pf.metadata.num_row_groups):
+            if i == len(positions):
+                break
+            n = pf.metadata.row_group(g).num_rows
+            j = int(np.searchsorted(positions, start + n, side="left"))
+            if j > i:
+                local = pa.array(positions[i:j] - start)
+                read = unview(pf.read_row_group(g, columns=present)).take(local) if present else pa.table({})
+                parts.append(conform(read, wanted, j - i))
+            start, i = start + n, j
+    return pa.concat_tables(parts) if parts else wanted.empty_table()
+
+
 class _ByName:
     """The little of a ``ParquetFile`` that ``select_rows`` uses, with the columns under the
     table's names (``mapping``) where the file keeps them under physical names."""

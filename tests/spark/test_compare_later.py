@@ -1,0 +1,94 @@
+"""The driver plan's unchanged check reads the columns only it needs (``Plan.compare_only``: an
+UPDATE sets them, nothing else reads them) after the others, for the rows still alike, and
+Spark's classification of the driver's rows gets them all (``driver_plan.complete_rows``).
+Each case on both plans, and on the driver plan with Arrow evaluation off (Spark classifies
+the driver's rows)."""
+
+from collections import Counter
+
+import pytest
+import tablets
+from support.both_plans import on_both_plans
+from support.conf import settings
+from support.differential import canon
+from tablets.engine.route import ARROW_EVAL_CONF
+from tablets.spark import frames
+
+pytestmark = pytest.mark.spark
+
+SETUP = [
+    "CREATE TABLE {t} (k INT, v DOUBLE, s STRING) USING tablets TBLPROPERTIES ('target_tablet_rows'='3')",
+    "INSERT INTO {t} VALUES (1, 1.0, 'a'), (2, 2.0, 'b'), (3, 3.0, 'c'), (4, 4.0, NULL), (5, CAST('NaN' AS DOUBLE), 'e')",
+    "ALTER TABLE {t} ADD COLUMNS (x STRING)",
+    "INSERT INTO {t} VALUES (6, 6.0, 'f', 'x6'), (7, 7.0, 'g', NULL)",
+]
+# per key: 1 alike, 2 alike but s, 3 v differs, 4 alike (NULL s), 5 alike (NaN v), 6 alike,
+# 7 x differs (a column added after the first tablets), 8 new; 2 and x of an old tablet's row
+SOURCE = (
+    "SELECT * FROM VALUES (1, 1.0D, 'a', CAST(NULL AS STRING)), (2, 2.0D, 'B', NULL), (3, 3.5D, 'c', NULL), "
+    "(4, 4.0D, NULL, NULL), (5, CAST('NaN' AS DOUBLE), 'e', NULL), (6, 6.0D, 'f', 'x6'), (7, 7.0D, 'g', 'x7'), "
+    "(8, 8.0D, 'h', NULL) AS v(k, v, s, x)"
+)
+UPSERT = (
+    f"MERGE INTO {{t}} t USING ({SOURCE}) s ON t.k = s.k WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+)
+AFTER = [
+    (1, 1.0, "a", None),
+    (2, 2.0, "B", None),
+    (3, 3.5, "c", None),
+    (4, 4.0, None, None),
+    (5, "NaN", "e", None),
+    (6, 6.0, "f", "x6"),
+    (7, 7.0, "g", "x7"),
+    (8, 8.0, "h", None),
+]
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS reg")
+    return d
+
+
+def test_rows_alike_but_in_a_column_compared_later_are_updated(db):
+    results = on_both_plans(db, "later", SETUP, UPSERT)
+    assert results == {plan: (Counter(AFTER), (1, 3, 0)) for plan in results}
+    t = "reg.later_arrow_off"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, {ARROW_EVAL_CONF: "false"}):  # the driver's rows, classified by Spark
+        for s in SETUP:
+            db.sql(s.replace("{t}", t))
+        m = db.sql(UPSERT.replace("{t}", t)).metrics
+    assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (1, 3, 4)
+    assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+
+
+def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypatch):
+    """An upsert whose matched rows all differ in ``v`` never reads ``s``; one whose rows are
+    alike in ``v`` reads ``s`` for those rows alone."""
+    t = "reg.later_reads"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    for s in SETUP[:2]:
+        db.sql(s.replace("{t}", t))
+    reads: list[tuple[tuple[str, ...], int]] = []
+    read_positions = frames.read_positions
+
+    def spy(io, root, add, schema, columns, positions, mapping=None):
+        reads.append((tuple(columns), len(positions)))
+        return read_positions(io, root, add, schema, columns, positions, mapping)
+
+    monkeypatch.setattr(frames, "read_positions", spy)
+    m = db.sql(
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'b'), (3, 30.0D, 'z') AS v(k, v, s)) s "
+        "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+    ).metrics
+    assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (3, 0)
+    assert {c for c, _ in reads} == {("v",)}
+    reads.clear()
+    m = db.sql(
+        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'B'), (3, 33.0D, 'z') AS v(k, v, s)) s "
+        "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+    ).metrics
+    assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (2, 1)
+    assert sum(n for c, n in reads if c == ("v",)) == 3 and sum(n for c, n in reads if c == ("s",)) == 2
