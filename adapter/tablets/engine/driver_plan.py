@@ -13,8 +13,8 @@ Spark job after the source's, and a re-merge that changes nothing ends without a
 (``changes_nothing``). Else the pairs go to Spark (``pairs_sql.driver_pairs_view``).
 
 The columns only the unchanged check reads (``Plan.compare_only``: an UPDATE sets them and
-nothing else reads them) are left out of the first read and compared last, each read for the
-rows still alike (``_still_alike``); Spark gets them all (``complete_rows``)."""
+nothing else reads them) are left out of the first read and compared last, a kind of type at a
+time, read for the rows still alike (``_still_alike``); Spark gets them all (``complete_rows``)."""
 
 from __future__ import annotations
 
@@ -150,22 +150,24 @@ def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
 
 def _still_alike(run: Run, t: pa.Table, same: np.ndarray, later: list[tuple[str, pa.Array]]) -> np.ndarray:
     """``same`` (per row of ``t``: alike in the columns compared so far) after the ``later``
-    columns, (name, new value) each, compared one at a time, fixed-width types first, each read
-    (``driver_values``) only for the rows still alike: an upsert whose rows all differ in
-    their first such column never reads the rest."""
+    columns, (name, new value) each: fixed-width ones first, then variable-width, then nested,
+    each kind read in one pass (``driver_values``) only for the rows still alike. An upsert
+    whose rows all differ in a number or a date never decodes its strings."""
     arrow = schema_to_arrow(run.snapshot.metadata.schema)
 
-    def cost(item: tuple[str, pa.Array]) -> int:  # nested, then variable-width, last
-        kind = arrow.field(item[0]).type
-        return 2 if pa.types.is_nested(kind) else 0 if pa.types.is_primitive(kind) else 1
+    def kind(col: str) -> int:
+        of = arrow.field(col).type
+        return 2 if pa.types.is_nested(of) else 0 if pa.types.is_primitive(of) else 1
 
-    for col, new in sorted(later, key=cost):
+    for k in sorted({kind(c) for c, _ in later}):
         alike = np.flatnonzero(same)
         if not len(alike):
             break
+        these = [(c, new) for c, new in later if kind(c) == k]
         at = pa.array(alike)
-        old = driver_values(run.table, run.snapshot, [col], t.take(at)).column(0)
-        same[alike] = _same_values(old.combine_chunks(), new.take(at)).to_numpy(zero_copy_only=False)
+        old = driver_values(run.table, run.snapshot, [c for c, _ in these], t.take(at))
+        for c, new in these:
+            same[alike] &= _same_values(old.column(c).combine_chunks(), new.take(at)).to_numpy(zero_copy_only=False)
     return same
 
 
