@@ -186,3 +186,15 @@ def test_a_key_set_may_hold_only_what_lies_between_its_values():
     strings = KeySet(pa.array(["b", "x"]))
     assert strings.may_hold("c", "d") is True and strings.may_hold("y", "z") is False  # the span only
     assert KeySet(pa.array([], pa.int64())).may_hold(1, 2) is False
+
+
+def test_read_positions_reads_the_rows_asked_across_row_groups(table):
+    """``read_positions``: the columns of the rows at the positions given (a position twice, a
+    row group skipped, the last row), a column the tablet lacks as NULL."""
+    (st,) = table.snapshot().tablets.values()
+    schema = SCHEMA.append(pa.field("later", pa.float64()))
+    positions = np.array([3, 3, 150, 999], dtype=np.int64)
+    got = tablet.read_positions(table.io, table.root, st.add, schema, ["s", "later"], positions)
+    assert got.column("s").to_pylist() == ["s3", "s3", "s150", "s999"]
+    assert got.column("later").to_pylist() == [None] * 4 and got.schema.field("later").type == pa.float64()
+    assert tablet.read_positions(table.io, table.root, st.add, schema, ["s"], positions[:0]).num_rows == 0
