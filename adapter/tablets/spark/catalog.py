@@ -209,24 +209,18 @@ def _create_entry(
     db: str,
     table: str,
     root: str,
-    store: TabletTable,
+    meta: Metadata,
     *,
     comments: Mapping[str, str] | None = None,
 ) -> None:
-    """The catalog entry of the store at ``root``; ``comments``: its columns' (by lower-case
-    name), where it replaces an entry that had them."""
-    meta = store.snapshot().metadata
+    """The catalog entry of the store at ``root`` (of metadata ``meta``); ``comments``: its
+    columns' (by lower-case name), where it replaces an entry that had them."""
     props = {PATH_PROPERTY: root}
     if meta.key_columns:
         props[KEYS_PROPERTY] = ",".join(meta.key_columns)
     tblprops = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
-    notes = comments or {}
-    columns = ", ".join(
-        f"{quote_ident(n)} {t}" + (f" COMMENT {sql_string(notes[n.lower()])}" if n.lower() in notes else "")
-        for n, t, _ in meta.schema
-    )
     spark.sql(
-        f"CREATE TABLE {sql_name(db, table)} ({columns}) USING {provider_name(root)} "
+        f"CREATE TABLE {sql_name(db, table)} ({spark_ddl(meta.schema, comments)}) USING {provider_name(root)} "
         f"LOCATION {sql_string(root)} TBLPROPERTIES ({tblprops})"
     )
 
@@ -335,7 +329,7 @@ def create_table(
     write_entry(spark, entry)  # first: a catalog entry without its provider would be unreadable
     try:
         register_entries(spark, [entry])
-        _create_entry(spark, db, table, root, store)
+        _create_entry(spark, db, table, root, store.snapshot().metadata)
     except Exception:
         remove_entry(spark, provider)
         if created:
@@ -498,7 +492,8 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
     store = storage(spark).table(root)
     meta = store.snapshot().metadata
     want = [(n, t.lower()) for n, t, _ in meta.schema]
-    have = _entry_columns(spark, db, table)
+    entry = None if is_connect(spark) else _entry_schema(spark, db, table)  # read once
+    have = _entry_columns(spark, db, table, entry)
     now = [(n.lower(), t) for n, t, _ in have]
     if [(n.lower(), t) for n, t in want] == now and not keys_changed:
         return
@@ -507,18 +502,18 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
         quiet_hive_alter(spark)
         spark.sql(f"ALTER TABLE {sql_name(db, table)} ADD COLUMNS ({added})")
         return
-    if not is_connect(spark):
-        _alter_entry(spark, db, table, meta, keys_changed)
+    if entry is not None:
+        _alter_entry(spark, db, table, meta, entry, keys_changed)
         return
     # the comments Spark keeps on the entry (its own ``ALTER COLUMN ... COMMENT``) of the columns
     # kept with their type go into the new one
     types = {n.lower(): t for n, t in want}
     kept = {n.lower(): note for n, t, note in have if note and types.get(n.lower()) == t}
     spark.sql(f"DROP TABLE IF EXISTS {sql_name(db, table)}")
-    _create_entry(spark, db, table, root, store, comments=kept)
+    _create_entry(spark, db, table, root, meta, comments=kept)
 
 
-def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_changed: bool) -> None:
+def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, entry: dict, keys_changed: bool) -> None:
     """The entry's columns set to the store's by one metastore update, so that no reader finds
     the table missing meanwhile and a process killed there leaves the entry whole (dropped and
     created again, it would leave neither). Spark's ``ALTER TABLE`` refuses to drop a column
@@ -526,7 +521,7 @@ def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_
     jvm = spark._jvm  # noqa: SLF001
     assert jvm is not None
     state = spark._jsparkSession.sessionState()  # noqa: SLF001
-    kept = {f["name"]: f for f in _entry_schema(spark, db, table)["fields"]}
+    kept = {f["name"]: f for f in entry["fields"]}  # the entry's schema (``_entry_schema``)
     fields = []
     for f in json.loads(StructType.fromDDL(spark_ddl(meta.schema)).json())["fields"]:
         old = kept.get(f["name"])
@@ -545,17 +540,17 @@ def _alter_entry(spark: SparkSession, db: str, table: str, meta: Metadata, keys_
             spark.sql(f"ALTER TABLE {sql_name(db, table)} UNSET TBLPROPERTIES IF EXISTS ({sql_string(KEYS_PROPERTY)})")
 
 
-def _entry_columns(spark: SparkSession, db: str, table: str) -> list[tuple[str, str, str | None]]:
-    """(name, type, comment) of the catalog entry's columns. A classic session asks its session
-    catalog once for the schema (``listColumns`` runs a query and makes py4j calls per column:
-    ~7x the time); a type it names otherwise only makes ``sync_schema`` set the columns again."""
-    if is_connect(spark):
+def _entry_columns(spark: SparkSession, db: str, table: str, entry: dict | None) -> list[tuple[str, str, str | None]]:
+    """(name, type, comment) of the catalog entry's columns: from ``entry``, the schema a classic
+    session's catalog gave (``_entry_schema``; ``listColumns`` runs a query and makes py4j calls
+    per column: ~7x the time), else (None: Spark Connect) by ``listColumns``. A type named
+    otherwise only makes ``sync_schema`` set the columns again."""
+    if entry is None:
         return [
             (c.name, (c.dataType or "").lower(), c.description) for c in spark.catalog.listColumns(sql_name(db, table))
         ]
     return [
-        (f.name, type_text(f.dataType).lower(), f.metadata.get("comment"))
-        for f in StructType.fromJson(_entry_schema(spark, db, table)).fields
+        (f.name, type_text(f.dataType).lower(), f.metadata.get("comment")) for f in StructType.fromJson(entry).fields
     ]
 
 

@@ -45,7 +45,7 @@ executors (``tablets.spark.ship``), which need only the ``worker`` extra's packa
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -61,7 +61,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from tablets.exceptions import FormatError, SchemaMismatch, TableNotFound, TabletsError
-from tablets.sqltext import quote_ident
+from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import transaction
 from tablets.storage.actions import AddTablet, RemoveTablet, SetDV
 from tablets.storage.table import TabletTable
@@ -79,9 +79,14 @@ PARTITION_ROWS = 1_000_000  # group small tablets into read partitions of about 
 BATCH_ROWS = 65_536
 
 
-def spark_ddl(schema: Sequence[tuple[str, str, bool]]) -> str:
-    """Spark DDL of a store schema: ``"`a` bigint, `b` string"``."""
-    return ", ".join(f"{quote_ident(n)} {t}" for n, t, _ in schema)
+def spark_ddl(schema: Sequence[tuple[str, str, bool]], comments: Mapping[str, str] | None = None) -> str:
+    """Spark DDL of a store schema: ``"`a` bigint, `b` string"``; ``comments`` (by lower-case
+    column name): ``COMMENT '...'`` after those columns."""
+    notes = comments or {}
+    return ", ".join(
+        f"{quote_ident(n)} {t}" + (f" COMMENT {sql_string(notes[n.lower()])}" if n.lower() in notes else "")
+        for n, t, _ in schema
+    )
 
 
 def type_text(dt: DataType) -> str:
