@@ -1,8 +1,8 @@
-"""The driver plan's unchanged check reads the columns only it needs (``Plan.compare_only``: an
-UPDATE sets them, nothing else reads them) after the others, for the rows still alike, and
-Spark's classification of the driver's rows gets them all (``driver_plan.complete_rows``).
-Each case on both plans, and on the driver plan with Arrow evaluation off (Spark classifies
-the driver's rows)."""
+"""The unchanged check reads the columns only it needs (``Plan.compare_only``: an UPDATE sets
+them, nothing else reads them) after the others, for the rows still alike: the driver plan in
+its own read, Spark's plan in its merge tasks (its scan leaves them out: ``Run.deferred``).
+Each case on both plans, on the driver plan with Arrow evaluation off (Spark classifies the
+driver's rows), and on Spark's tasks."""
 
 from collections import Counter
 
@@ -11,8 +11,9 @@ import tablets
 from support.both_plans import on_both_plans
 from support.conf import settings
 from support.differential import canon
-from tablets.engine.route import ARROW_EVAL_CONF
-from tablets.spark import frames
+from tablets.engine import pairs_sql
+from tablets.engine.route import ARROW_EVAL_CONF, DRIVER_SCAN_CONF, DRIVER_WRITE_CONF
+from tablets.storage import tablet as tablet_module
 
 pytestmark = pytest.mark.spark
 
@@ -64,6 +65,58 @@ def test_rows_alike_but_in_a_column_compared_later_are_updated(db):
     assert canon(db.table_of(t).read())[1] == Counter(AFTER)
 
 
+SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+
+
+@pytest.mark.parametrize("conf", [{DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["spark", "spark_tasks"])
+def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(db, monkeypatch, conf):
+    """Spark's plan scans the key alone (``v``, ``s``, ``x`` are only compared): its merge tasks
+    compare them, on the driver for few pairs and in Spark's tasks (shuffle-joined) else."""
+    scanned: list[list[str]] = []
+    tablet_scan = pairs_sql.tablet_scan
+
+    def spy(spark, table, snapshot, columns, **kw):
+        scanned.append(list(columns))
+        return tablet_scan(spark, table, snapshot, columns, **kw)
+
+    monkeypatch.setattr(pairs_sql, "tablet_scan", spy)
+    t = "reg.later_spark"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, conf):
+        for s in SETUP:
+            db.sql(s.replace("{t}", t))
+        m = db.sql(UPSERT.replace("{t}", t)).metrics
+        assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (1, 3, 4)
+        assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+        assert scanned == [["k"]]
+        # the same rows again: every matched row alike, none written
+        m = db.sql(UPSERT.replace("{t}", t)).metrics
+        assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (0, 0, 8)
+        assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+
+
+def test_spark_tasks_check_constraints_only_of_the_rows_they_write(db):
+    """A CHECK over a compared column holds for the rows the tasks write: an update that breaks
+    it fails the statement, writing nothing."""
+    t = "reg.later_check"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, SPARK_TASKS):
+        for s in SETUP[:2]:
+            db.sql(s.replace("{t}", t))
+        db.sql(f"ALTER TABLE {t} ADD CONSTRAINT short CHECK (length(s) < 3)")
+        m = db.sql(
+            f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bb') AS v(k, v, s)) s "
+            "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+        ).metrics
+        assert (m.rows_updated, m.rows_unchanged) == (1, 1)
+        with pytest.raises(Exception, match="short"):
+            db.sql(
+                f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bbbb') AS v(k, v, s)) s "
+                "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+            )
+        assert Counter(r[2] for r in canon(db.table_of(t).read())[1].elements()) == Counter(["a", "bb", "c", None, "e"])
+
+
 def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypatch):
     """An upsert whose matched rows all differ in ``v`` never reads ``s``; one whose rows are
     alike in ``v`` reads ``s`` for those rows alone."""
@@ -72,13 +125,13 @@ def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypat
     for s in SETUP[:2]:
         db.sql(s.replace("{t}", t))
     reads: list[tuple[tuple[str, ...], int]] = []
-    read_positions = frames.read_positions
+    read_positions = tablet_module.read_positions
 
     def spy(io, root, add, schema, columns, positions, mapping=None):
         reads.append((tuple(columns), len(positions)))
         return read_positions(io, root, add, schema, columns, positions, mapping)
 
-    monkeypatch.setattr(frames, "read_positions", spy)
+    monkeypatch.setattr(tablet_module, "read_positions", spy)
     m = db.sql(
         f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'b'), (3, 30.0D, 'z') AS v(k, v, s)) s "
         "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"

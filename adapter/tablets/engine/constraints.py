@@ -29,7 +29,7 @@ from sqlglot import exp
 
 from tablets.engine.arrow_eval import EVAL_FAILED, compile_expr
 from tablets.engine.errors import spark_message
-from tablets.engine.names import K_CANDIDATE, K_INSERT, K_REPLACE, K_UPDATE, KIND, VIOLATION
+from tablets.engine.names import K_CANDIDATE, K_COMPARE, K_INSERT, K_REPLACE, K_UPDATE, KIND, VIOLATION
 from tablets.engine.tasks import violations_of
 from tablets.exceptions import ConstraintViolation, MergeSpecError
 from tablets.sqltext import quote_ident, sql_string
@@ -182,7 +182,10 @@ def check_classified(meta: Metadata, rows: pa.Table, names: Sequence[str], image
 
 def stream_check(meta: Metadata, names: Sequence[str], images: Sequence[str]) -> Column | None:
     """The ``VIOLATION`` column of Spark's classified pairs: over the new images of the rows
-    it writes (inserts, updates, and the one-shuffle plan's candidate inserts)."""
+    it may write (inserts, updates, those the merge tasks still compare, and the one-shuffle
+    plan's candidate inserts): a row found unchanged is not written, nor checked."""
     return violation_column(
-        meta, dict(zip(names, images, strict=True)), F.col(KIND).isin(K_INSERT, K_UPDATE, K_CANDIDATE, K_REPLACE)
+        meta,
+        dict(zip(names, images, strict=True)),
+        F.col(KIND).isin(K_INSERT, K_UPDATE, K_CANDIDATE, K_REPLACE, K_COMPARE),
     )

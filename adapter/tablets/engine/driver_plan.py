@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablets.engine.alike import same_values, still_alike
 from tablets.engine.arrow_eval import EVAL_FAILED, Compiled
 from tablets.engine.eval_types import arrow_type
 from tablets.engine.names import (
@@ -129,13 +130,14 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
 
 
 def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
-    """``select_target_rows``' rows with every column of ``Plan.target_columns``, in its order
-    (then the file name and row index), for Spark to classify: the columns only the unchanged
-    check reads (``Plan.compare_only``) are read now for these rows."""
+    """``select_target_rows``' rows with every column Spark's plan reads (``Run.scan_columns``), in
+    their order (then the file name and row index), for Spark to classify: the columns only the
+    unchanged check reads (``Plan.compare_only``) are read now for these rows, but those the merge
+    tasks compare (``Run.deferred``)."""
     rows = select_target_rows(run, tablets)
     if rows is None:
         return None
-    columns = run.plan.target_columns
+    columns = run.scan_columns
     missing = [c for c in columns if c not in rows.column_names]
     if missing:
         values = driver_values(run.table, run.snapshot, missing, rows)
@@ -149,26 +151,14 @@ def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
 
 
 def _still_alike(run: Run, t: pa.Table, same: np.ndarray, later: list[tuple[str, pa.Array]]) -> np.ndarray:
-    """``same`` (per row of ``t``: alike in the columns compared so far) after the ``later``
-    columns, (name, new value) each: fixed-width ones first, then variable-width, then nested,
-    each kind read in one pass (``driver_values``) only for the rows still alike. An upsert
-    whose rows all differ in a number or a date never decodes its strings."""
-    arrow = schema_to_arrow(run.snapshot.metadata.schema)
-
-    def kind(col: str) -> int:
-        of = arrow.field(col).type
-        return 2 if pa.types.is_nested(of) else 0 if pa.types.is_primitive(of) else 1
-
-    for k in sorted({kind(c) for c, _ in later}):
-        alike = np.flatnonzero(same)
-        if not len(alike):
-            break
-        these = [(c, new) for c, new in later if kind(c) == k]
-        at = pa.array(alike)
-        old = driver_values(run.table, run.snapshot, [c for c, _ in these], t.take(at))
-        for c, new in these:
-            same[alike] &= _same_values(old.column(c).combine_chunks(), new.take(at)).to_numpy(zero_copy_only=False)
-    return same
+    """``alike.still_alike`` over ``t``'s rows: the old values read for the rows still alike
+    (``driver_values``)."""
+    return still_alike(
+        same,
+        later,
+        schema_to_arrow(run.snapshot.metadata.schema),
+        lambda cols, at: driver_values(run.table, run.snapshot, cols, t.take(pa.array(at))),
+    )
 
 
 def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
@@ -280,15 +270,6 @@ def exact_cast(have: str, want: str) -> bool:
     return any(have in kind and want in kind and kind[have] < kind[want] for kind in _WIDENING)
 
 
-def _same_values(old: pa.Array, new: pa.Array) -> pa.Array:
-    """Row by row, ``old <=> new`` as Spark says it (NULL equals NULL, NaN equals NaN)."""
-    same = pc.fill_null(pc.equal(old, new), False)
-    both_null = pc.and_(pc.is_null(old), pc.is_null(new))
-    if pa.types.is_floating(old.type):
-        both_null = pc.or_(both_null, pc.fill_null(pc.and_(pc.is_nan(old), pc.is_nan(new)), False))
-    return pc.or_(same, both_null)
-
-
 def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     """The statement's classified rows, as ``_pairs_sql`` gives them, computed here in Arrow from
     the driver's pairs (``key_pairs``, kept where the rest of ON holds: ``driver_on_rest``): where
@@ -383,7 +364,7 @@ def classify_on_driver(run: Run, tablets: Sequence[str]) -> pa.Table | None:
             later = []  # the columns not read yet (Plan.compare_only)
             for col, new in zip(names, values or (), strict=True):
                 if col in t.column_names:
-                    same = pc.and_(same, _same_values(t.column(col), new))
+                    same = pc.and_(same, same_values(t.column(col), new))
                 else:
                     later.append((col, new))
             if later:

@@ -43,6 +43,7 @@ from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import VIOLATION
 from tablets.engine.pairs_sql import (
     classified_pairs,
+    compared_in_tasks,
     one_shuffle_fits,
     one_shuffle_pairs,
     unjoined_pairs,
@@ -53,6 +54,7 @@ from tablets.engine.route import (
 )
 from tablets.engine.run import MergeOptions, Run, setting_on
 from tablets.engine.streams import collect_few_pairs, delete_stream, insert_stream
+from tablets.engine.tasks import Deferred
 from tablets.exceptions import (
     MergeSpecError,
     TabletsError,
@@ -67,6 +69,7 @@ from tablets.storage import (
     TabletTable,
 )
 from tablets.storage.transaction import begin, verified
+from tablets.storage.types import schema_to_arrow
 
 __all__ = ["SKIP_NOOP_CONF", "MergeOptions", "execute", "spark_message"]
 
@@ -219,6 +222,10 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
     """The statement's pairs classified by Spark, and the fragments of its streams' tasks."""
     plan, persisted, t0 = run.plan, run.temps.persisted, time.perf_counter()
     together = not run.options.cluster_by
+    # late materialisation: the scan leaves out what only the unchanged check reads, and the merge
+    # tasks compare it for the pairs alike in the rest (they get the new images: ``together``)
+    run.deferred = compared_in_tasks(run) if together else ()
+    compare = deferred(run, tablets)
     if source is not None and plan.pairs_nothing and plan.join in ("left", "right", "full"):
         base = unjoined_pairs(run, source, tablets)
     elif source is not None and together and one_shuffle_fits(run, handle.target_tablet_rows):
@@ -231,7 +238,7 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
     few = collect_few_pairs(run, base, tablets)
     if few is not None:  # one task, here, as the driver plan's pairs: it sorts by cluster_by itself
         run.metrics.written_on_driver = True
-        fragments = delete_stream(run, few, handle, len(tablets), inserts=plan.has_inserts)
+        fragments = delete_stream(run, few, handle, len(tablets), inserts=plan.has_inserts, compare=compare)
         run.phase("streams", t0)
         return fragments
     if plan.has_inserts and not together:
@@ -241,12 +248,26 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
     # the row ids of every target row the statement matched or acts on go home to their
     # tablet's task (its DV, and the rows the result depends on); the insert stream rides
     # along, unless cluster_by wants it range-partitioned by its own columns
-    fragments += delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts)
+    fragments += delete_stream(run, base, handle, len(tablets), inserts=together and plan.has_inserts, compare=compare)
     t0 = run.phase("streams" if together and plan.has_inserts else "delete_stream", t0)
     if plan.has_inserts and not together:
         fragments += insert_stream(run, base, handle)
         t0 = run.phase("insert_stream", t0)
     return fragments
+
+
+def deferred(run: Run, tablets: list[str]) -> Deferred | None:
+    """``tasks.Deferred`` of ``run.deferred`` over ``tablets`` (their adds without statistics,
+    which the tasks do not read), None where Spark's scan reads every column."""
+    if not run.deferred:
+        return None
+    names = run.plan.columns
+    return Deferred(
+        tuple((c, run.plan.images[names.index(c)]) for c in run.deferred),
+        {t: replace(run.snapshot.tablets[t].add, stats=()) for t in tablets},
+        schema_to_arrow(run.snapshot.metadata.schema),
+        run.snapshot.metadata.mapping,
+    )
 
 
 def source_fields(source: DataFrame | None) -> list[tuple[str, str]] | None:

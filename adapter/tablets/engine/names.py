@@ -19,6 +19,9 @@ VIOLATION = "__tablets_violation"  # the constraint a written row breaks (engine
 K_DELETE, K_UPDATE, K_UNCHANGED, K_INSERT = "D", "U", "N", "I"
 K_REFUSE = "X"  # a pair that would make an insert duplicate a key: the statement fails
 K_REPLACE = "R"  # a pair whose target row is deleted and whose source row inserted (ActionKind.REPLACE)
+# an UPDATE's pair alike in every column Spark read: its merge task compares the columns Spark
+# left out (``alike``) and makes it K_UPDATE or K_UNCHANGED
+K_COMPARE = "Q"
 # the one-shuffle plan (pairs_sql.one_shuffle_pairs): every source row comes as a candidate insert,
 # and every source row that paired with a target row sends a marker; a task inserts the
 # candidates without a marker

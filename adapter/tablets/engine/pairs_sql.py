@@ -31,11 +31,13 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from tablets.engine.alike import arrow_equal
 from tablets.engine.driver_plan import complete_rows, key_pairs
 from tablets.engine.key_filter import key_filtered
 from tablets.engine.names import (
     IMAGE_PREFIX,
     K_CANDIDATE,
+    K_COMPARE,
     K_DELETE,
     K_INSERT,
     K_PAIRED,
@@ -78,11 +80,9 @@ def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
     # selection of those is only its own merge's (classify_on_driver)
     rows = complete_rows(run, tablets) if not plan.by_source and plan.spec.source is not None else None
     if rows is not None:
-        return driver_scan(run.spark, run.table, run.snapshot, plan.target_columns, rows)
+        return driver_scan(run.spark, run.table, run.snapshot, run.scan_columns, rows)
     # row ids always: every statement reports the target rows its result depends on
-    scan = tablet_scan(
-        run.spark, run.table, run.snapshot, list(plan.target_columns), tablet_ids=list(tablets), row_ids=True
-    )
+    scan = tablet_scan(run.spark, run.table, run.snapshot, run.scan_columns, tablet_ids=list(tablets), row_ids=True)
     frame = scan.frame
     adds = [run.snapshot.named_stats(t) for t in tablets] if run.intake.ranges else []
     for col, lo, hi in run.intake.ranges or ():
@@ -114,6 +114,17 @@ def _literal(value: object) -> Column:
     if type(value) is datetime.date:
         return F.lit(value.isoformat()).cast("date")
     return F.lit(value)
+
+
+def compared_in_tasks(run: Run) -> tuple[str, ...]:
+    """The columns only an UPDATE's unchanged check reads (``Plan.compare_only``) that Spark's scan
+    may leave out, for the merge tasks to compare (``alike``) for the pairs alike in the rest:
+    late materialisation, the scan reading the key and the columns the statement computes with.
+    Those of a type whose ``<=>`` Arrow computes (``alike.arrow_equal``), and only where some
+    column is still read."""
+    types = dict(run.plan.column_types)
+    deferred = tuple(c for c in run.plan.compare_only if arrow_equal(types[c]))
+    return deferred if len(deferred) < len(run.plan.target_columns) else ()
 
 
 def temp_view(run: Run, frame: DataFrame) -> str:
@@ -185,8 +196,10 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
     for b in plan.branches:
         a = b.clause.action
         if a is ActionKind.UPDATE and run.options.skip_unchanged:
-            same = " AND ".join(f"({v} <=> {t}.{quote_ident(n)})" for n, v in b.image)
-            kind = f"CASE WHEN {same} THEN '{K_UNCHANGED}' ELSE '{K_UPDATE}' END"
+            # the columns Spark left out are compared by the row's merge task (K_COMPARE)
+            same = " AND ".join(f"({v} <=> {t}.{quote_ident(n)})" for n, v in b.image if n not in run.deferred)
+            alike = K_COMPARE if run.deferred else K_UNCHANGED
+            kind = f"CASE WHEN {same or 'TRUE'} THEN '{alike}' ELSE '{K_UPDATE}' END"
         else:
             kind = {
                 ActionKind.DELETE: f"'{K_DELETE}'",
@@ -202,7 +215,7 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
     cols.append(f"CASE {' '.join(kinds)} ELSE {matched} END AS {KIND}" if kinds else f"{matched} AS {KIND}")
     # only inserts, new images of updates and refused pairs (their key, for the message) use an
     # image: the other rows go home without one (a no-op re-merge shuffled 10.7 MiB of them at 10M)
-    written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}', '{K_REPLACE}')"
+    written = f"{KIND} IN ('{K_INSERT}', '{K_UPDATE}', '{K_REFUSE}', '{K_REPLACE}', '{K_COMPARE}')"
     out = [
         c if not c.startswith(IMAGE_PREFIX) else f"CASE WHEN {written} THEN {c} END AS {c}"
         for c, _ in _pair_columns(run, sid=sid)
@@ -253,7 +266,7 @@ def driver_pairs_view(run: Run, tablets: Sequence[str]) -> str | None:
 
     spark_type = StructType(
         [
-            StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.plan.target_columns))),
+            StructField(run.plan.spec.target_alias, nullable(scan_struct(run.snapshot, run.scan_columns))),
             StructField(run.plan.spec.source_alias, nullable(source_type)),
             *(StructField(c, BooleanType()) for c in (T_MARK, S_MARK, _PAIR)),
         ]

@@ -107,6 +107,14 @@ class Run:
     # with the statement's rows in one version; None: the schema stays
     evolved: Metadata | None = None
     switches: dict[str, bool] = field(default_factory=dict)  # the shortcuts' settings, read once (setting_on)
+    # Spark's plan: the columns its scan leaves out, compared by the merge tasks for the rows
+    # alike in the rest (``pairs_sql.compared_in_tasks``; set by ``executor.spark_streams``)
+    deferred: tuple[str, ...] = ()
+
+    @property
+    def scan_columns(self) -> list[str]:
+        """The target columns Spark's plan reads: ``Plan.target_columns`` but ``deferred``."""
+        return [c for c in self.plan.target_columns if c not in self.deferred]
 
     def phase(self, name: str, start: float) -> float:
         now = time.perf_counter()

@@ -37,7 +37,7 @@ from tablets.engine.plan import (
 )
 from tablets.engine.route import driver_write_rows
 from tablets.engine.run import Run
-from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, insert_task, merge_task
+from tablets.engine.tasks import INSERT_RESULT, K_MATCHED, MERGE_RESULT, Deferred, insert_task, merge_task
 from tablets.exceptions import (
     CardinalityViolation,
     KeyViolation,
@@ -49,15 +49,19 @@ from tablets.storage import (
 )
 
 
-def delete_stream(run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool) -> list:
+def delete_stream(
+    run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool, compare: Deferred | None = None
+) -> list:
     """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
     tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
     of updates ride along to their old tablet's task, inserted rows go to one task where
-    ``inserts_in_one_task`` says they fit one, else are spread by a hash of their key. ``base`` in Arrow (``classify_on_driver``): one task, here."""
+    ``inserts_in_one_task`` says they fit one, else are spread by a hash of their key. ``base`` in
+    Arrow (``classify_on_driver``): one task, here. ``compare``: the columns Spark's scan left out,
+    which the tasks compare for its K_COMPARE rows (``tasks.Deferred``)."""
     names, images = run.plan.columns, run.plan.images
     parts = stream_partitions(run.spark, stream_rows(run))
     keys = _key_images(run.plan, images)
-    task = merge_task(handle, names, images, inserts=inserts, keys=keys)
+    task = merge_task(handle, names, images, inserts=inserts, keys=keys, compare=compare)
     if not inserts and not isinstance(base, pa.Table):
         base = base.filter(F.col(KIND).isin(K_DELETE, K_UPDATE, K_UNCHANGED, K_MATCHED, K_REPLACE)).select(
             TID, ROW, KIND, *([OUTSIDE] if OUTSIDE in base.columns else [])

@@ -7,14 +7,17 @@ them and commits once (Trino's sink -> fragments -> finish).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from tablets.engine.alike import still_alike
 from tablets.engine.names import (
     K_CANDIDATE,
+    K_COMPARE,
     K_DELETE,
     K_INSERT,
     K_PAIRED,
@@ -31,7 +34,8 @@ from tablets.engine.names import (
 )
 from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
 from tablets.storage.actions import AddTablet, SetDV, action_from_json
-from tablets.storage.tablet import OUT_OF_RANGE, python_value, read_tablet
+from tablets.storage.columns import ColumnMapping
+from tablets.storage.tablet import OUT_OF_RANGE, python_value, read_rows_at, read_tablet
 from tablets.storage.types import schema_to_arrow
 
 # a target row paired with a source row that no clause acts on (DO NOTHING, a false condition):
@@ -201,8 +205,47 @@ class _NewRows:
         return [fragment_to_json(f) for f in self.sink.finish()]
 
 
+@dataclass(frozen=True)
+class Deferred:
+    """What a merge task needs to finish the unchanged check of its K_COMPARE rows (``alike``):
+    the columns Spark's scan left out, each with its image column, and the statement's tablets
+    (their adds, by id) with the schema and mapping they are read with."""
+
+    columns: tuple[tuple[str, str], ...]  # (target column, image column)
+    adds: Mapping[str, AddTablet]
+    schema: pa.Schema
+    mapping: ColumnMapping | None = None
+
+    def classify(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
+        """``rows`` (all K_COMPARE) as K_UPDATE or K_UNCHANGED: their old values of the left-out
+        columns read by row id, a kind of column at a time, for the rows still alike."""
+        tids = rows.column(TID).combine_chunks().dictionary_encode()
+        adds = [self.adds[t] for t in tids.dictionary.to_pylist()]
+        which = tids.indices.to_numpy(zero_copy_only=False)
+        positions = rows.column(ROW).to_numpy()
+        later = [(c, rows.column(image).combine_chunks()) for c, image in self.columns]
+
+        def read(cols: list[str], at: np.ndarray) -> pa.Table:
+            return read_rows_at(handle.io, handle.root, adds, which[at], positions[at], self.schema, cols, self.mapping)
+
+        same = still_alike(np.ones(rows.num_rows, dtype=bool), later, self.schema, read)
+        kinds = pa.array(np.where(same, K_UNCHANGED, K_UPDATE), pa.string())
+        return rows.set_column(rows.column_names.index(KIND), KIND, kinds)
+
+
+# K_COMPARE rows a merge task holds before it reads their old values: a tablet's row groups are
+# read once per batch of them, and what is held stays bounded
+COMPARE_BYTES = 64 << 20
+
+
 def merge_task(
-    handle: WriteHandle, columns: list[str], images: list[str], *, inserts: bool = True, keys: Sequence[str] = ()
+    handle: WriteHandle,
+    columns: list[str],
+    images: list[str],
+    *,
+    inserts: bool = True,
+    keys: Sequence[str] = (),
+    compare: Deferred | None = None,
 ):
     """The delete stream, and with ``inserts`` the insert stream too. The rows arrive hashed by
     tablet id (the homecoming shuffle; inserted rows, which have none, by a hash of their own).
@@ -214,7 +257,9 @@ def merge_task(
     The task streams its partition: new images are written a tablet at a time as their batches
     arrive, and what it keeps to the end is each target row's id and kind, the inserted rows'
     keys, and the one-shuffle plan's candidates (the source's rows). Where the table sorts new
-    tablets (``cluster_by``), the new images are held and sorted together, as one task's are."""
+    tablets (``cluster_by``), the new images are held and sorted together, as one task's are.
+    With ``compare``, the updates Spark found alike in the columns it read (K_COMPARE) are held
+    up to ``COMPARE_BYTES`` and compared in the rest (``Deferred.classify``) before they count."""
     key_names = [columns[images.index(k)] for k in keys]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -245,6 +290,13 @@ def merge_task(
             news = news.select([*images, *([VIOLATION] if VIOLATION in news.column_names else [])])
             new.add(news.rename_columns([*columns, *news.column_names[len(columns) :]]))
 
+        comparing: list[pa.Table] = []  # K_COMPARE rows, not read yet
+
+        def compared() -> None:
+            assert compare is not None
+            take(compare.classify(handle, pa.concat_tables(comparing)))
+            comparing.clear()
+
         for batch in batches:
             if not batch.num_rows:
                 continue
@@ -254,8 +306,17 @@ def merge_task(
                 if pc.any(one_shuffle).as_py():
                     held.append(table.filter(one_shuffle))
                     table = table.filter(pc.invert(one_shuffle))
+            if compare is not None:
+                alike = pc.equal(table.column(KIND), K_COMPARE)
+                if pc.any(alike).as_py():
+                    comparing.append(table.filter(alike))
+                    table = table.filter(pc.invert(alike))
+                    if sum(t.nbytes for t in comparing) >= COMPARE_BYTES:
+                        compared()
             if table.num_rows:
                 take(table)
+        if comparing:
+            compared()
         if held:
             take(_resolve_candidates(pa.concat_tables(held)))
         if not olds:

@@ -90,7 +90,7 @@ from tablets.storage.tablet import (
     TABLET_SUFFIX,
     KeySet,
     check_sizes,
-    read_positions,
+    read_rows_at,
     read_tablet,
     select_rows,
 )
@@ -455,27 +455,19 @@ def driver_values(table: TabletTable, snapshot: Snapshot, columns: Sequence[str]
     """``columns`` of rows ``driver_rows`` selected (named by their file name and row index), in
     their order: columns it left out, read for just these rows, each tablet's in a thread."""
     arrow_schema = schema_to_arrow(snapshot.metadata.schema)
-    if not rows.num_rows:
-        return pa.schema([arrow_schema.field(c) for c in columns]).empty_table()
     files = rows.column(_FILE).combine_chunks().dictionary_encode()
-    codes = files.indices.to_numpy(zero_copy_only=False)
-    index = rows.column(ROW_INDEX).to_numpy()
-    order = np.lexsort((index, codes))  # by tablet, then position
-    by_name = {tablet_file_name(st): st for st in snapshot.tablets.values()}
-    chunks = np.split(order, np.flatnonzero(np.diff(codes[order])) + 1)
-
-    def read(chunk: np.ndarray) -> pa.Table:
-        st = by_name[files.dictionary[int(codes[chunk[0]])].as_py()]
-        return read_positions(
-            table.io, table.root, st.add, arrow_schema, list(columns), index[chunk], snapshot.metadata.mapping
-        )
-
-    workers = max(1, min(len(chunks), os.cpu_count() or 1))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        got = pa.concat_tables(list(pool.map(read, chunks)))
-    back = np.empty_like(order)
-    back[order] = np.arange(len(order))
-    return got.take(pa.array(back))
+    by_name = {tablet_file_name(st): st.add for st in snapshot.tablets.values()}
+    return read_rows_at(
+        table.io,
+        table.root,
+        [by_name[f] for f in files.dictionary.to_pylist()],
+        files.indices.to_numpy(zero_copy_only=False),
+        rows.column(ROW_INDEX).to_numpy(),
+        arrow_schema,
+        list(columns),
+        snapshot.metadata.mapping,
+        threads=os.cpu_count() or 1,
+    )
 
 
 def scan_struct(snapshot: Snapshot, columns: Sequence[str]) -> StructType:

@@ -16,6 +16,7 @@ import hashlib
 import uuid
 import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -482,6 +483,37 @@ def read_positions(
                 parts.append(conform(read, wanted, j - i))
             start, i = start + n, j
     return pa.concat_tables(parts) if parts else wanted.empty_table()
+
+
+def read_rows_at(
+    io: FileIO,
+    root: str,
+    adds: Sequence[AddTablet],
+    which: np.ndarray,
+    positions: np.ndarray,
+    schema: pa.Schema,
+    columns: list[str],
+    mapping: ColumnMapping | None = None,
+    threads: int = 1,
+) -> pa.Table:
+    """``columns`` of the rows (``adds[which[i]]``, ``positions[i]``), in that order: each
+    tablet's rows read by ``read_positions`` (its tablets in ``threads`` threads)."""
+    if not len(which):
+        return pa.schema([schema.field(c) for c in columns]).empty_table()
+    order = np.lexsort((positions, which))  # by tablet, then position
+    chunks = np.split(order, np.flatnonzero(np.diff(which[order])) + 1)
+
+    def read(chunk: np.ndarray) -> pa.Table:
+        return read_positions(io, root, adds[int(which[chunk[0]])], schema, columns, positions[chunk], mapping)
+
+    if threads > 1 and len(chunks) > 1:
+        with ThreadPoolExecutor(max_workers=min(threads, len(chunks))) as pool:
+            got = pa.concat_tables(list(pool.map(read, chunks)))
+    else:
+        got = pa.concat_tables([read(c) for c in chunks])
+    back = np.empty_like(order)
+    back[order] = np.arange(len(order))
+    return got.take(pa.array(back))
 
 
 class _ByName:
