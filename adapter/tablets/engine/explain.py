@@ -23,6 +23,12 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
     target_cols = ", ".join(plan.target_columns) or "(none)"
     rowid = " + row ids (tablet id, row number)" if plan.needs_row_ids else ""
     scan_t = f"[Scan] target {spec.target} AS {spec.target_alias}: {target_cols}{rowid}, deletion vectors applied, {T_MARK}: TRUE"
+    if plan.compare_only:
+        scan_t += (
+            f"\n      compared last: {', '.join(plan.compare_only)} (only an UPDATE's unchanged check reads them): read"
+            "\n      only for the pairs alike in the rest, by the driver or by Spark's merge tasks (the scan"
+            "\n      leaves out those of types Arrow compares as Spark does; with cluster_by it reads them)"
+        )
     if plan.prune_keys:
         keys = ", ".join(f"{spec.target_alias}.{c} vs min/max({e})" for c, e in plan.prune_keys)
         scan_t += f"\n      tablet pruning: skip tablets whose key range cannot match ({keys})"

@@ -173,7 +173,9 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
 
     Each column is its own CASE over the clauses' guards in statement order, so the first
     clause that holds decides: its image, and its kind (an UPDATE whose image equals the old
-    row is K_UNCHANGED). A DO NOTHING clause takes its rows out of the later ones."""
+    row is K_UNCHANGED; K_COMPARE where it equals it in the columns the scan read, and the merge
+    task compares the rest: ``compared_in_tasks``). A DO NOTHING clause takes its rows out of the
+    later ones."""
     plan, t, s = run.plan, target_alias(run), source_alias(run)
     tid, row = TabletScan.row_id_sql(t)
     cols = [f"{tid} AS {TID}", f"{row} AS {ROW}"]
