@@ -145,3 +145,42 @@ def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypat
     ).metrics
     assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (2, 1)
     assert sum(n for c, n in reads if c == ("v",)) == 3 and sum(n for c, n in reads if c == ("s",)) == 2
+
+
+@pytest.mark.parametrize("conf", [{}, {DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["driver", "spark", "spark_tasks"])
+def test_a_column_dropped_and_added_back_is_compared_as_null_in_older_tablets(db, conf):
+    """``s`` dropped and added back: older tablets still hold the old values under the old
+    column, and the check compares the new column's NULL with the new images."""
+    t = "reg.later_readded"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, conf):
+        for s in SETUP[:2]:
+            db.sql(s.replace("{t}", t))
+        db.sql(f"ALTER TABLE {t} DROP COLUMN s")
+        db.sql(f"ALTER TABLE {t} ADD COLUMNS (s STRING)")
+        m = db.sql(
+            f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, CAST(NULL AS STRING)), (2, 2.0D, 'b') AS v(k, v, s)) s "
+            "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+        ).metrics
+        assert (m.rows_updated, m.rows_unchanged) == (1, 1)  # 2: 'b' against NULL, not the old 'b'
+        assert canon(db.table_of(t).read())[1][(2, 2.0, "b")] == 1
+
+
+@pytest.mark.parametrize("conf", [{DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["spark", "spark_tasks"])
+def test_a_by_source_update_is_compared_by_the_tasks(db, conf):
+    """``WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'``: ``s`` is only compared; rows
+    already 'gone' are unchanged, the others written once."""
+    t = "reg.later_by_source"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, conf):
+        for s in SETUP[:2]:
+            db.sql(s.replace("{t}", t))
+        db.sql(f"UPDATE {t} SET s = 'gone' WHERE k = 3")
+        m = db.sql(
+            f"MERGE INTO {t} t USING (SELECT 1 AS k) s ON t.k = s.k "
+            "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'"
+        ).metrics
+        assert (m.rows_updated, m.rows_unchanged) == (3, 1)
+        assert Counter(r[2] for r in canon(db.table_of(t).read())[1].elements()) == Counter(
+            ["a", "gone", "gone", "gone", "gone"]
+        )

@@ -66,3 +66,31 @@ def test_a_row_modified_twice_is_reported_after_the_whole_partition(tmp_path):
     run = merge_task(handle, ["id", "v"], IMAGES)
     (result,) = list(run(iter([_batch(K_UPDATE, range(0, 3), tid), _batch(K_DELETE, range(2, 4), tid)])))
     assert result.to_pylist()[0]["duplicates"] == 1  # row 2: updated and deleted (the driver discards)
+
+
+def test_rows_spark_left_to_compare_become_updates_or_unchanged_by_their_old_values(tmp_path, monkeypatch):
+    """K_COMPARE rows (alike in the columns Spark's scan read): the task reads the left-out
+    column for them, across batches and at the end, and writes only those that differ."""
+    from tablets.engine import tasks
+    from tablets.engine.names import K_COMPARE
+    from tablets.engine.tasks import Deferred
+
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.table({"id": list(range(6)), "v": ["new 0", "old", "new 2", None, "new 4", "old"]}, schema=SCHEMA))
+    (tid,) = t.snapshot().tablets
+    handle = t.begin_delete("MERGE", target_tablet_rows=100)
+    monkeypatch.setattr(tasks, "COMPARE_BYTES", 1)  # every batch is read at once
+    compare = Deferred((("v", IMAGES[1]),), {tid: t.snapshot().tablets[tid].add}, SCHEMA)
+    run = merge_task(handle, ["id", "v"], IMAGES, compare=compare)
+    batches = [
+        _batch(K_COMPARE, range(0, 3), tid),
+        _batch(K_INSERT, range(10, 12)),
+        _batch(K_COMPARE, range(3, 6), tid),
+    ]
+    (result,) = list(run(iter(batches)))
+    out = result.to_pylist()[0]
+    # 0, 2, 4: alike ("new i"); 1, 5: "old" differs; 3: NULL differs from "new 3"
+    assert (out["n_update"], out["n_unchanged"], out["n_insert"], out["n_delete"]) == (3, 3, 2, 0)
+    t.finish(handle, [fragment_from_json(r["fragment"]) for r in result.to_pylist() if r["fragment"]])
+    after = dict(zip(*t.read().sort_by("id").to_pydict().values(), strict=True))
+    assert after == {0: "new 0", 1: "new 1", 2: "new 2", 3: "new 3", 4: "new 4", 5: "new 5", 10: "new 10", 11: "new 11"}

@@ -198,3 +198,17 @@ def test_read_positions_reads_the_rows_asked_across_row_groups(table):
     assert got.column("s").to_pylist() == ["s3", "s3", "s150", "s999"]
     assert got.column("later").to_pylist() == [None] * 4 and got.schema.field("later").type == pa.float64()
     assert tablet.read_positions(table.io, table.root, st.add, schema, ["s"], positions[:0]).num_rows == 0
+
+
+def test_read_rows_at_gives_the_rows_in_the_order_asked(table):
+    """``read_rows_at``: rows of several tablets (here one tablet named twice), interleaved and
+    repeated, in the order asked, in one thread or several."""
+    (st,) = table.snapshot().tablets.values()
+    which = np.array([1, 0, 1, 0, 1], dtype=np.int64)
+    positions = np.array([999, 3, 150, 3, 0], dtype=np.int64)
+    for threads in (1, 2):
+        got = tablet.read_rows_at(
+            table.io, table.root, [st.add, st.add], which, positions, SCHEMA, ["s"], threads=threads
+        )
+        assert got.column("s").to_pylist() == ["s999", "s3", "s150", "s3", "s0"]
+    assert tablet.read_rows_at(table.io, table.root, [st.add], which[:0], positions[:0], SCHEMA, ["s"]).num_rows == 0

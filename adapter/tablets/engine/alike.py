@@ -42,8 +42,8 @@ def same_values(old: pa.Array, new: pa.Array) -> pa.Array:
 
 
 def _kind(of: pa.DataType) -> int:
-    """0 fixed-width, 1 variable-width, 2 nested: the order the columns are read in."""
-    return 2 if pa.types.is_nested(of) else 0 if pa.types.is_primitive(of) or pa.types.is_decimal(of) else 1
+    """0 fixed-width, 1 variable-width: the order the columns are read in."""
+    return 0 if pa.types.is_primitive(of) or pa.types.is_decimal(of) else 1
 
 
 def still_alike(
@@ -53,10 +53,10 @@ def still_alike(
     read: Callable[[list[str], np.ndarray], pa.Table],
 ) -> np.ndarray:
     """``same`` (per row: alike in the columns compared so far) after the ``later`` columns,
-    (name, new value) each, of ``schema``'s types: fixed-width ones first, then variable-width,
-    then nested, each kind read in one pass (``read(columns, rows)``: the old values of those
-    rows, in that order) only for the rows still alike. An upsert whose rows all differ in a
-    number or a date never reads its strings."""
+    (name, new value) each, of ``schema``'s types (those ``arrow_equal`` accepts): fixed-width
+    ones first, then variable-width, each kind read in one pass (``read(columns, rows)``: the old
+    values of those rows, in that order) only for the rows still alike. An upsert whose rows all
+    differ in a number or a date never reads its strings."""
     for k in sorted({_kind(schema.field(c).type) for c, _ in later}):
         alike = np.flatnonzero(same)
         if not len(alike):
