@@ -4,6 +4,7 @@ its own read, Spark's plan in its merge tasks (its scan leaves them out: ``Run.d
 Each case on both plans, on the driver plan with Arrow evaluation off (Spark classifies the
 driver's rows), and on Spark's tasks."""
 
+import contextlib
 from collections import Counter
 
 import pytest
@@ -43,6 +44,22 @@ AFTER = [
     (7, 7.0, "g", "x7"),
     (8, 8.0, "h", None),
 ]
+
+
+@contextlib.contextmanager
+def first_rows(db, name, conf=None):
+    """A fresh table ``reg.<name>`` with ``SETUP``'s first rows, under ``conf`` (settings)."""
+    t = f"reg.{name}"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(db.spark, conf or {}):
+        for s in SETUP[:2]:
+            db.sql(s.replace("{t}", t))
+        yield t
+
+
+def column_s(db, t):
+    """The values of ``t``'s column ``s``, counted."""
+    return Counter(r[2] for r in canon(db.table_of(t).read())[1].elements())
 
 
 @pytest.fixture(scope="module")
@@ -98,11 +115,7 @@ def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(db,
 def test_spark_tasks_check_constraints_only_of_the_rows_they_write(db):
     """A CHECK over a compared column holds for the rows the tasks write: an update that breaks
     it fails the statement, writing nothing."""
-    t = "reg.later_check"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, SPARK_TASKS):
-        for s in SETUP[:2]:
-            db.sql(s.replace("{t}", t))
+    with first_rows(db, "later_check", SPARK_TASKS) as t:
         db.sql(f"ALTER TABLE {t} ADD CONSTRAINT short CHECK (length(s) < 3)")
         m = db.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bb') AS v(k, v, s)) s "
@@ -114,48 +127,41 @@ def test_spark_tasks_check_constraints_only_of_the_rows_they_write(db):
                 f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bbbb') AS v(k, v, s)) s "
                 "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
             )
-        assert Counter(r[2] for r in canon(db.table_of(t).read())[1].elements()) == Counter(["a", "bb", "c", None, "e"])
+        assert column_s(db, t) == Counter(["a", "bb", "c", None, "e"])
 
 
 def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypatch):
     """An upsert whose matched rows all differ in ``v`` never reads ``s``; one whose rows are
     alike in ``v`` reads ``s`` for those rows alone."""
-    t = "reg.later_reads"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    for s in SETUP[:2]:
-        db.sql(s.replace("{t}", t))
-    reads: list[tuple[tuple[str, ...], int]] = []
-    read_positions = tablet_module.read_positions
+    with first_rows(db, "later_reads") as t:
+        reads: list[tuple[tuple[str, ...], int]] = []
+        read_positions = tablet_module.read_positions
 
-    def spy(io, root, add, schema, columns, positions, mapping=None):
-        reads.append((tuple(columns), len(positions)))
-        return read_positions(io, root, add, schema, columns, positions, mapping)
+        def spy(io, root, add, schema, columns, positions, mapping=None):
+            reads.append((tuple(columns), len(positions)))
+            return read_positions(io, root, add, schema, columns, positions, mapping)
 
-    monkeypatch.setattr(tablet_module, "read_positions", spy)
-    m = db.sql(
-        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'b'), (3, 30.0D, 'z') AS v(k, v, s)) s "
-        "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
-    ).metrics
-    assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (3, 0)
-    assert {c for c, _ in reads} == {("v",)}
-    reads.clear()
-    m = db.sql(
-        f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'B'), (3, 33.0D, 'z') AS v(k, v, s)) s "
-        "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
-    ).metrics
-    assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (2, 1)
-    assert sum(n for c, n in reads if c == ("v",)) == 3 and sum(n for c, n in reads if c == ("s",)) == 2
+        monkeypatch.setattr(tablet_module, "read_positions", spy)
+        m = db.sql(
+            f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'b'), (3, 30.0D, 'z') AS v(k, v, s)) s "
+            "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+        ).metrics
+        assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (3, 0)
+        assert {c for c, _ in reads} == {("v",)}
+        reads.clear()
+        m = db.sql(
+            f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'B'), (3, 33.0D, 'z') AS v(k, v, s)) s "
+            "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
+        ).metrics
+        assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (2, 1)
+        assert sum(n for c, n in reads if c == ("v",)) == 3 and sum(n for c, n in reads if c == ("s",)) == 2
 
 
 @pytest.mark.parametrize("conf", [{}, {DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["driver", "spark", "spark_tasks"])
 def test_a_column_dropped_and_added_back_is_compared_as_null_in_older_tablets(db, conf):
     """``s`` dropped and added back: older tablets still hold the old values under the old
     column, and the check compares the new column's NULL with the new images."""
-    t = "reg.later_readded"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, conf):
-        for s in SETUP[:2]:
-            db.sql(s.replace("{t}", t))
+    with first_rows(db, "later_readded", conf) as t:
         db.sql(f"ALTER TABLE {t} DROP COLUMN s")
         db.sql(f"ALTER TABLE {t} ADD COLUMNS (s STRING)")
         m = db.sql(
@@ -170,17 +176,11 @@ def test_a_column_dropped_and_added_back_is_compared_as_null_in_older_tablets(db
 def test_a_by_source_update_is_compared_by_the_tasks(db, conf):
     """``WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'``: ``s`` is only compared; rows
     already 'gone' are unchanged, the others written once."""
-    t = "reg.later_by_source"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, conf):
-        for s in SETUP[:2]:
-            db.sql(s.replace("{t}", t))
+    with first_rows(db, "later_by_source", conf) as t:
         db.sql(f"UPDATE {t} SET s = 'gone' WHERE k = 3")
         m = db.sql(
             f"MERGE INTO {t} t USING (SELECT 1 AS k) s ON t.k = s.k "
             "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'"
         ).metrics
         assert (m.rows_updated, m.rows_unchanged) == (3, 1)
-        assert Counter(r[2] for r in canon(db.table_of(t).read())[1].elements()) == Counter(
-            ["a", "gone", "gone", "gone", "gone"]
-        )
+        assert column_s(db, t) == Counter(["a", "gone", "gone", "gone", "gone"])
