@@ -14,6 +14,7 @@ from support.conf import settings
 from support.differential import canon
 from tablets.engine import pairs_sql
 from tablets.engine.route import ARROW_EVAL_CONF, DRIVER_SCAN_CONF, DRIVER_WRITE_CONF
+from tablets.exceptions import ConstraintViolation
 from tablets.storage import tablet as tablet_module
 
 pytestmark = pytest.mark.spark
@@ -122,7 +123,7 @@ def test_spark_tasks_check_constraints_only_of_the_rows_they_write(db):
             "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
         ).metrics
         assert (m.rows_updated, m.rows_unchanged) == (1, 1)
-        with pytest.raises(Exception, match="short"):
+        with pytest.raises(ConstraintViolation, match="short"):
             db.sql(
                 f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bbbb') AS v(k, v, s)) s "
                 "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
