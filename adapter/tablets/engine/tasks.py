@@ -230,7 +230,8 @@ class Deferred:
 
         same = still_alike(np.ones(rows.num_rows, dtype=bool), later, self.schema, read)
         kinds = pa.array(np.where(same, K_UNCHANGED, K_UPDATE), pa.string())
-        return rows.set_column(rows.column_names.index(KIND), KIND, kinds)
+        at = rows.column_names.index(KIND)  # (its field as Spark sent it: maybe not nullable)
+        return rows.set_column(at, rows.schema.field(at), kinds)
 
 
 # K_COMPARE rows a merge task holds before it reads their old values: a tablet's row groups are
