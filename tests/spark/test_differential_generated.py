@@ -2,8 +2,9 @@
 (support.sqlgen), each statement run on two tables of the product and on DuckDB, compared after
 every statement (support.differential): the first table with the session's defaults (the driver
 plan where it applies), the second, by the case's seed, on Spark's plan
-(``spark.tablets.merge.driverScanBytes=0``; half the cases), with every shortcut off (the long
-way), or on the driver plan with Arrow evaluation or pruning off (``differential.SECOND``).
+(``spark.tablets.merge.driverScanBytes=0``; half the cases: with its source persisted in a sixth,
+its pairs written by Spark's tasks in another), with every shortcut off (the long way), or on
+the driver plan with Arrow evaluation or pruning off (``differential.SECOND``).
 
 Why a seeded generator with its own minimiser rather than Hypothesis: a statement costs
 0.1-2 s of Spark, so Hypothesis's shrinking (hundreds of re-runs of whole sequences, guided by

@@ -8,7 +8,7 @@ import pytest
 import tablets
 from support.conf import settings
 from support.jobs import spark_jobs
-from tablets.engine import rerun
+from tablets.engine import executor, intake, rerun
 from tablets.engine.executor import execute
 from tablets.engine.route import DRIVER_SCAN_CONF, RERUN_CONF
 from tablets.exceptions import CardinalityViolation
@@ -171,13 +171,37 @@ def test_it_can_be_turned_off(db, spark):
 
 
 # a source too big to collect, as on a cluster: Spark's plan, the source kept in Spark and
-# digested by the aggregate that counts it (rerun.row_hashes)
+# digested by the aggregate that counts it (rerun.row_hashes); or, small enough to broadcast,
+# collected once to count it and digested in Arrow (intake.counted_source)
 KEPT = {DRIVER_SCAN_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
-def test_the_same_rows_kept_in_spark_again_read_no_tablet(db, spark):
+@pytest.fixture(params=["aggregate", "counted here"])
+def kept(request, spark, monkeypatch):
+    """The settings of a source kept in Spark, counted by Spark's aggregate or collected here
+    (no source is taken as a local relation: ``intake.local_limit`` 0)."""
+    if request.param == "aggregate":
+        yield KEPT
+        return
+    counted = []
+
+    def not_here(run, source):
+        raise AssertionError("counted by Spark's aggregate")
+
+    def counted_source(run, source):
+        counted.append(source)
+        return intake.counted_source(run, source)
+
+    monkeypatch.setattr(intake, "local_limit", lambda spark: 0)
+    monkeypatch.setattr(intake, "count_and_ranges", not_here)
+    monkeypatch.setattr(executor, "counted_source", counted_source)
+    yield {DRIVER_SCAN_CONF: "0"}
+    assert counted  # (the statements took that path)
+
+
+def test_the_same_rows_kept_in_spark_again_read_no_tablet(db, spark, kept):
     fresh(db, "rerun.kept")
-    with settings(spark, KEPT):
+    with settings(spark, kept):
         first = merge(db, "rerun.kept", SOURCE)
         assert (first.rows_updated, first.rows_inserted, first.same_source) == (50, 50, False)
         assert not first.merged_on_driver
@@ -203,9 +227,9 @@ def test_the_same_rows_kept_in_spark_again_read_no_tablet(db, spark):
     ],
     ids=["repeated key", "null key"],
 )
-def test_keys_kept_in_spark_must_be_unique_and_not_null(db, spark, source, error):
+def test_keys_kept_in_spark_must_be_unique_and_not_null(db, spark, source, error, kept):
     fresh(db, "rerun.kept_keys", 3)
-    with settings(spark, KEPT):
+    with settings(spark, kept):
         merge(db, "rerun.kept_keys", source)
         if error is not None:
             with pytest.raises(error):

@@ -26,6 +26,7 @@ from tablets.engine.route import (
     DRIVER_SCAN_CONF,
     DRIVER_WRITE_CONF,
     KEY_FILTER_CONF,
+    LOCAL_SOURCE_CONF,
     PRUNE_CONF,
     RERUN_CONF,
     SKIP_NOOP_CONF,
@@ -39,10 +40,11 @@ from support.sqlgen import Case, Step, values_query
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
 # other shortcut on (few pairs then written by one task on the driver), Spark's plan with its
-# pairs always written by Spark's tasks and its source kept in Spark, not collected, as a big
-# one is (counted with its key buckets, shuffled into the join), with every shortcut off (the long way), or
-# the driver plan with one of its shortcuts off. Each is held to DuckDB and to the first table
-# (the session's defaults).
+# source persisted, not taken as local rows, as a bigger one is (collected once to be counted
+# and digested, then broadcast), Spark's plan with its pairs always written by Spark's tasks and
+# its source kept in Spark, as a big one is (counted with its key buckets, shuffled into the
+# join), with every shortcut off (the long way), or the driver plan with one of its shortcuts
+# off. Each is held to DuckDB and to the first table (the session's defaults).
 SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 ALL_OFF = {
     DRIVER_SCAN_CONF: "0",
@@ -52,11 +54,12 @@ ALL_OFF = {
     PRUNE_CONF: "false",
     RERUN_CONF: "false",
     SKIP_NOOP_CONF: "false",
+    LOCAL_SOURCE_CONF: "0",
 }
 SECOND = (
     ("spark", PLANS["spark"]),
     ("spark, all shortcuts off", ALL_OFF),
-    ("spark", PLANS["spark"]),
+    ("spark, source persisted", {DRIVER_SCAN_CONF: "0", LOCAL_SOURCE_CONF: "0"}),
     ("driver, arrowEval off", {ARROW_EVAL_CONF: "false"}),
     ("spark, tasks", SPARK_TASKS),
     ("driver, pruning off", {PRUNE_CONF: "false"}),

@@ -33,7 +33,7 @@ from tablets.engine.evolution import planned
 from tablets.engine.intake import (
     broadcastable,
     collect_local_source,
-    count_and_ranges,
+    counted_source,
     persisted_source,
     ran_before,
     source_digest,
@@ -122,7 +122,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
                 source, ranges = local  # source None: made from the collected rows if Spark needs it
             else:
                 source = persisted_source(run, source)
-                ranges = count_and_ranges(run, source)
+                ranges = counted_source(run, source)
             if source is not None:
                 run.intake.broadcast = broadcastable(run, source)
             t0 = run.phase("source", t0)
@@ -137,6 +137,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         if digest is not None and run.evolved is None and ran_before(run, *digest, source):
             run.phase("same_source", t0)  # the table is what this statement made of these rows
             return m
+        run.intake.collected = None  # (counted: Spark reads the persisted rows from here on)
         pair_ranges = None
         if ranges is not None:
             ranges = comparable_ranges(run, ranges)

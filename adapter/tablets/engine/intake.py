@@ -119,18 +119,10 @@ def collect_local_source(
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     run.intake.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
     frame = None if on_driver else local_frame(run)  # Spark may not need it
-    keys = range_keys(run)
-    ranges: list[tuple[str, object, object]] | None = [] if keys else None
-    for col, expr in keys:
-        i = _source_column(run, data, expr)
-        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
-            frame = frame or local_frame(run)  # an expression: Spark takes the ranges
-            ranges = _source_ranges(run, frame) if frame is not None else None
-            break
-        lo_hi = pc.min_max(data.column(i))
-        lo, hi = python_value(lo_hi["min"]), python_value(lo_hi["max"])
-        if lo is not OUT_OF_RANGE and hi is not OUT_OF_RANGE:  # else no range of this column
-            ranges.append((col, lo, hi))  # type: ignore[union-attr]
+    taken, ranges = _arrow_ranges(run, data)
+    if not taken:  # an expression: Spark takes the ranges
+        frame = frame or local_frame(run)
+        ranges = _source_ranges(run, frame) if frame is not None else None
     if run.intake.local is None:  # Spark cannot take these rows back as they are
         return None
     run.metrics.source_rows = data.num_rows
@@ -138,16 +130,55 @@ def collect_local_source(
     return frame, ranges
 
 
+def _arrow_ranges(run: Run, data: pa.Table) -> tuple[bool, list[tuple[str, object, object]] | None]:
+    """(taken, ranges): min/max of the join keys' source columns in ``data``, None without join
+    keys; not taken where a key is an expression or of a type whose min/max Arrow does not give
+    as Spark does (Spark must take them)."""
+    keys = range_keys(run)
+    ranges: list[tuple[str, object, object]] | None = [] if keys else None
+    for col, expr in keys:
+        i = _source_column(run, data, expr)
+        if i is None or not str(data.schema.field(i).type).startswith(_ARROW_RANGE_TYPES):
+            return False, None
+        lo_hi = pc.min_max(data.column(i))
+        lo, hi = python_value(lo_hi["min"]), python_value(lo_hi["max"])
+        if lo is not OUT_OF_RANGE and hi is not OUT_OF_RANGE:  # else no range of this column
+            ranges.append((col, lo, hi))  # type: ignore[union-attr]
+    return True, ranges
+
+
+def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
+    """Count the persisted ``source`` (filling it) and take its join keys' ranges: where Spark
+    may broadcast it (by its estimate) its rows are collected here once, one job where the
+    aggregate takes three, and counted, ranged and digested in Arrow as a collected source is
+    (``run.intake.collected``, until the re-run check); else, or where Arrow cannot take the
+    ranges, by Spark's aggregate (``count_and_ranges``)."""
+    limit, size = broadcast_threshold(run.spark), size_bytes(source)
+    if limit is None or limit < 0 or size is None or size > min(limit, DRIVER_MERGE_SOURCE_BYTES):
+        return count_and_ranges(run, source)
+    try:
+        data = source.toArrow()  # the statement's own errors (the source query's) go up from here
+    except (TypeError, NotImplementedError, pa.ArrowException):
+        return count_and_ranges(run, source)  # a type without an Arrow form
+    taken, ranges = _arrow_ranges(run, data)
+    if not taken:
+        return count_and_ranges(run, source)
+    run.metrics.source_rows = data.num_rows
+    run.intake.collected = (data, source.schema)
+    return ranges
+
+
 def source_digest(run: Run) -> tuple[str, dict[str, str]] | None:
     """The re-run digest of the source (``rerun.digest`` of a collected one, else the one Spark
     took as it counted it: ``count_and_ranges``), and its join keys' source columns, where the
     statement is idempotent by its shape (``rerun.idempotent``) and unchanged rows are skipped."""
-    if run.intake.local is None:
+    held = run.intake.local or run.intake.collected
+    if held is None:
         return run.intake.digest
-    keys = _rerun_keys(run, run.intake.local[1])
+    keys = _rerun_keys(run, held[1])
     if keys is None:
         return None
-    data, schema = run.intake.local
+    data, schema = held
     digest = rerun.digest(run.plan, data.drop_columns([SID]), _source_type(schema), keys)
     return None if digest is None else (digest, keys)
 
@@ -176,8 +207,9 @@ def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | 
         or dict(commit.parameters).get(rerun.SOURCE_DIGEST) != digest
     ):
         return False
-    if run.intake.local is not None:
-        if not rerun.unique_keys(run.intake.local[0], keys):
+    held = run.intake.local or run.intake.collected
+    if held is not None:
+        if not rerun.unique_keys(held[0], keys):
             return False
     elif source is None or not run.intake.keys_not_null or not _unique_in_spark(run, source, keys):
         return False

@@ -61,11 +61,18 @@ KEY_FILTER_CONF = "spark.tablets.merge.keyFilter"
 # "false": a statement that changes nothing (degenerate, an empty source, a re-merge of rows
 # already there) still runs to its commit step, which then writes nothing
 SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"
+# "0": no source is taken as a local relation; each is persisted in Spark (and, below the
+# broadcast threshold, collected once to count it: ``intake.counted_source``); unset:
+# LOCAL_SOURCE_BYTES or LOCAL_SOURCE_BYTES_NO_RULE
+LOCAL_SOURCE_CONF = "spark.tablets.merge.localSourceBytes"
 
 
 def local_limit(spark: SparkSession) -> int:
-    """The largest source taken as a local relation: more where the session's optimizer skips
-    ConvertToLocalRelation (tablets' own sessions)."""
+    """The largest source taken as a local relation (``LOCAL_SOURCE_CONF``): by default more where
+    the session's optimizer skips ConvertToLocalRelation (tablets' own sessions)."""
+    size = conf_bytes(spark, LOCAL_SOURCE_CONF)
+    if size is not None:
+        return size
     rules = conf_value(spark, EXCLUDED_RULES_CONF) or ""  # cannot tell: the rule runs
     return (
         LOCAL_SOURCE_BYTES_NO_RULE

@@ -57,6 +57,9 @@ class SourceIntake:
     broadcast: bool = False  # the source is small enough to broadcast into the target scan
     ranges: KeyRanges | None = None  # the source's join key ranges that filter the target scan (no BY SOURCE clause)
     local: tuple[pa.Table, StructType] | None = None  # a collected source's rows (with SID) and type
+    # a persisted source's rows (with SID) and type, collected to count it (``intake.counted_source``),
+    # until the re-run check
+    collected: tuple[pa.Table, StructType] | None = None
     frame: DataFrame | None = None  # ``local`` as a Spark local relation (``intake.local_frame``)
     keys: dict[str, pa.Array] | None = None  # a collected source's join key values, by target column
     buckets: KeyBuckets | None = None  # a big source's integer key, by bucket (count_and_ranges)
