@@ -1,16 +1,17 @@
 """The source, read exactly once (even if non-deterministic), and what the statement learns of it
 (``Run.intake``).
 
-Below ``LOCAL_SOURCE_BYTES`` (or ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it:
-``local_limit``) by Spark's estimate it is collected as Arrow and becomes a local relation
-(count, row ids and key ranges taken on the driver: ``collect_local_source``); else it is
-persisted, counted, and the min/max of its join keys taken, in one pass
+Below ``LOCAL_SOURCE_BYTES`` (or ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it, or
+``LOCAL_SOURCE_CONF``: ``local_limit``) by Spark's estimate it is collected as Arrow and becomes
+a local relation (count, row ids and key ranges taken on the driver: ``collect_local_source``);
+else it is persisted, and counted with the min/max of its join keys: below the broadcast
+threshold collected once and counted in Arrow (``counted_source``), else by one aggregate
 (``persisted_source``, ``count_and_ranges``). The key ranges prune tablets by the log's
 statistics and row groups inside the rest by Parquet's (``prune``, ``pairs_sql.target_scan``).
 
-Both give the re-run digest (``source_digest``, ``ran_before``; a kept source's is taken by the
-same aggregate): a statement run again with the same rows on the version it made changes nothing
-(``engine.rerun``)."""
+Each gives the re-run digest (``source_digest``, ``ran_before``; in Arrow of the rows collected,
+else taken by the same aggregate): a statement run again with the same rows on the version it
+made changes nothing (``engine.rerun``)."""
 
 from __future__ import annotations
 
