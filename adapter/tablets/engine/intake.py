@@ -48,6 +48,7 @@ from tablets.engine.route import (
     local_limit,
 )
 from tablets.engine.run import KeyBuckets, Run, setting_on
+from tablets.spark.backend import is_connect
 from tablets.spark.datasource import type_text
 from tablets.spark.frames import (
     local_relation,
@@ -153,9 +154,12 @@ def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, objec
     may broadcast it (by its estimate) its rows are collected here once, one job where the
     aggregate takes three, and counted, ranged and digested in Arrow as a collected source is
     (``run.intake.collected``, until the re-run check); else, or where Arrow cannot take the
-    ranges, by Spark's aggregate (``count_and_ranges``)."""
+    ranges, by Spark's aggregate (``count_and_ranges``). Not over Spark Connect, where this
+    process may be far from the server that holds the rows."""
     limit, size = broadcast_threshold(run.spark), size_bytes(source)
     if limit is None or limit < 0 or size is None or size > min(limit, DRIVER_MERGE_SOURCE_BYTES):
+        return count_and_ranges(run, source)
+    if is_connect(run.spark):
         return count_and_ranges(run, source)
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
