@@ -23,6 +23,17 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+@pytest.fixture(scope="module")
+def reg_db(spark):
+    """A front door on the session, with the database ``reg`` of the regression tests that run
+    one statement on both plans (``support.both_plans``)."""
+    import tablets
+
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS reg")
+    return d
+
+
 @pytest.fixture
 def tmp_table_dir(tmp_path):
     """A fresh directory for a tablet table (not yet created)."""

@@ -8,7 +8,6 @@ import contextlib
 from collections import Counter
 
 import pytest
-import tablets
 from support.both_plans import on_both_plans
 from support.conf import settings
 from support.differential import canon
@@ -48,46 +47,39 @@ AFTER = [
 
 
 @contextlib.contextmanager
-def first_rows(db, name, conf=None):
+def first_rows(reg_db, name, conf=None):
     """A fresh table ``reg.<name>`` with ``SETUP``'s first rows, under ``conf`` (settings)."""
     t = f"reg.{name}"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, conf or {}):
+    reg_db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(reg_db.spark, conf or {}):
         for s in SETUP[:2]:
-            db.sql(s.replace("{t}", t))
+            reg_db.sql(s.replace("{t}", t))
         yield t
 
 
-def column_s(db, t):
+def column_s(reg_db, t):
     """The values of ``t``'s column ``s``, counted."""
-    return Counter(r[2] for r in canon(db.table_of(t).read())[1].elements())
+    return Counter(r[2] for r in canon(reg_db.table_of(t).read())[1].elements())
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS reg")
-    return d
-
-
-def test_rows_alike_but_in_a_column_compared_later_are_updated(db):
-    results = on_both_plans(db, "later", SETUP, UPSERT)
+def test_rows_alike_but_in_a_column_compared_later_are_updated(reg_db):
+    results = on_both_plans(reg_db, "later", SETUP, UPSERT)
     assert results == {plan: (Counter(AFTER), (1, 3, 0)) for plan in results}
     t = "reg.later_arrow_off"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, {ARROW_EVAL_CONF: "false"}):  # the driver's rows, classified by Spark
+    reg_db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(reg_db.spark, {ARROW_EVAL_CONF: "false"}):  # the driver's rows, classified by Spark
         for s in SETUP:
-            db.sql(s.replace("{t}", t))
-        m = db.sql(UPSERT.replace("{t}", t)).metrics
+            reg_db.sql(s.replace("{t}", t))
+        m = reg_db.sql(UPSERT.replace("{t}", t)).metrics
     assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (1, 3, 4)
-    assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+    assert canon(reg_db.table_of(t).read())[1] == Counter(AFTER)
 
 
 SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
 @pytest.mark.parametrize("conf", [{DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["spark", "spark_tasks"])
-def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(db, monkeypatch, conf):
+def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(reg_db, monkeypatch, conf):
     """Spark's plan scans the key alone (``v``, ``s``, ``x`` are only compared): its merge tasks
     compare them, on the driver for few pairs and in Spark's tasks (shuffle-joined) else."""
     scanned: list[list[str]] = []
@@ -99,42 +91,42 @@ def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(db,
 
     monkeypatch.setattr(pairs_sql, "tablet_scan", spy)
     t = "reg.later_spark"
-    db.sql(f"DROP TABLE IF EXISTS {t}")
-    with settings(db.spark, conf):
+    reg_db.sql(f"DROP TABLE IF EXISTS {t}")
+    with settings(reg_db.spark, conf):
         for s in SETUP:
-            db.sql(s.replace("{t}", t))
-        m = db.sql(UPSERT.replace("{t}", t)).metrics
+            reg_db.sql(s.replace("{t}", t))
+        m = reg_db.sql(UPSERT.replace("{t}", t)).metrics
         assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (1, 3, 4)
-        assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+        assert canon(reg_db.table_of(t).read())[1] == Counter(AFTER)
         assert scanned == [["k"]]
         # the same rows again: every matched row alike, none written
-        m = db.sql(UPSERT.replace("{t}", t)).metrics
+        m = reg_db.sql(UPSERT.replace("{t}", t)).metrics
         assert (m.rows_inserted, m.rows_updated, m.rows_unchanged) == (0, 0, 8)
-        assert canon(db.table_of(t).read())[1] == Counter(AFTER)
+        assert canon(reg_db.table_of(t).read())[1] == Counter(AFTER)
 
 
-def test_spark_tasks_check_constraints_only_of_the_rows_they_write(db):
+def test_spark_tasks_check_constraints_only_of_the_rows_they_write(reg_db):
     """A CHECK over a compared column holds for the rows the tasks write: an update that breaks
     it fails the statement, writing nothing."""
-    with first_rows(db, "later_check", SPARK_TASKS) as t:
-        db.sql(f"ALTER TABLE {t} ADD CONSTRAINT short CHECK (length(s) < 3)")
-        m = db.sql(
+    with first_rows(reg_db, "later_check", SPARK_TASKS) as t:
+        reg_db.sql(f"ALTER TABLE {t} ADD CONSTRAINT short CHECK (length(s) < 3)")
+        m = reg_db.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bb') AS v(k, v, s)) s "
             "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
         ).metrics
         assert (m.rows_updated, m.rows_unchanged) == (1, 1)
         with pytest.raises(ConstraintViolation, match="short"):
-            db.sql(
+            reg_db.sql(
                 f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, 'a'), (2, 2.0D, 'bbbb') AS v(k, v, s)) s "
                 "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
             )
-        assert column_s(db, t) == Counter(["a", "bb", "c", None, "e"])
+        assert column_s(reg_db, t) == Counter(["a", "bb", "c", None, "e"])
 
 
-def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypatch):
+def test_a_column_compared_later_is_read_only_for_rows_still_alike(reg_db, monkeypatch):
     """An upsert whose matched rows all differ in ``v`` never reads ``s``; one whose rows are
     alike in ``v`` reads ``s`` for those rows alone."""
-    with first_rows(db, "later_reads") as t:
+    with first_rows(reg_db, "later_reads") as t:
         reads: list[tuple[tuple[str, ...], int]] = []
         read_positions = tablet_module.read_positions
 
@@ -143,14 +135,14 @@ def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypat
             return read_positions(io, root, add, schema, columns, positions, mapping)
 
         monkeypatch.setattr(tablet_module, "read_positions", spy)
-        m = db.sql(
+        m = reg_db.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'b'), (3, 30.0D, 'z') AS v(k, v, s)) s "
             "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
         ).metrics
         assert m.merged_on_driver and (m.rows_updated, m.rows_unchanged) == (3, 0)
         assert {c for c, _ in reads} == {("v",)}
         reads.clear()
-        m = db.sql(
+        m = reg_db.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 10.0D, 'a'), (2, 20.0D, 'B'), (3, 33.0D, 'z') AS v(k, v, s)) s "
             "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
         ).metrics
@@ -159,29 +151,29 @@ def test_a_column_compared_later_is_read_only_for_rows_still_alike(db, monkeypat
 
 
 @pytest.mark.parametrize("conf", [{}, {DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["driver", "spark", "spark_tasks"])
-def test_a_column_dropped_and_added_back_is_compared_as_null_in_older_tablets(db, conf):
+def test_a_column_dropped_and_added_back_is_compared_as_null_in_older_tablets(reg_db, conf):
     """``s`` dropped and added back: older tablets still hold the old values under the old
     column, and the check compares the new column's NULL with the new images."""
-    with first_rows(db, "later_readded", conf) as t:
-        db.sql(f"ALTER TABLE {t} DROP COLUMN s")
-        db.sql(f"ALTER TABLE {t} ADD COLUMNS (s STRING)")
-        m = db.sql(
+    with first_rows(reg_db, "later_readded", conf) as t:
+        reg_db.sql(f"ALTER TABLE {t} DROP COLUMN s")
+        reg_db.sql(f"ALTER TABLE {t} ADD COLUMNS (s STRING)")
+        m = reg_db.sql(
             f"MERGE INTO {t} t USING (SELECT * FROM VALUES (1, 1.0D, CAST(NULL AS STRING)), (2, 2.0D, 'b') AS v(k, v, s)) s "
             "ON t.k = s.k WHEN MATCHED THEN UPDATE SET *"
         ).metrics
         assert (m.rows_updated, m.rows_unchanged) == (1, 1)  # 2: 'b' against NULL, not the old 'b'
-        assert canon(db.table_of(t).read())[1][(2, 2.0, "b")] == 1
+        assert canon(reg_db.table_of(t).read())[1][(2, 2.0, "b")] == 1
 
 
 @pytest.mark.parametrize("conf", [{DRIVER_SCAN_CONF: "0"}, SPARK_TASKS], ids=["spark", "spark_tasks"])
-def test_a_by_source_update_is_compared_by_the_tasks(db, conf):
+def test_a_by_source_update_is_compared_by_the_tasks(reg_db, conf):
     """``WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'``: ``s`` is only compared; rows
     already 'gone' are unchanged, the others written once."""
-    with first_rows(db, "later_by_source", conf) as t:
-        db.sql(f"UPDATE {t} SET s = 'gone' WHERE k = 3")
-        m = db.sql(
+    with first_rows(reg_db, "later_by_source", conf) as t:
+        reg_db.sql(f"UPDATE {t} SET s = 'gone' WHERE k = 3")
+        m = reg_db.sql(
             f"MERGE INTO {t} t USING (SELECT 1 AS k) s ON t.k = s.k "
             "WHEN NOT MATCHED BY SOURCE THEN UPDATE SET s = 'gone'"
         ).metrics
         assert (m.rows_updated, m.rows_unchanged) == (3, 1)
-        assert column_s(db, t) == Counter(["a", "gone", "gone", "gone", "gone"])
+        assert column_s(reg_db, t) == Counter(["a", "gone", "gone", "gone", "gone"])
