@@ -239,6 +239,16 @@ def test_keys_kept_in_spark_must_be_unique_and_not_null(db, spark, source, error
             assert (m.same_source, m.rows_inserted) == (False, 1)
 
 
+def test_a_kept_source_joined_on_an_expression_takes_its_ranges_in_spark(db, spark, kept):
+    """ON ``t.id = s.id + 0``: Arrow cannot take the key's range (an expression), Spark does; the
+    counts and rows are those of the plain key."""
+    fresh(db, "rerun.kept_expr")
+    with settings(spark, kept):
+        m = db.sql(f"MERGE INTO rerun.kept_expr t USING ({SOURCE}) s ON t.id = s.id + 0 {UPSERT}").metrics
+    assert (m.rows_updated, m.rows_inserted, m.tablets_scanned) == (50, 50, 1)
+    assert len(rows(db, "rerun.kept_expr")) == 1050
+
+
 def test_rows_spark_digests_differ_where_their_values_do(spark):
     """Rows one value apart (a sign of zero, a NULL moved to another column or against its text or
     an empty string, text split at another place, a microsecond, a day before the Gregorian

@@ -83,7 +83,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     run.snapshot,
                     # the columns only an UPDATE's comparison reads come later, for the rows
                     # still alike (classify_on_driver) or all (complete_rows)
-                    [c for c in run.plan.target_columns if c not in run.plan.compare_only],
+                    run.plan.read_first,
                     tablets,
                     run.intake.keys or {},
                     limit,
@@ -111,7 +111,7 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                         run.table,
                         run.snapshot,
                         # (a DELETE with no condition reads no column: its row ids need a table of rows)
-                        [c for c in run.plan.target_columns if c not in run.plan.compare_only] or run.plan.columns[:1],
+                        run.plan.read_first or run.plan.columns[:1],
                         tablets,
                         run.intake.keys or {},
                         limit,

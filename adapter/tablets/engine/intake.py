@@ -153,13 +153,18 @@ def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, objec
     """Count the persisted ``source`` (filling it) and take its join keys' ranges: where Spark
     may broadcast it (by its estimate) its rows are collected here once, one job where the
     aggregate takes three, and counted, ranged and digested in Arrow as a collected source is
-    (``run.intake.collected``, until the re-run check); else, or where Arrow cannot take the
-    ranges, by Spark's aggregate (``count_and_ranges``). Not over Spark Connect, where this
-    process may be far from the server that holds the rows."""
+    (``run.intake.collected``, until the re-run check; key ranges Arrow cannot take, of an
+    expression, by Spark, over the rows now persisted); else by Spark's aggregate
+    (``count_and_ranges``). Not over Spark Connect, where this process may be far from the server
+    that holds the rows."""
     limit, size = broadcast_threshold(run.spark), size_bytes(source)
-    if limit is None or limit < 0 or size is None or size > min(limit, DRIVER_MERGE_SOURCE_BYTES):
-        return count_and_ranges(run, source)
-    if is_connect(run.spark):
+    if (
+        limit is None
+        or limit < 0
+        or size is None
+        or size > min(limit, DRIVER_MERGE_SOURCE_BYTES)
+        or is_connect(run.spark)
+    ):
         return count_and_ranges(run, source)
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here
@@ -167,7 +172,7 @@ def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, objec
         return count_and_ranges(run, source)  # a type without an Arrow form
     taken, ranges = _arrow_ranges(run, data)
     if not taken:
-        return count_and_ranges(run, source)
+        ranges = _source_ranges(run, source)
     run.metrics.source_rows = data.num_rows
     run.intake.collected = (data, source.schema)
     return ranges

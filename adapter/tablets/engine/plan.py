@@ -75,6 +75,11 @@ class Plan:
     compare_only: tuple[str, ...] = ()
 
     @property
+    def read_first(self) -> list[str]:
+        """``target_columns`` but ``compare_only``: what the driver plan reads before comparing."""
+        return [c for c in self.target_columns if c not in self.compare_only]
+
+    @property
     def noop(self) -> bool:
         return self.noop_reason is not None
 

@@ -292,11 +292,14 @@ def merge_task(
             new.add(news.rename_columns([*columns, *news.column_names[len(columns) :]]))
 
         comparing: list[pa.Table] = []  # K_COMPARE rows, not read yet
+        comparing_bytes = 0
 
         def compared() -> None:
+            nonlocal comparing_bytes
             assert compare is not None
             take(compare.classify(handle, pa.concat_tables(comparing)))
             comparing.clear()
+            comparing_bytes = 0
 
         for batch in batches:
             if not batch.num_rows:
@@ -311,8 +314,9 @@ def merge_task(
                 alike = pc.equal(table.column(KIND), K_COMPARE)
                 if pc.any(alike).as_py():
                     comparing.append(table.filter(alike))
+                    comparing_bytes += comparing[-1].nbytes
                     table = table.filter(pc.invert(alike))
-                    if sum(t.nbytes for t in comparing) >= COMPARE_BYTES:
+                    if comparing_bytes >= COMPARE_BYTES:
                         compared()
             if table.num_rows:
                 take(table)
