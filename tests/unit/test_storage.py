@@ -374,3 +374,31 @@ def test_rows_inserted_a_batch_at_a_time_make_full_tablets(base):
     t.finish(h, sink.finish())
     assert sorted(st.add.rows for st in t.snapshot().tablets.values()) == [5] * 14
     assert rows(t.read()) == [(i, "x") for i in range(70)]
+
+
+def test_a_sink_makes_what_it_wrote_durable_together_before_it_returns(tmp_path, monkeypatch):
+    """A task's DVs are created without a sync each (a journal commit per file, waiting on every
+    other writer's data); the sink syncs its DVs and tablets together when it finishes, before
+    the driver may commit them."""
+    created, synced = [], []
+    local = fileio.LocalFileIO
+    real_create, real_sync = local.create, local.sync
+    monkeypatch.setattr(
+        local, "create", lambda io, p, d, *, sync=True: created.append((p, sync)) or real_create(io, p, d, sync=sync)
+    )
+    monkeypatch.setattr(local, "sync", lambda io, paths: synced.append(list(paths)) or real_sync(io, paths))
+    t = make(str(tmp_path), 10)
+    created.clear(), synced.clear()
+    h = t.begin_delete("MERGE")
+    sink = RowLevelSink(h)
+    (tid,) = t.snapshot().tablets
+    sink.delete([tid, tid], [1, 3])
+    sink.insert(pa.table({"id": [10], "v": ["x"]}, schema=SCHEMA))
+    frags = sink.finish()
+    files = {f.dv.path if hasattr(f, "dv") else f.add.path for f in frags if hasattr(f, "dv") or hasattr(f, "add")}
+    assert len(files) == 2
+    (paths,) = synced
+    assert {p[len(t.root) + 1 :] for p in paths} == files
+    assert [s for p, s in created if "deletion_vector" in p or "/dv/" in p] == [False]
+    t.finish(h, frags)
+    assert [r[0] for r in rows(t.read())] == [0, 2, *range(4, 11)]

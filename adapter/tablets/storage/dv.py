@@ -258,11 +258,12 @@ def _check_roaring32(buf: bytes, start: int, bucket: int) -> tuple[int, int]:
 # --- files ---------------------------------------------------------------------------------
 
 
-def write_dv(io: FileIO, path: str, bitmap: BitMap64) -> DVInfo:
+def write_dv(io: FileIO, path: str, bitmap: BitMap64, *, sync: bool = True) -> DVInfo:
     """Write a new DV file; never overwrites (FormatError if ``path`` exists): the file is
-    created exclusively (``FileIO.create``), whole or not at all."""
+    created exclusively (``FileIO.create``), whole or not at all. Not ``sync``: the caller makes
+    it durable (``FileIO.sync``) before the commit names it."""
     data, cardinality = _encode(bitmap)
-    if not io.create(path, data):
+    if not io.create(path, data, sync=sync):
         raise FormatError(
             f"deletion vector {path} already exists; DV files are never overwritten",
             help="DV file names carry the writing transaction's id: a second write under the same name is a bug or a retried task of a finished transaction.",

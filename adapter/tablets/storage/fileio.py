@@ -184,10 +184,15 @@ class FileIO:
         """Store ``data`` at ``path`` whole (readers never see a part), replacing any file there."""
         raise NotImplementedError
 
-    def create(self, path: str, data: bytes) -> bool:
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
         """Store ``data`` at ``path`` whole only if nothing is there: False if a file exists.
-        Of two concurrent creators of one path exactly one gets True."""
+        Of two concurrent creators of one path exactly one gets True. ``sync``: durable (with
+        its name) when this returns; else the caller makes it so with ``sync`` before it relies on it."""
         raise NotImplementedError
+
+    def sync(self, paths: Iterable[str]) -> None:
+        """Make the files at ``paths`` (written or created without ``sync``) and their names
+        durable. A no-op on an object store, where a PUT is durable when it returns."""
 
     def list(self, directory: str, *, start_after: str | None = None) -> list[FileInfo]:
         """Files directly in ``directory`` (names above ``start_after`` only, if given), sorted by
@@ -253,9 +258,9 @@ class LocalFileIO(FileIO):
         if sync:
             _fsync_directory(os.path.dirname(path))
 
-    def create(self, path: str, data: bytes) -> bool:
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
         for attempt in range(3):
-            tmp = self._temp(path, data, True)
+            tmp = self._temp(path, data, sync)
             try:
                 os.link(tmp, path)  # fails if the name exists: exclusive creation
             except FileExistsError:
@@ -267,9 +272,24 @@ class LocalFileIO(FileIO):
             finally:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)
-            _fsync_directory(os.path.dirname(path))
+            if sync:
+                _fsync_directory(os.path.dirname(path))
             return True
         return False  # not reached
+
+    def sync(self, paths: Iterable[str]) -> None:
+        # every file first, then each directory once: one journal commit covers files written
+        # together, where a sync per file waits for one each (and for other writers' data)
+        directories: dict[str, None] = {}
+        for path in paths:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            directories[os.path.dirname(path)] = None
+        for directory in directories:
+            _fsync_directory(directory)
 
     def list(self, directory: str, *, start_after: str | None = None) -> list[FileInfo]:
         out = []
@@ -461,7 +481,7 @@ class ObjectStoreFileIO(FileIO):
 
         obstore.put(self.store, self.key(path), bytes(data))  # one PUT is atomic
 
-    def create(self, path: str, data: bytes) -> bool:
+    def create(self, path: str, data: bytes, *, sync: bool = True) -> bool:
 
         for attempt in range(_CONFLICT_RETRIES + 1):
             try:
