@@ -211,6 +211,37 @@ def test_snapshot_frame_row_ids_and_deletion_vectors(spark, tmp_table_dir):
     assert len(got) == 310 - len(dels) == snap.live_rows
 
 
+@pytest.mark.parametrize("older", [False, True])
+def test_the_scans_row_numbers_come_from_the_tablets_row_ids(spark, tmp_table_dir, older):
+    """The engine's scan numbers rows by the tablets' ``ROW_ID`` column, not Spark's
+    ``_metadata.row_index`` (which costs every row read); with a tablet of the older format
+    (no such column) by ``_metadata.row_index``. The same row numbers either way, with deletion
+    vectors and under a filter."""
+    from tablets.spark.frames import tablet_scan
+    from tablets.storage.tablet import ROW_ID
+
+    from tests.support.damage import add_tablet_without_row_ids
+
+    t = make_table(tmp_table_dir, list(range(0, 200)))
+    part = pa.table({"id": pa.array(range(200, 300), pa.int64()), "v": [f"v{i}" for i in range(200, 300)]})
+    if older:
+        add_tablet_without_row_ids(t, part)
+    else:
+        t.append(part)
+    a, b = list(t.snapshot().tablets)
+    dels = [(a, n) for n in (0, 63, 64, 199)] + [(b, n) for n in range(0, 100, 7)]
+    delete(t, dels)
+    snap = t.snapshot()
+    scan = tablet_scan(spark, t, snap, ["id"], row_ids=True)
+    plan = scan.frame._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    assert ("row_index" in plan) == older and (ROW_ID in plan) != older, plan
+    gone = set(dels)
+    want = sorted(r for tid in (a, b) for r in file_rows(t, tid) if (r[1], r[2]) not in gone)
+    assert rows(scan.live(scan.frame)) == want
+    filtered = scan.live(scan.frame.filter(F.col("id") >= 250))
+    assert rows(filtered) == [r for r in want if r[0] >= 250]
+
+
 def test_snapshot_frame_columns_tablets_and_no_row_ids(spark, tmp_table_dir):
     t = make_table(tmp_table_dir, [1, 2, 3], [4, 5])
     a, b = list(t.snapshot().tablets)

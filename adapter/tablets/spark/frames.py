@@ -3,7 +3,8 @@
 ``snapshot_frame`` reads the chosen live tablets with ``spark.read.schema(<table schema>)
 .parquet(*paths)`` (a tablet written before a column was added reads it as NULL), keeps only
 the columns asked for, and adds the row id: ``_tablet_id`` (the file name without
-``.parquet``) and ``_row_number`` (``_metadata.row_index``, the row's position in the file).
+``.parquet``) and ``_row_number`` (the row's position in the file: from the tablets' ``ROW_ID``
+column where each has it, else ``_metadata.row_index``, which costs every row read).
 (``read_frame``, the reads of queries, takes both from the tablets' own ``ROW_ID`` column
 instead where it can: docs/FORMAT.md, "Row ids".)
 
@@ -86,10 +87,13 @@ from tablets.storage.dv import DVInfo, live_mask, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
+    ROW_ID,
+    ROW_ID_SHIFT,
     ROW_INDEX,
     TABLET_SUFFIX,
     KeySet,
     check_sizes,
+    has_row_ids,
     read_rows_at,
     read_tablet,
     select_rows,
@@ -360,14 +364,17 @@ def tablet_scan(
         return TabletScan(spark, table, frame, tuple(cols), ())
     check_sizes(table.io, table.root, [st.add for st in states])  # a swapped or cut file: FormatError here
     mapping = snapshot.metadata.mapping  # the tablets' columns by physical name, named here
-    df = (
-        spark.read.schema(physical_struct(struct, mapping))
-        .options(**VERIFY_OPTIONS)
-        .parquet(*[hadoop_location(spark, p) for p in paths])
-    )
+    read = physical_struct(struct, mapping)
+    # the row number from the tablets' own row ids where each has them: Spark's
+    # `_metadata.row_index` costs every row read (its file name, a constant per file, does not)
+    stored = (with_dv or row_ids) and all(has_row_ids(st.add) for st in states)
+    if stored:
+        read = StructType([*read.fields, StructField(ROW_ID, LongType())])
+    df = spark.read.schema(read).options(**VERIFY_OPTIONS).parquet(*[hadoop_location(spark, p) for p in paths])
     keep = [named(c, mapping) for c in cols]
     if with_dv or row_ids:
-        keep += [F.col("_metadata.file_name").alias(_FILE), F.col("_metadata.row_index").alias(ROW_INDEX)]
+        row = F.col(ROW_ID).bitwiseAND(F.lit((1 << ROW_ID_SHIFT) - 1)) if stored else F.col("_metadata.row_index")
+        keep += [F.col("_metadata.file_name").alias(_FILE), row.alias(ROW_INDEX)]
     frame = df.select(*keep)
     if with_dv and vectors.on_executors(spark):  # tested in the scan's tasks: nothing left for ``live``
         by_name: list[tuple[str | int, str, SetDV]] = [
