@@ -4,7 +4,8 @@ after every statement, and minimises a case that fails.
 The plans: "driver" (the session's defaults: a small statement is merged in Arrow on the
 driver) and "spark" (``spark.tablets.merge.driverScanBytes=0``: the target always scanned in
 Spark; by the case's seed, one of the configurations of ``SECOND``). Each has a table of its
-own; DuckDB's table is the mirror. After every statement:
+own; DuckDB's table is the mirror. The driver's run reads every third MERGE's source from a
+Parquet file Spark wrote of its rows (``PlanRun._file_source``). After every statement:
 the rows (a multiset, canonical as ``canon`` says), the error class (refused by both or by
 neither), the counts; at the end of a case, ``SELECT ... VERSION AS OF v`` of every version one of
 the plans made (``TIME_TRAVEL``, by seed) against the rows read when it was made.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -249,9 +251,12 @@ class PlanRun:
 
     def run(self, i: int, step: Step) -> Outcome:
         db, name = self.db, self.name
-        sql = step.sql(name, restore_version=self.versions[max(j for j in self.versions if j <= step.to_step)])
-        out = Outcome(sql=sql)
         with settings(db.spark, self.conf):
+            source = self._file_source(i, step)
+            sql = step.sql(
+                name, restore_version=self.versions[max(j for j in self.versions if j <= step.to_step)], source=source
+            )
+            out = Outcome(sql=sql)
             try:
                 if step.kind == "DROP":
                     table = db.table_of(name)
@@ -274,6 +279,16 @@ class PlanRun:
         out.names, out.rows = canon(table.read())
         self.recorded.setdefault(table.version, (out.names, out.rows))
         return out
+
+    def _file_source(self, i: int, step: Step) -> str | None:
+        """Every third MERGE of the driver's run reads its source rows from a Parquet file that
+        Spark wrote (``spark.file_source`` reads such a source by Arrow); None: from VALUES."""
+        if self.plan != "driver" or step.kind not in ("MERGE", "RERUN") or (self.case.seed + i) % 3:
+            return None
+        warehouse = str(self.db.spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:")
+        path = os.path.join(warehouse, "_sources", f"{self.name}_{i}")
+        self.db.spark.sql(values_query(list(step.cols), list(step.rows), False)).write.mode("overwrite").parquet(path)
+        return f"SELECT * FROM parquet.`{path}`"
 
     def time_travel(self) -> str | None:
         """Each version read with SELECT ... VERSION AS OF, one query per schema: what differs."""
@@ -334,6 +349,7 @@ class Tally:
                 ("re-run (same_source)", m.same_source),
                 ("target key-filtered", m.key_filtered),
                 ("no-op", m.noop),
+                ("source files read by Arrow", m.source_by_arrow),
             ):
                 if on:
                     self.paths[f"{plan}: {flag}"] += 1

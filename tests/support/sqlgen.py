@@ -234,8 +234,9 @@ class Step:
             return "ON CONFLICT DO " + ("UPDATE" if self.sets else "NOTHING")
         return self.kind
 
-    def sql(self, name: str, duck: bool = False, restore_version: int | None = None) -> str:
-        """Spark SQL for the product, or DuckDB's (None where the harness does it another way)."""
+    def sql(self, name: str, duck: bool = False, restore_version: int | None = None, source: str | None = None) -> str:
+        """Spark SQL for the product, or DuckDB's (None where the harness does it another way).
+        ``source``: a MERGE's source query in place of its VALUES (the same rows)."""
         k = self.kind
         if k == "INSERT":
             return f"INSERT INTO {name} {values_query(list(self.cols), list(self.rows), duck)}"
@@ -244,7 +245,7 @@ class Step:
             if self.on_extra is not None:
                 on += f" AND {self.on_extra.sql(duck)}"
             on = render(on, duck)
-            src = values_query(list(self.cols), list(self.rows), duck)
+            src = source or values_query(list(self.cols), list(self.rows), duck)
             return f"MERGE INTO {name} t USING ({src}) s ON {on} " + " ".join(
                 c.sql(duck, self.names) for c in self.clauses
             )

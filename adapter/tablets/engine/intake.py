@@ -50,6 +50,7 @@ from tablets.engine.route import (
 from tablets.engine.run import KeyBuckets, Run, setting_on
 from tablets.spark.backend import is_connect
 from tablets.spark.datasource import type_text
+from tablets.spark.file_source import local_parquet_rows
 from tablets.spark.frames import (
     local_relation,
 )
@@ -115,7 +116,11 @@ def collect_local_source(
     if size > min(limit, local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
         return None
     try:
-        data = source.toArrow()  # the statement's own errors (the source query's) go up from here
+        # a source that is only Parquet files here: read by Arrow, no Spark job
+        data = local_parquet_rows(source)
+        run.metrics.source_by_arrow = data is not None
+        if data is None:
+            data = source.toArrow()  # the statement's own errors (the source query's) go up from here
     except (TypeError, NotImplementedError, pa.ArrowException):
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])

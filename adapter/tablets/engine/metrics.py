@@ -23,6 +23,7 @@ class MergeMetrics:
     written_on_driver: bool = False  # classified by Spark, few pairs written by one task on the driver
     key_filtered: bool = False  # the target scan kept the rows a bloom filter of source keys holds (key_filter)
     same_source: bool = False  # the same idempotent statement and source as the commit it read: no scan (engine.rerun)
+    source_by_arrow: bool = False  # the source's Parquet files read here by Arrow, no Spark job (spark.file_source)
     dvs_written: int = 0
     bytes_written: int = 0
     timings_ms: dict[str, float] = field(default_factory=dict)
