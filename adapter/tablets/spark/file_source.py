@@ -47,7 +47,10 @@ def local_parquet_rows(frame: DataFrame) -> pa.Table | None:
         return None
     parts = []
     for path in files:
-        part = _read(path, schema, folds)
+        try:
+            part = _read(path, schema, folds)
+        except (OSError, pa.ArrowException):  # gone or damaged: Spark's read says so in its words
+            return None
         if part is None:
             return None
         parts.append(part)
