@@ -80,6 +80,7 @@ def test_large_var_types_as_spark_gives_them(spark, tmp_path):
     [
         "filtered",
         "computed",
+        "a column twice",
         "timestamp",
         "before the reform",
         "missing column",
@@ -97,6 +98,7 @@ def test_spark_reads_what_arrow_could_read_otherwise(spark, tmp_path, case):
     frame = {
         "filtered": lambda: spark.read.parquet(plain).filter(F.col("id") > 1),
         "computed": lambda: spark.read.parquet(plain).select((F.col("id") + 1).alias("id")),
+        "a column twice": lambda: spark.read.parquet(plain).select("id", "id"),
         "timestamp": lambda: spark.read.parquet(
             files(
                 tmp_path,

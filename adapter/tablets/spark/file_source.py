@@ -45,6 +45,8 @@ def local_parquet_rows(frame: DataFrame) -> pa.Table | None:
         return None
     if any(pa.types.is_timestamp(f.type) or pa.types.is_nested(f.type) for f in schema):
         return None
+    if len(set(schema.names)) != len(schema.names):  # a column chosen twice
+        return None
     parts = []
     for path in files:
         try:
