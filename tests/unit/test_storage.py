@@ -90,16 +90,20 @@ def test_reserved_and_bad_keys(base):
 
 def test_tablets_carry_their_row_ids(base):
     """Every tablet holds ``ROW_ID`` = (tag << 32) | row number, delta-encoded (a few bytes a
-    page), listed in the log's stats; the table's reads never show it. Nested columns keep
-    their dictionaries (the writer's settings go by leaf path)."""
+    page), listed in the log's stats; the table's reads never show it. An integer column of
+    many values is delta-encoded too; one of few values and nested columns keep their
+    dictionaries (the writer's settings go by leaf path)."""
     import numpy as np
     import pyarrow.parquet as pq
     from tablets.storage.tablet import ROW_ID_SHIFT, has_row_ids, row_id_tag
 
-    schema = pa.schema([("id", pa.int64()), ("st", pa.struct([("a", pa.int32())])), ("l", pa.list_(pa.string()))])
+    schema = pa.schema(
+        [("id", pa.int64()), ("k", pa.int32()), ("st", pa.struct([("a", pa.int32())])), ("l", pa.list_(pa.string()))]
+    )
     t = TabletTable.create(join(base, "n"), schema)
     n = 300_000  # three row groups
-    t.append(pa.table({"id": np.arange(n), "st": [{"a": i % 3} for i in range(n)], "l": [["x"]] * n}, schema=schema))
+    rows = {"id": np.arange(n), "k": np.arange(n) % 5, "st": [{"a": i % 3} for i in range(n)], "l": [["x"]] * n}
+    t.append(pa.table(rows, schema=schema))
     (st,) = t.snapshot().tablets.values()
     assert has_row_ids(st.add)
     base_id = row_id_tag(st.tablet_id) << ROW_ID_SHIFT
@@ -112,9 +116,10 @@ def test_tablets_carry_their_row_ids(base):
             meta.row_group(g).column(i).path_in_schema: meta.row_group(g).column(i) for i in range(meta.num_columns)
         }
         assert "DELTA_BINARY_PACKED" in by_path[ROW_ID].encodings and by_path[ROW_ID].total_compressed_size < 1024
-        for leaf in ("id", "st.a", "l.list.element"):
+        assert "DELTA_BINARY_PACKED" in by_path["id"].encodings and "RLE_DICTIONARY" not in by_path["id"].encodings
+        for leaf in ("k", "st.a", "l.list.element"):
             assert "RLE_DICTIONARY" in by_path[leaf].encodings, leaf
-    assert t.read().column_names == ["id", "st", "l"]
+    assert t.read().column_names == ["id", "k", "st", "l"]
     assert ROW_ID not in next(t.scan(t.snapshot(), row_ids=True)).column_names
 
 
