@@ -171,10 +171,9 @@ def write_tablet(io: FileIO, root: str, data: pa.Table, txid: str, tablet_id: st
 
 
 # An integer column of this share of distinct values or more in its first DELTA_SAMPLE rows (a key,
-# an id, a measure) is delta-encoded instead of through a dictionary: Parquet's DELTA_BINARY_PACKED
-# stores each value in the bits its page's spread needs and decodes ~3x faster than a dictionary
-# that falls back to plain pages under zstd (10M random 64-bit ids: a read 19 ms against 63 ms,
-# 31.5 MB against 52.9 MB; Spark's scan joining them with a broadcast 0.37-0.47 s against 0.62-0.74 s).
+# an id, a measure) is delta-encoded rather than given a dictionary that falls back to plain pages:
+# Parquet's DELTA_BINARY_PACKED keeps each value in the bits its page's spread needs, so files are
+# smaller and Arrow decodes them faster (bench/RESULTS.md, 2026-11-29); Spark's scan is no slower.
 # Columns of few values keep their dictionaries (a run of one value is a few bytes there).
 DELTA_SAMPLE = 1 << 16
 DELTA_DISTINCT_SHARE = 0.5
