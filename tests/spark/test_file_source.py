@@ -124,6 +124,17 @@ def test_spark_reads_what_arrow_could_read_otherwise(spark, tmp_path, case):
     assert local_parquet_rows(frame) is None
 
 
+def test_columns_matched_by_field_id_are_sparks_to_read(spark, tmp_path):
+    frame = spark.read.parquet(files(tmp_path, ROWS))
+    key = "spark.sql.parquet.fieldId.read.enabled"
+    spark.conf.set(key, "true")
+    try:
+        assert local_parquet_rows(frame) is None
+    finally:
+        spark.conf.unset(key)
+    assert local_parquet_rows(frame) is not None
+
+
 def _partitioned(spark, tmp_path):
     d = tmp_path / "parted"
     (d / "p=1").mkdir(parents=True)

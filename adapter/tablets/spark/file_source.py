@@ -6,9 +6,10 @@ rows' conversion to Arrow, most of a small MERGE on the driver; a read here cost
 Only where the read gives exactly the rows ``DataFrame.toArrow`` gives, else None (and Spark
 reads it): a classic session; the optimized plan a file relation of Parquet without partition
 columns or buckets, under at most a projection of its columns; every file on a ``file:`` path,
-holding every column by its exact name, as the Arrow type Spark's would have (no cast, no
-widening: Spark's rules, not Arrow's, decide those); no timestamp (its zone, INT96 and rebase
-rules are Spark's); no date before the Gregorian reform (Spark may rebase those or refuse them)."""
+holding every column by its exact name (and Spark matching them by name, not field id), as the
+Arrow type Spark's would have (no cast, no widening: Spark's rules, not Arrow's, decide those); no
+timestamp (its zone, INT96 and rebase rules are Spark's); no date before the Gregorian reform
+(Spark may rebase those or refuse them)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def local_parquet_rows(frame: DataFrame) -> pa.Table | None:
         conf = frame.sparkSession.conf
         large = conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false") == "true"
         folds = conf.get("spark.sql.caseSensitive", "false") != "true"
+        if conf.get("spark.sql.parquet.fieldId.read.enabled", "false") == "true":
+            return None  # Spark matches columns by field id there, not by name
         schema = to_arrow_schema(frame.schema, timezone="UTC", prefers_large_types=large)
     except Exception:  # noqa: BLE001 - py4j, or a type without an Arrow form: Spark reads it
         return None
