@@ -115,6 +115,21 @@ def run_system(
     return out
 
 
+def _pooled(before: dict[str, dict], now: dict[str, dict]) -> dict[str, dict]:
+    """One system's records of two rounds as one: their times together; an error or a final
+    table that differs between the rounds is kept."""
+    out = dict(before)
+    for w, rec in now.items():
+        old = out.get(w)
+        if old is None or "error" in rec:
+            out[w] = rec
+        elif "error" not in old:
+            out[w] = {**old, "times": [*old.get("times", []), *rec.get("times", [])]}
+            if rec.get("fp") != old.get("fp"):
+                out[w]["fp"] = f"rounds differ: {old.get('fp')} / {rec.get('fp')}"
+    return out
+
+
 def median(rec: dict | None) -> float | None:
     t = (rec or {}).get("times")
     return statistics.median(t) if t and "error" not in rec else None  # type: ignore[operator]
@@ -148,9 +163,14 @@ def main_workloads(
     print(f"data {args.data} ready ({time.perf_counter() - t0:.1f} s); logs in {args.work}/*.log", flush=True)
 
     results: dict[str, dict[str, dict]] = {}  # system -> workload -> record
+    # rounds: every system again, in the reverse order each time, its times pooled, so that a
+    # machine whose speed drifts weighs on each system alike
+    for r in range(args.rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            print(f"{name}: loading and timing {len(workloads)} workloads (round {r + 1}) ...", flush=True)
+            got = run_system(args, name, workloads, args.data, args.work, versions, notes)
+            results[name] = _pooled(results[name], got) if name in results else got
     for name in names:
-        print(f"{name}: loading and timing {len(workloads)} workloads ...", flush=True)
-        results[name] = run_system(args, name, workloads, args.data, args.work, versions, notes)
         if args.process and name != "spark_floor":
             log = os.path.join(args.work, f"{name}.log")
             for w in workloads:
@@ -197,7 +217,13 @@ def main_workloads(
         [[w] + [mib(results[n].get(w, {}).get("bytes")) for n in names] for w in workloads],
     )
     out = [
-        f"Statement alone, seconds: median (min-max) of {args.repeat}; ratio < 1 means ours is faster.",
+        f"Statement alone, seconds: median (min-max) of {args.repeat * args.rounds}"
+        + (
+            f" ({args.rounds} rounds of {args.repeat}, the systems' order reversed each round)"
+            if args.rounds > 1
+            else ""
+        )
+        + "; ratio < 1 means ours is faster.",
         "",
         timing,
         "",
@@ -337,6 +363,12 @@ def main() -> None:
     ap.add_argument("--scale-rows", default="1000000,10000000", help="target sizes of the scale workload")
     ap.add_argument("--systems", default=",".join(ALL_SYSTEMS))
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every system this many times, the order reversed each round, times pooled (a drifting machine)",
+    )
     ap.add_argument("--memory", default="4g", help="spark.driver.memory of every Spark system")
     ap.add_argument("--process", action="store_true", help="also time one MERGE in a fresh process (start-up included)")
     ap.add_argument("--cache", default=data.DEFAULT_CACHE, help="data cache (one directory per row count)")
@@ -394,7 +426,7 @@ def main() -> None:
         print("\n" + "!" * 30 + f" MISMATCH in {len(mismatches)} result(s) " + "!" * 30)
     report.append(
         args.results,
-        f"{' + '.join(titles)}, repeat {args.repeat}",
+        f"{' + '.join(titles)}, repeat {args.repeat}" + (f" x {args.rounds} rounds" if args.rounds > 1 else ""),
         started,
         load_at_start,
         versions,
