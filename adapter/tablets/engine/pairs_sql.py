@@ -72,6 +72,7 @@ from tablets.spark.frames import (
 from tablets.spec import ActionKind
 from tablets.sqltext import quote_ident
 from tablets.storage.pruning import outside_share
+from tablets.storage.types import GREGORIAN_REFORM
 
 
 def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
@@ -103,9 +104,6 @@ def target_scan(run: Run, tablets: Sequence[str]) -> TabletScan:
         if any(sh is None or sh >= RANGE_FILTER_SHARE for sh in shares):
             frame = frame.filter(F.col(quote_ident(col)).between(_literal(lo), _literal(hi)))
     return replace(scan, frame=frame)
-
-
-GREGORIAN_REFORM = datetime.date(1582, 10, 15)
 
 
 def _literal(value: object) -> Column:

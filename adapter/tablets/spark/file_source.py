@@ -13,7 +13,6 @@ timestamp (its zone, INT96 and rebase rules are Spark's); no date before the Gre
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -25,8 +24,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from tablets.spark.backend import is_connect
 from tablets.storage.fileio import LOCAL
-
-GREGORIAN_REFORM = datetime.date(1582, 10, 15)
+from tablets.storage.types import GREGORIAN_REFORM
 
 
 def local_parquet_rows(frame: DataFrame) -> pa.Table | None:

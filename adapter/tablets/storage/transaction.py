@@ -243,7 +243,6 @@ class RowLevelSink:
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._fragments: list[Fragment] = []
-        self._written: list[str] = []  # made durable together when the sink finishes
 
     def delete(self, tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
         """Mark rows deleted; ``tablet_ids[i]`` owns ``row_numbers[i]``."""
@@ -281,7 +280,6 @@ class RowLevelSink:
         for start in range(0, data.num_rows, n):
             add = write_tablet(self.handle.io, self.handle.root, data.slice(start, n), self.handle.txid)
             self._fragments.append(TabletFragment(add))
-            self._written.append(join(self.handle.root, add.path))
 
     def _write_dv(self, tablet_id: str, chunks: list[np.ndarray]) -> DVFragment:
         if tablet_id not in self.handle.tablets:
@@ -300,7 +298,6 @@ class RowLevelSink:
             deleted = len(new)
         rel = dv_relpath(tablet_id, self.handle.txid)
         info = write_dv(self.handle.io, join(self.handle.root, rel), new, sync=False)
-        self._written.append(join(self.handle.root, rel))
         return DVFragment(tablet_id, SetDV(tablet_id, rel, info.cardinality, info.size, info.checksum), deleted)
 
     def finish(self) -> list[Fragment]:
@@ -312,8 +309,14 @@ class RowLevelSink:
                 chunks = self._deletes.get(tablet_id, []) + self._reads.get(tablet_id, [])
                 self._fragments.append(ReadFragment.of(tablet_id, bitmap_from_positions(np.concatenate(chunks))))
         self._deletes, self._reads = {}, {}
-        self.handle.io.sync(self._written)  # before the driver may commit them
-        out, self._fragments, self._written = self._fragments, [], []
+        # what this sink wrote, made durable together before the driver may commit it
+        written = [
+            f.add.path if isinstance(f, TabletFragment) else f.dv.path
+            for f in self._fragments
+            if not isinstance(f, ReadFragment)
+        ]
+        self.handle.io.sync(join(self.handle.root, p) for p in written)
+        out, self._fragments = self._fragments, []
         return out
 
 

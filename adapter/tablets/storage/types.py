@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import re
 
 import pyarrow as pa
@@ -23,6 +24,10 @@ _SIMPLE: dict[str, pa.DataType] = {
     "timestamp_ntz": pa.timestamp("us"),
     "void": pa.null(),
 }
+# the first day of the Gregorian calendar: Spark may rebase a date before it (a Parquet file's
+# legacy hybrid calendar) or refuse it, where Arrow reads the days as they are
+GREGORIAN_REFORM = datetime.date(1582, 10, 15)
+
 TYPE_ALIASES = {
     "integer": "int",
     "long": "bigint",
