@@ -118,7 +118,7 @@ def collect_local_source(
     try:
         # a source that is only Parquet files here: read by Arrow, no Spark job
         data = local_parquet_rows(source)
-        run.metrics.source_by_arrow = data is not None
+        by_arrow = data is not None
         if data is None:
             data = source.toArrow()  # the statement's own errors (the source query's) go up from here
     except (TypeError, NotImplementedError, pa.ArrowException):
@@ -133,6 +133,7 @@ def collect_local_source(
     if run.intake.local is None:  # Spark cannot take these rows back as they are
         return None
     run.metrics.source_rows = data.num_rows
+    run.metrics.source_by_arrow = by_arrow  # (not where Spark reads it again after all, above)
     run.intake.keys = _key_values(run, data)
     return frame, ranges
 
