@@ -211,4 +211,11 @@ def test_read_rows_at_gives_the_rows_in_the_order_asked(table):
             table.io, table.root, [st.add, st.add], which, positions, SCHEMA, ["s"], threads=threads
         )
         assert got.column("s").to_pylist() == ["s999", "s3", "s150", "s3", "s0"]
+    # one tablet of ten row groups, more threads than tablets: read in runs side by side
+    positions = np.array([999, 3, 450, 150, 3, 0, 451, 998], dtype=np.int64)
+    for threads in (1, 3, 16):
+        got = tablet.read_rows_at(
+            table.io, table.root, [st.add], np.zeros(len(positions), np.int64), positions, SCHEMA, ["s"], threads=threads
+        )
+        assert got.column("s").to_pylist() == [f"s{p}" for p in positions]
     assert tablet.read_rows_at(table.io, table.root, [st.add], which[:0], positions[:0], SCHEMA, ["s"]).num_rows == 0

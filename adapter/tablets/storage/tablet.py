@@ -528,11 +528,21 @@ def read_rows_at(
     threads: int = 1,
 ) -> pa.Table:
     """``columns`` of the rows (``adds[which[i]]``, ``positions[i]``), in that order: each
-    tablet's rows read by ``read_positions`` (its tablets in ``threads`` threads)."""
+    tablet's rows read by ``read_positions`` (its tablets in ``threads`` threads). Fewer tablets
+    than threads: a tablet of several row groups is read in runs of its positions side by side
+    (Arrow decodes without the GIL; a row group two runs share is decoded by both)."""
     if not len(which):
         return pa.schema([schema.field(c) for c in columns]).empty_table()
     order = np.lexsort((positions, which))  # by tablet, then position
     chunks = np.split(order, np.flatnonzero(np.diff(which[order])) + 1)
+    if threads > len(chunks):
+        share = threads // len(chunks)
+        chunks = [
+            run
+            for c in chunks
+            for run in np.array_split(c, max(1, min(share, -(-adds[int(which[c[0]])].rows // ROW_GROUP_ROWS))))
+            if len(run)
+        ]
 
     def read(chunk: np.ndarray) -> pa.Table:
         return read_positions(io, root, adds[int(which[chunk[0]])], schema, columns, positions[chunk], mapping)
