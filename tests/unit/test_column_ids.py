@@ -15,7 +15,7 @@ from tablets.storage.actions import Metadata, action_from_json, action_to_json
 from tablets.storage.columns import FIELD_ID, PHYSICAL_PREFIX
 from tablets.storage.metadata import MetadataChange
 from tablets.storage.pruning import Pred, prune
-from tablets.storage.tablet import KeySet, select_rows
+from tablets.storage.select import KeySet, select_rows
 from tablets.storage.types import schema_to_arrow
 
 pytestmark = pytest.mark.unit

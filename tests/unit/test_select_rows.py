@@ -1,6 +1,8 @@
-"""The driver's selection of a tablet's rows by key values (storage.tablet.select_rows): the
+"""The driver's selection of a tablet's rows by key values (storage.select.select_rows): the
 same rows a filter of the live rows gives, with their positions, row groups skipped by their
 statistics, NULL keys never selected, tablets verified."""
+
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -8,7 +10,7 @@ import pyarrow.compute as pc
 import pytest
 from tablets.exceptions import FormatError
 from tablets.storage import RowLevelSink, TabletTable, tablet
-from tablets.storage.tablet import KeySet, select_rows
+from tablets.storage.select import KeySet, select_rows
 
 pytestmark = pytest.mark.unit
 
@@ -163,6 +165,23 @@ def test_key_sets_agree_with_is_in(values, column_type):
     assert (ks.lo, ks.hi) == (min(values), max(values))
 
 
+def test_a_key_set_answers_columns_of_any_length_in_turn_and_from_threads():
+    """``hits`` keeps its buffers between calls (per thread): columns longer and shorter than the
+    last, from several threads at once, each get their own answer."""
+    rng = np.random.default_rng(7)
+    values = pa.array(rng.choice(50_000, 5_000, replace=False), pa.int64())
+    ks = KeySet(values)
+    columns = [pa.array(rng.integers(-10, 60_000, n), pa.int64()) for n in (1000, 70_000, 10, 0, 30_000, 70_001)]
+
+    def want(c):
+        return pc.fill_null(pc.is_in(c, value_set=values), False).to_pylist()
+
+    assert [ks.hits(c).to_pylist() for c in columns] == [want(c) for c in columns]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda c: ks.hits(c).to_pylist(), columns * 4))
+    assert got == [want(c) for c in columns * 4]
+
+
 def test_key_sets_of_strings_and_no_values():
     ks = KeySet(pa.array(["b", "a", None]))
     assert ks.hits(pa.chunked_array([["a", None], ["c", "b"]])).to_pylist() == [True, False, False, True]
@@ -215,7 +234,14 @@ def test_read_rows_at_gives_the_rows_in_the_order_asked(table):
     positions = np.array([999, 3, 450, 150, 3, 0, 451, 998], dtype=np.int64)
     for threads in (1, 3, 16):
         got = tablet.read_rows_at(
-            table.io, table.root, [st.add], np.zeros(len(positions), np.int64), positions, SCHEMA, ["s"], threads=threads
+            table.io,
+            table.root,
+            [st.add],
+            np.zeros(len(positions), np.int64),
+            positions,
+            SCHEMA,
+            ["s"],
+            threads=threads,
         )
         assert got.column("s").to_pylist() == [f"s{p}" for p in positions]
     assert tablet.read_rows_at(table.io, table.root, [st.add], which[:0], positions[:0], SCHEMA, ["s"]).num_rows == 0

@@ -23,7 +23,7 @@ from tablets.storage import (
 )
 from tablets.storage.actions import AddTablet
 from tablets.storage.pruning import outside
-from tablets.storage.tablet import KeySet
+from tablets.storage.select import KeySet
 from tablets.storage.types import schema_to_arrow
 
 INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer", "long")

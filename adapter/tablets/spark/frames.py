@@ -85,18 +85,17 @@ from tablets.spark.columns import named, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, live_mask, positions_of, read_dv
 from tablets.storage.fileio import basename, is_local, join, scheme_of
+from tablets.storage.select import KeySet, select_rows
 from tablets.storage.table import ROW_NUMBER, ROW_TABLET, TabletTable
 from tablets.storage.tablet import (
     ROW_ID,
     ROW_ID_SHIFT,
     ROW_INDEX,
     TABLET_SUFFIX,
-    KeySet,
     check_sizes,
     has_row_ids,
     read_rows_at,
     read_tablet,
-    select_rows,
 )
 from tablets.storage.types import schema_to_arrow
 
@@ -403,7 +402,7 @@ def driver_rows(
     skip_by_stats: bool = True,
 ) -> pa.Table | None:
     """The live rows of the tablets ``tablet_ids`` whose key columns hold the source's values
-    (``values``: column -> values; ``tablets.storage.tablet.select_rows``), read on the driver:
+    (``values``: column -> values; ``tablets.storage.select.select_rows``), read on the driver:
     ``columns`` plus the file name and row index, as ``tablet_scan``'s frame has them (the
     deletion vectors already applied). For a statement whose source is small and whose target
     is small enough to read here: it spares the Spark job that streams every target row through

@@ -15,9 +15,8 @@ import functools
 import hashlib
 import uuid
 import zlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -229,7 +228,7 @@ def missing(path: str) -> FormatError:
 
 
 @contextlib.contextmanager
-def _verified(io: FileIO, path: str, add: AddTablet) -> Iterator[pq.ParquetFile]:
+def verified(io: FileIO, path: str, add: AddTablet) -> Iterator[pq.ParquetFile]:
     """One tablet file, open, after checking it is the log's tablet (size, footer id, row
     count); page CRCs are checked as pages are read. Failures are ``FormatError``s naming it."""
     try:
@@ -269,7 +268,7 @@ def unview(data: pa.Table) -> pa.Table:
 
 def _read_verified(io: FileIO, path: str, add: AddTablet, columns: list[str]) -> pa.Table:
     """The columns of one tablet file (those it has), after checking it is the log's tablet."""
-    with _verified(io, path, add) as pf:
+    with verified(io, path, add) as pf:
         present = set(pf.schema_arrow.names)
         return unview(pf.read(columns=[c for c in columns if c in present]))
 
@@ -306,181 +305,6 @@ def read_tablet(
     return data
 
 
-# integer key values spanning fewer values than this are looked up in a bitmap over the span
-# (at most 32 MiB)
-_DENSE_SPAN = 1 << 28
-
-
-class KeySet:
-    """One key column's values, for membership tests against a tablet's column: signed integers
-    of a span under ``_DENSE_SPAN`` as a bitmap over it (one gather a row, from a map an eighth
-    the size of a byte map, so that it stays in cache: bench/RESULTS.md), else ``is_in`` in the
-    column's type (strings and dates compare as they are). Built once per statement; NULL is in
-    no set."""
-
-    def __init__(self, values: pa.Array) -> None:
-        values = values.drop_null()
-        mm = pc.min_max(values)
-        # None: no values; OUT_OF_RANGE: values beyond Python's (every row group may hold them)
-        self.lo: Any = python_value(mm["min"])
-        self.hi: Any = python_value(mm["max"])
-        if self.lo is OUT_OF_RANGE or self.hi is OUT_OF_RANGE:
-            self.lo = self.hi = OUT_OF_RANGE
-        self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
-        self._cast: dict[pa.DataType, pa.Array] = {}  # the values in a tablet column's type
-        self._bits: np.ndarray | None = None  # bit i: lo + i is in the set
-        self._span = 0  # bits in the map; the last one (never set) stands for out of the span
-        self._sorted: np.ndarray | None = None  # integer values in order (may_hold), made on first use
-        if pa.types.is_signed_integer(values.type) and self.lo is not None and self.hi - self.lo < _DENSE_SPAN:
-            self._span = self.hi - self.lo + 2
-            self._bits = np.zeros((self._span + 7) // 8, dtype=np.uint8)
-            at = self._values.to_numpy() - self.lo
-            np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
-
-    def may_hold(self, lo: Any, hi: Any) -> bool:
-        """Whether some value of the set can lie in ``lo``..``hi`` (a tablet's or a row group's
-        min and max of its column): for integers, whether one does, so that a set with gaps (new
-        keys and a few late ones) rules out what lies between them; else whether the set's own
-        min..max overlaps it. None bounds: no values there; an empty set holds nothing."""
-        if lo is None or hi is None or self.lo is None:
-            return False
-        if self.lo is OUT_OF_RANGE or lo is OUT_OF_RANGE or hi is OUT_OF_RANGE:
-            return True
-        try:
-            if hi < self.lo or lo > self.hi:
-                return False
-            if not (pa.types.is_integer(self._values.type) and type(lo) is int and type(hi) is int):
-                return True
-        except TypeError:  # bounds of another kind (statistics as bytes, say): cannot tell
-            return True
-        if self._sorted is None:
-            self._sorted = np.sort(self._values.to_numpy())
-        i = int(np.searchsorted(self._sorted, max(lo, self.lo), side="left"))
-        return i < len(self._sorted) and int(self._sorted[i]) <= hi
-
-    def hits(self, column: pa.ChunkedArray | pa.Array) -> pa.Array:
-        """Whether each value of ``column`` is in the set (NULL: False)."""
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks()
-        if pa.types.is_integer(column.type):
-            column = column.cast(pa.int64())
-            if self._bits is not None:
-                data = column.fill_null(0).to_numpy(zero_copy_only=False).view(np.uint64)
-                offset = data - np.uint64(self.lo % (1 << 64))  # below lo wraps past the span
-                np.minimum(offset, np.uint64(self._span - 1), out=offset)
-                at = offset.view(np.int64)  # (now under the span)
-                hit = ((np.take(self._bits, at >> 3) >> (at & 7).astype(np.uint8)) & 1).view(bool)
-                if column.null_count:
-                    hit &= column.is_valid().to_numpy(zero_copy_only=False)
-                return pa.array(hit)
-            return pc.is_in(column, value_set=self._values, skip_nulls=True)
-        if column.type not in self._cast:  # cast once, not per row group
-            self._cast[column.type] = self._values.cast(column.type)
-        return pc.is_in(column, value_set=self._cast[column.type], skip_nulls=True)
-
-
-def _may_hold(meta: pq.RowGroupMetaData, index: int, keys: KeySet) -> bool:
-    """Whether a row group's min/max statistics of column ``index`` can hold a value of ``keys``."""
-    if keys.lo is None:
-        return False
-    stats = meta.column(index).statistics
-    if keys.lo is OUT_OF_RANGE or stats is None or not stats.has_min_max:
-        return True
-    try:
-        return keys.may_hold(stats.min, stats.max)
-    # statistics of another physical type (e.g. bytes), or beyond Python's dates: cannot tell
-    except (TypeError, OverflowError, ValueError):
-        return True
-
-
-class Selection(NamedTuple):
-    rows: pa.Table  # the selected rows' columns, conformed to the schema
-    positions: pa.Array  # their positions in the file
-    by_values: pa.Array  # per row: selected by the values (else by ``others``)
-
-
-def select_rows(
-    io: FileIO,
-    root: str,
-    add: AddTablet,
-    dv: SetDV | None,
-    schema: pa.Schema,
-    columns: list[str],
-    values: Mapping[str, pa.Array | KeySet],
-    others: Callable[[pa.Table], pa.Array] | None = None,
-    other_columns: Sequence[str] = (),
-    part: tuple[int, int] = (0, 1),
-    mapping: ColumnMapping | None = None,
-    *,
-    skip_by_stats: bool = True,
-) -> Selection:
-    """The live rows of one tablet whose every column named in ``values`` holds one of that
-    column's values (NULL holds none), and with ``others`` also the other live rows for which
-    ``others`` (over a row group's ``values`` and ``other_columns``, conformed to ``schema``)
-    is True: ``columns`` conformed to ``schema``, and the rows' positions in the file. Verified
-    as ``read_tablet``; reads the ``values`` columns only of the row groups whose statistics can
-    hold the values (every row group with ``others``), and the other columns only of the row
-    groups with a selected row. ``part`` (i, n): only row groups g with g % n == i, so that n
-    threads can share one tablet. ``mapping``: as ``read_tablet``'s. ``skip_by_stats`` False:
-    every row group is read."""
-    wanted = pa.schema([schema.field(c) for c in columns])
-    path = join(root, add.path)
-    parts, positions, flags = [], [], []
-    with _verified(io, path, add) as pf:
-        names = pf.schema_arrow.names
-        if mapping is not None and not mapping.identity:
-            pf = _ByName(pf, mapping)  # the file's columns under the table's names
-            names = pf.names
-        present = [c for c in columns if c in names]
-        keys = {c: v if isinstance(v, KeySet) else KeySet(v) for c, v in values.items() if c in names}
-        if len(keys) < len(values):  # a key column added after this tablet: NULL in every row
-            keys = {}
-        probe = list(keys) + [c for c in other_columns if c not in keys]
-        probe_schema = pa.schema([schema.field(c) for c in probe])
-        live = None
-        if dv is not None and (keys or others is not None):
-            live = live_mask(read_dv(io, join(root, dv.path), DVInfo(dv.size, dv.checksum, dv.cardinality)), add.rows)
-        start = 0
-        for g in range(pf.metadata.num_row_groups if keys or others is not None else 0):
-            meta = pf.metadata.row_group(g)
-            at = start
-            start += meta.num_rows
-            if g % part[1] != part[0]:
-                continue
-            holds = bool(keys) and (
-                not skip_by_stats or all(_may_hold(meta, names.index(c), ks) for c, ks in keys.items())
-            )
-            if not holds and others is None:
-                continue
-            group = conform(
-                unview(pf.read_row_group(g, columns=[c for c in probe if c in names])), probe_schema, meta.num_rows
-            )
-            hit = None
-            for c, ks in keys.items() if holds else ():
-                h = ks.hits(group.column(c))
-                hit = h if hit is None else pc.and_(hit, h)
-            if hit is None:
-                hit = pa.array(np.zeros(meta.num_rows, dtype=bool))
-            mask = hit if others is None else pc.or_(hit, others(group))
-            local = pc.indices_nonzero(mask).to_numpy(zero_copy_only=False)
-            if live is not None:
-                local = local[live[at + local]]
-            if len(local) == 0:
-                continue
-            picked = pa.array(local)
-            # the probed columns were read above: only the others are read for the selected rows
-            rest = [c for c in present if c not in probe]
-            read = unview(pf.read_row_group(g, columns=rest)).take(picked) if rest else None
-            probed = group.take(picked)
-            rows = pa.table({c: (probed if c in probe or read is None else read).column(c) for c in present})
-            parts.append(conform(rows, wanted, len(local)))
-            positions.append(pa.array(local + at, pa.int64()))
-            flags.append(hit.take(picked))
-    if not parts:
-        return Selection(wanted.empty_table(), pa.array([], pa.int64()), pa.array([], pa.bool_()))
-    return Selection(pa.concat_tables(parts), pa.concat_arrays(positions), pa.concat_arrays(flags))
-
-
 def read_positions(
     io: FileIO,
     root: str,
@@ -496,10 +320,10 @@ def read_positions(
     as ``read_tablet``'s."""
     wanted = pa.schema([schema.field(c) for c in columns])
     parts = []
-    with _verified(io, join(root, add.path), add) as pf:
+    with verified(io, join(root, add.path), add) as pf:
         names = pf.schema_arrow.names
         if mapping is not None and not mapping.identity:
-            pf = _ByName(pf, mapping)
+            pf = ByName(pf, mapping)
             names = pf.names
         present = [c for c in columns if c in names]
         start = i = 0
@@ -557,7 +381,7 @@ def read_rows_at(
     return got.take(pa.array(back))
 
 
-class _ByName:
+class ByName:
     """The little of a ``ParquetFile`` that ``select_rows`` uses, with the columns under the
     table's names (``mapping``) where the file keeps them under physical names."""
 
