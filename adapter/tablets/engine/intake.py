@@ -77,13 +77,9 @@ def broadcastable(run: Run, source: DataFrame) -> bool:
 def persisted_source(run: Run, source: DataFrame) -> DataFrame:
     """The source persisted as Spark reads it, with a row id that lets an anti join find the
     source rows without a pair (see classified_pairs)."""
-    return _persisted(run, source.withColumn(SID, F.monotonically_increasing_id()))
-
-
-def _persisted(run: Run, frame: DataFrame) -> DataFrame:
-    frame = frame.persist(StorageLevel.MEMORY_AND_DISK)
-    run.temps.persisted.append(frame)
-    return frame
+    source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
+    run.temps.persisted.append(source)
+    return source
 
 
 def materialized_source(run: Run, source: DataFrame) -> DataFrame:
@@ -92,10 +88,9 @@ def materialized_source(run: Run, source: DataFrame) -> DataFrame:
     collecting job fills (the rows kept as Spark computed them, with no columnar cache to build:
     a 100k-row source 0.19 -> 0.09 s, bench/RESULTS.md; and a block lost with its executor fails
     the statement rather than read a source that may have changed again); else persisted."""
-    framed = source.withColumn(SID, F.monotonically_increasing_id())
-    if not _collected_here(run, framed):  # (asked of the frame counted_source will ask it of)
-        return _persisted(run, framed)
-    frame = local_checkpoint(framed)
+    if not _collected_here(run, source):
+        return persisted_source(run, source)
+    frame = local_checkpoint(source.withColumn(SID, F.monotonically_increasing_id()))
     run.temps.checkpoints.append(frame)
     return frame
 
