@@ -885,32 +885,3 @@ def test_a_source_collected_to_be_counted_is_read_once_into_a_checkpoint_release
     got = rows(db, "SELECT id, v FROM api.checkpointed")
     assert len(got) == m.source_rows and len({r[1] for r in got}) > 1
     assert {i.id() for i in sc._jsc.sc().getRDDStorageInfo()} <= cached_before  # noqa: SLF001
-
-
-def test_a_checkpointed_source_lost_mid_statement_fails_it_clearly_and_writes_nothing(db, spark, monkeypatch):
-    """The counted source's blocks gone after it was collected (as when their executor is lost):
-    the statement fails with an error that says so, and the table is as it was."""
-    from tablets.engine import executor, intake
-    from tablets.exceptions import ExecutionError
-    from tablets.spark.frames import release_checkpoint
-
-    def counted_then_lost(run, source):
-        ranges = intake.counted_source(run, source)
-        release_checkpoint(source)
-        return ranges
-
-    monkeypatch.setattr(intake, "local_limit", lambda spark: 0)
-    monkeypatch.setattr(executor, "counted_source", counted_then_lost)
-    fresh(db, "api.lost_source", "id BIGINT, v BIGINT", "(1, 1), (2, 2)")
-    version = db.table_of("api.lost_source").version
-    with pytest.raises(ExecutionError, match="source, kept in the executors as it was read, is gone") as e:
-        merge(
-            db,
-            spark,
-            "MERGE INTO api.lost_source t USING (SELECT id, id * 10 AS v FROM range(0, 30)) s ON t.id = s.id "
-            "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
-            driver=False,
-        )
-    assert "run the statement again" in str(e.value.help)
-    assert db.table_of("api.lost_source").version == version
-    assert rows(db, "SELECT * FROM api.lost_source") == [(1, 1), (2, 2)]

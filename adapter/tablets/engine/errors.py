@@ -56,13 +56,6 @@ def job_failed(what: str, e: Exception) -> TabletsError:
             f"{what} failed: Spark's Python workers cannot import {module}",
             help=f"The executors' Python (spark.pyspark.python) lacks {module}: {fix}. The table is unchanged.",
         )
-    if "CHECKPOINT_RDD_BLOCK_ID_NOT_FOUND" in text:  # intake.materialized_source's rows, gone
-        return ExecutionError(
-            f"{what} failed: the statement's source, kept in the executors as it was read, is gone "
-            "(an executor that held part of it was lost)",
-            help="Nothing was written: run the statement again. The source is read once and kept, so that "
-            "a changing source (rand(), a table being written) cannot give two answers in one statement.",
-        )
     # a Python function's error (a UDF of a Python model): its exception and where, not the first line
     if "An exception was thrown from the Python worker" in text:
         body = text.split("JVM stacktrace:", 1)[0]
