@@ -2,7 +2,7 @@
 (support.sqlgen), each statement run on two tables of the product and on DuckDB, compared after
 every statement (support.differential): the first table with the session's defaults (the driver
 plan where it applies), the second, by the case's seed, on Spark's plan
-(``spark.tablets.merge.driverScanBytes=0``; half the cases: with its source checkpointed in a sixth,
+(``spark.tablets.merge.driverScanBytes=0``; half the cases: with its source persisted in a sixth,
 its pairs written by Spark's tasks in another), with every shortcut off (the long way), or on
 the driver plan with Arrow evaluation or pruning off (``differential.SECOND``).
 

@@ -851,37 +851,3 @@ def test_deletes_updates_and_window_replaces_skip_the_tablets_their_where_rules_
     assert rows(
         db, "SELECT count(*), count(DISTINCT id), sum(IF(v = 0, 1, 0)), sum(IF(v = -1, 1, 0)) FROM api.windows"
     ) == [(281, 281, 10, 6)]
-
-
-def test_a_source_collected_to_be_counted_is_read_once_into_a_checkpoint_released_at_the_end(db, spark, monkeypatch):
-    """Spark's plan with a source small enough to collect here (``intake.materialized_source``):
-    the source is a local checkpoint, filled by the one job that collects it (a rand() in it is
-    drawn once: the rows written are the rows counted), and its blocks are gone when the
-    statement ends."""
-    from tablets.engine import executor, intake
-
-    counted = []
-
-    def counted_source(run, source):
-        counted.append(source._jdf.queryExecution().logical().getClass().getSimpleName())  # noqa: SLF001
-        return intake.counted_source(run, source)
-
-    monkeypatch.setattr(intake, "local_limit", lambda spark: 0)  # no local relation
-    monkeypatch.setattr(executor, "counted_source", counted_source)
-    fresh(db, "api.checkpointed", "id BIGINT, v BIGINT", "(1, 1), (2, 2)")
-    sc = spark.sparkContext
-    cached_before = {i.id() for i in sc._jsc.sc().getRDDStorageInfo()}  # noqa: SLF001
-    # which rows and values: drawn once, by the job that counts them
-    src = "SELECT id, CAST(rand() * 1000000 AS BIGINT) AS v FROM range(0, 400) WHERE rand() < 0.5 OR id < 3"
-    m = merge(
-        db,
-        spark,
-        f"MERGE INTO api.checkpointed t USING ({src}) s ON t.id = s.id "
-        "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
-        driver=False,
-    )
-    assert counted == ["LogicalRDD"] and not m.merged_on_driver
-    assert m.rows_updated + m.rows_unchanged == 2 and m.rows_inserted == m.source_rows - 2
-    got = rows(db, "SELECT id, v FROM api.checkpointed")
-    assert len(got) == m.source_rows and len({r[1] for r in got}) > 1
-    assert {i.id() for i in sc._jsc.sc().getRDDStorageInfo()} <= cached_before  # noqa: SLF001

@@ -42,8 +42,8 @@ from support.sqlgen import Case, Step, values_query
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
 # other shortcut on (few pairs then written by one task on the driver), Spark's plan with its
-# source not taken as local rows, as a bigger one is (a local checkpoint filled by the job that
-# collects it to be counted and digested, then broadcast: intake.materialized_source), Spark's plan with its pairs always written by Spark's tasks and
+# source persisted, not taken as local rows, as a bigger one is (collected once to be counted
+# and digested, then broadcast), Spark's plan with its pairs always written by Spark's tasks and
 # its source kept in Spark, as a big one is (counted with its key buckets, shuffled into the
 # join), with every shortcut off (the long way), or the driver plan with one of its shortcuts
 # off. Each is held to DuckDB and to the first table (the session's defaults).
@@ -61,7 +61,7 @@ ALL_OFF = {
 SECOND = (
     ("spark", PLANS["spark"]),
     ("spark, all shortcuts off", ALL_OFF),
-    ("spark, source checkpointed", {DRIVER_SCAN_CONF: "0", LOCAL_SOURCE_CONF: "0"}),
+    ("spark, source persisted", {DRIVER_SCAN_CONF: "0", LOCAL_SOURCE_CONF: "0"}),
     ("driver, arrowEval off", {ARROW_EVAL_CONF: "false"}),
     ("spark, tasks", SPARK_TASKS),
     ("driver, pruning off", {PRUNE_CONF: "false"}),

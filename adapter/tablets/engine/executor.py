@@ -34,7 +34,7 @@ from tablets.engine.intake import (
     broadcastable,
     collect_local_source,
     counted_source,
-    materialized_source,
+    persisted_source,
     ran_before,
     source_digest,
     source_frame,
@@ -121,7 +121,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             if local is not None:
                 source, ranges = local  # source None: made from the collected rows if Spark needs it
             else:
-                source = materialized_source(run, source)
+                source = persisted_source(run, source)
                 ranges = counted_source(run, source)
             if source is not None:
                 run.intake.broadcast = broadcastable(run, source)

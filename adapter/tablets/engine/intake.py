@@ -4,9 +4,8 @@
 Below ``LOCAL_SOURCE_BYTES`` (or ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it, or
 ``LOCAL_SOURCE_CONF``: ``local_limit``) by Spark's estimate it is collected as Arrow and becomes
 a local relation (count, row ids and key ranges taken on the driver: ``collect_local_source``);
-else Spark keeps it, counted with the min/max of its join keys: below the broadcast threshold
-as a local checkpoint that the one job collecting it fills, counted in Arrow
-(``materialized_source``, ``counted_source``), else persisted and counted by one aggregate
+else it is persisted, and counted with the min/max of its join keys: below the broadcast
+threshold collected once and counted in Arrow (``counted_source``), else by one aggregate
 (``persisted_source``, ``count_and_ranges``). The key ranges prune tablets by the log's
 statistics and row groups inside the rest by Parquet's (``prune``, ``pairs_sql.target_scan``).
 
@@ -53,7 +52,6 @@ from tablets.spark.backend import is_connect
 from tablets.spark.datasource import type_text
 from tablets.spark.file_source import local_parquet_rows
 from tablets.spark.frames import (
-    local_checkpoint,
     local_relation,
 )
 from tablets.spark.sizes import broadcast_threshold, row_width, size_bytes
@@ -80,29 +78,6 @@ def persisted_source(run: Run, source: DataFrame) -> DataFrame:
     source = source.withColumn(SID, F.monotonically_increasing_id()).persist(StorageLevel.MEMORY_AND_DISK)
     run.temps.persisted.append(source)
     return source
-
-
-def materialized_source(run: Run, source: DataFrame) -> DataFrame:
-    """The source, with its row id, read once by Spark for the rest of the statement: where it
-    will be collected here to be counted (``counted_source``), a local checkpoint that the
-    collecting job fills (the rows kept as Spark computed them, with no columnar cache to build:
-    a 100k-row source 0.19 -> 0.09 s, bench/RESULTS.md; and a block lost with its executor fails
-    the statement rather than read a source that may have changed again); else persisted."""
-    if not _collected_here(run, source):
-        return persisted_source(run, source)
-    frame = local_checkpoint(source.withColumn(SID, F.monotonically_increasing_id()))
-    run.temps.checkpoints.append(frame)
-    return frame
-
-
-def _collected_here(run: Run, source: DataFrame) -> bool:
-    """``counted_source`` collects the source here: below the broadcast threshold and
-    ``DRIVER_MERGE_SOURCE_BYTES`` by Spark's estimate, not over Spark Connect (this process may
-    be far from the server that holds the rows)."""
-    if is_connect(run.spark):
-        return False
-    limit, size = broadcast_threshold(run.spark), size_bytes(source)
-    return limit is not None and limit >= 0 and size is not None and size <= min(limit, DRIVER_MERGE_SOURCE_BYTES)
 
 
 def source_frame(run: Run, original: DataFrame) -> DataFrame:
@@ -186,8 +161,16 @@ def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, objec
     aggregate takes three, and counted, ranged and digested in Arrow as a collected source is
     (``run.intake.collected``, until the re-run check; key ranges Arrow cannot take, of an
     expression, by Spark, over the rows now persisted); else by Spark's aggregate
-    (``count_and_ranges``). Where: ``_collected_here``."""
-    if not _collected_here(run, source):
+    (``count_and_ranges``). Not over Spark Connect, where this process may be far from the server
+    that holds the rows."""
+    limit, size = broadcast_threshold(run.spark), size_bytes(source)
+    if (
+        limit is None
+        or limit < 0
+        or size is None
+        or size > min(limit, DRIVER_MERGE_SOURCE_BYTES)
+        or is_connect(run.spark)
+    ):
         return count_and_ranges(run, source)
     try:
         data = source.toArrow()  # the statement's own errors (the source query's) go up from here

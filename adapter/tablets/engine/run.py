@@ -20,7 +20,6 @@ from tablets.engine.metrics import MergeMetrics
 from tablets.engine.plan import DriverClauses, Plan
 from tablets.engine.route import PRUNE_CONF
 from tablets.settings import conf_flag
-from tablets.spark.frames import release_checkpoint
 from tablets.spec import Category
 from tablets.storage import Snapshot, TabletTable
 from tablets.storage.actions import Metadata
@@ -87,14 +86,11 @@ class Temporaries:
     """What the statement made in the session and releases when it ends."""
 
     persisted: list[DataFrame] = field(default_factory=list)
-    checkpoints: list[DataFrame] = field(default_factory=list)  # frames.local_checkpoint's
     views: list[str] = field(default_factory=list)  # temp views of the statement's query
 
     def release(self, spark: SparkSession) -> None:
         for df in self.persisted:
             df.unpersist()
-        for df in self.checkpoints:
-            release_checkpoint(df)
         for name in self.views:
             spark.catalog.dropTempView(name)
 

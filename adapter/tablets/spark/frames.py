@@ -262,19 +262,6 @@ def empty_frame(
     return spark.sql(f"SELECT {', '.join([*cols, *extra])} WHERE false")
 
 
-def local_checkpoint(frame: DataFrame) -> DataFrame:
-    """``frame`` materialised by the first job that reads it (a lazy local checkpoint): its rows
-    kept in the executors' block stores as that job computed them, and every later read served
-    from there. A block lost with its executor fails the reading job (Spark cannot compute it
-    again), where a persisted frame would be computed again from its source."""
-    return frame.localCheckpoint(eager=False)
-
-
-def release_checkpoint(frame: DataFrame) -> None:
-    """Drop the blocks of ``local_checkpoint``'s frame now, not when the JVM collects it."""
-    frame._jdf.queryExecution().logical().rdd().unpersist(False)  # noqa: SLF001
-
-
 def local_relation(spark: SparkSession, data: pa.Table, schema: StructType | None = None) -> DataFrame:
     """``data`` as a Spark local relation. PySpark 4.3's ``createDataFrame`` of an Arrow table
     keeps only the record batches before the first empty one: those are left out first."""
