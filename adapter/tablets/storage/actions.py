@@ -174,6 +174,12 @@ class AddTablet:
                 return s
         return None
 
+    def named(self, mapping: ColumnMapping) -> AddTablet:
+        """This add with its statistics keyed by column name, not physical name
+        (``ColumnMapping.logical_stats``)."""
+        stats = mapping.logical_stats(self.stats)
+        return self if stats is self.stats else replace(self, stats=stats)
+
 
 @dataclass(frozen=True)
 class RemoveTablet:

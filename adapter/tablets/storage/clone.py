@@ -27,9 +27,9 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from tablets.exceptions import TableAlreadyExists, TabletsError
+from tablets.exceptions import TableAlreadyExists, TableNotFound, TabletsError
 from tablets.storage import delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
@@ -37,8 +37,15 @@ from tablets.storage.properties import check_properties
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.tablet import new_id
 
-if TYPE_CHECKING:
-    from tablets.storage.table import TabletTable  # which calls this module
+
+class Table(Protocol):
+    """What this module reads of a table (``TabletTable``, which calls it)."""
+
+    root: str
+    io: FileIO
+
+    def snapshot(self, version: int | None = None) -> Snapshot: ...
+
 
 CLONES_DIR = "_clones"
 CLONE = "CLONE"
@@ -72,7 +79,7 @@ def _marker(root: str, clone_id: str) -> str:
 
 
 def shallow_clone(
-    source: TabletTable,
+    source: Table,
     target_root: str,
     version: int | None = None,
     *,
@@ -86,19 +93,19 @@ def shallow_clone(
     CREATE OR REPLACE ... CLONE). ``TableAlreadyExists`` if a table is there and not replaced.
     The version committed."""
     what = statement or f"SHALLOW CLONE {source.root}"
-    target = type(source)(target_root, io=source.io)
-    if _store_of(target.root) != _store_of(source.root):
+    io, root = source.io, normalize(target_root)
+    if _store_of(root) != _store_of(source.root):
         raise TabletsError(
-            f"{what}: the clone's location {target.root} is on another store than its source {source.root}",
+            f"{what}: the clone's location {root} is on another store than its source {source.root}",
             help="Put the clone on the same file system or bucket as its source (a shallow clone references its files).",
         )
-    if target.root == source.root or target.root.startswith(source.root.rstrip("/") + "/"):
+    if root == source.root or root.startswith(source.root.rstrip("/") + "/"):
         raise TabletsError(
-            f"{what}: the clone's location {target.root} is inside its source's root", help="Use another location."
+            f"{what}: the clone's location {root} is inside its source's root", help="Use another location."
         )
-    old = target.snapshot() if target.exists() else None
+    old = log.load_snapshot(io, root) if _exists(io, root) else None
     if old is not None and not replace_table:
-        raise TableAlreadyExists(f"{what}: a tablet table already exists at {target.root}")
+        raise TableAlreadyExists(f"{what}: a tablet table already exists at {root}")
     snap = source.snapshot(version)
     if properties:
         check_properties(properties, snap.metadata.column_names, what)
@@ -113,7 +120,7 @@ def shallow_clone(
     owners = sorted({owner_root(p) for p in files} | {source.root})
     body = json.dumps(
         {
-            "root": target.root,
+            "root": root,
             "source": source.root,
             "source_version": snap.version,
             "created_ms": int(time.time() * 1000),
@@ -132,27 +139,36 @@ def shallow_clone(
         if old is not None:
             handle = transaction.begin(
                 old,
-                target.root,
+                root,
                 CLONE,
                 delete_from=(),
                 read_tablets=old.tablets.keys(),
                 reads_appends=True,
-                io=target.io,
+                io=io,
             )
             committed = transaction.commit(handle, [], extra_actions=actions, parameters=params, metrics=metrics)
             assert committed is not None
             return committed
         info = CommitInfo(CLONE, new_id(), int(time.time() * 1000), -1, tuple(params.items()), tuple(metrics.items()))
         info = replace(info, state=log.apply_version(None, 0, actions).summary().record())
-        if not log.write_version(source.io, target.root, 0, [*actions, info]):
-            raise TableAlreadyExists(f"{what}: a tablet table was created at {target.root} concurrently")
-        delta_log.publish(source.io, target.root, 0, [*actions, info], None)  # a Delta table too (FORMAT.md)
+        if not log.write_version(io, root, 0, [*actions, info]):
+            raise TableAlreadyExists(f"{what}: a tablet table was created at {root} concurrently")
+        delta_log.publish(io, root, 0, [*actions, info], None)  # a Delta table too (FORMAT.md)
     except BaseException:
         if old is None:
             for owner in owners:
                 source.io.delete(_marker(owner, clone_id))
         raise
     return 0
+
+
+def _exists(io: FileIO, root: str) -> bool:
+    """A table's log is at ``root`` (``TabletTable.exists``)."""
+    try:
+        versions, _ = log.list_log(io, root)
+    except TableNotFound:
+        return False
+    return bool(versions)
 
 
 def _store_of(root: str) -> str:
@@ -220,7 +236,7 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
     return keep
 
 
-def drop(table: TabletTable) -> None:
+def drop(table: Table) -> None:
     """DROP of ``table``: its own markers in the tables it clones go; with no live clone of its
     own the root goes whole, else its log and the files no clone references (every version of
     theirs), and its ``_clones/`` stay."""
@@ -231,7 +247,7 @@ def drop(table: TabletTable) -> None:
         owners = {owner_root(p) for p in _files(snap) if is_absolute(p)}
         for owner in owners:
             io.delete(_marker(owner, meta_id))
-            if not clones(io, owner) and not type(table)(owner, io=io).exists():
+            if not clones(io, owner) and not _exists(io, owner):
                 io.delete_tree(owner)  # a dropped source kept these files for its last clone
     except TabletsError:
         pass  # no readable log: nothing of it to unregister

@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TypeVar
 
 import pyarrow as pa
 
-if TYPE_CHECKING:
-    from tablets.storage.actions import AddTablet
+S = TypeVar("S")  # a column's statistics (``actions.ColumnStats``)
 
 FIELD_ID = b"PARQUET:field_id"  # Arrow field metadata that pyarrow writes as the Parquet field id
 PHYSICAL_PREFIX = "col-"
@@ -85,19 +84,18 @@ class ColumnMapping:
             return data
         return data.rename_columns([self._to_name.get(n, n) for n in data.column_names])
 
-    def logical_stats(self, add: AddTablet) -> AddTablet:
-        """``add`` with its statistics keyed by column name (what pruning by a query's columns
-        asks for): a column the tablet lacks (added after it) has no entry, and entries of
-        physical columns the table no longer has (dropped) are left out. Hidden columns
-        (``__tablets...``) keep theirs."""
+    def logical_stats(self, stats: tuple[tuple[str, S], ...]) -> tuple[tuple[str, S], ...]:
+        """A tablet's statistics (``AddTablet.stats``) keyed by column name (what pruning by a
+        query's columns asks for: ``AddTablet.named``): a column the tablet lacks (added after
+        it) has no entry, and entries of physical columns the table no longer has (dropped) are
+        left out. Hidden columns (``__tablets...``) keep theirs."""
         if self.identity:
-            return add  # every physical name is the column's own name
-        stats = tuple(
+            return stats  # every physical name is the column's own name
+        return tuple(
             (self._to_name[p], s) if p in self._to_name else (p, s)
-            for p, s in add.stats
+            for p, s in stats
             if p in self._to_name or p.startswith("__tablets")
         )
-        return replace(add, stats=stats)
 
 
 def evolve(

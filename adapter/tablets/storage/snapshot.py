@@ -175,8 +175,8 @@ class Snapshot:
 
     def named_stats(self, tablet_id: str) -> AddTablet:
         """The tablet's ``add_tablet`` with its statistics keyed by column name, not physical
-        name (``ColumnMapping.logical_stats``): what pruning by a statement's columns reads."""
-        return self.metadata.mapping.logical_stats(self.tablets[tablet_id].add)
+        name (``AddTablet.named``): what pruning by a statement's columns reads."""
+        return self.tablets[tablet_id].add.named(self.metadata.mapping)
 
     def state_actions(self) -> tuple[Action, ...]:
         """The actions that rebuild this snapshot from nothing (a checkpoint's content)."""

@@ -400,7 +400,7 @@ class _Validation:
                     f"version {version} changed the table's schema or properties while {op} ran", version
                 )
             if isinstance(a, AddTablet):
-                named = h.mapping.logical_stats(a) if h.mapping is not None else a
+                named = a.named(h.mapping) if h.mapping is not None else a
                 if h.reads_appends and not (h.append_ranges is not None and outside(named, h.append_ranges)):
                     self.appended[a.tablet_id] = (version, a)
                 continue
