@@ -1,11 +1,14 @@
 """Where a MERGE's seconds go: per Spark job and stage, from Spark's event log.
 
     .venv/bin/python bench/profile_merge.py --rows 10000000 --workloads upsert,no-op --repeat 3
+    .venv/bin/python bench/profile_merge.py --rows 10000000 --workloads upsert --system spark_floor --tasks
 
 Loads the benchmark target (bench/data.py) into a tablet table once, then per workload restores
 it, runs the statement and prints the engine's phase timings and every Spark job the statement
-ran: wall time, stages, tasks, the stages' summed task time, input and shuffle bytes. Profiling
-only: the ratios against peers are bench/merge.py's.
+ran: wall time, stages, tasks, the stages' summed task time, input and shuffle bytes (``--tasks``:
+each task's start, length and shuffle records). ``--system spark_floor`` profiles the floor's
+statement (``systems.SparkFloor``) the same way. Profiling only: the ratios against peers are
+bench/merge.py's.
 """
 
 from __future__ import annotations
@@ -40,13 +43,24 @@ class Profiled(systems.Ours):
                 master="local[2]",
                 conf={
                     "spark.driver.memory": self.memory,
-                    "spark.eventLog.enabled": "true",
+                    **EVENT_LOG,
                     "spark.eventLog.dir": self.events,
-                    "spark.eventLog.compress": "false",
                     **getattr(self, "extra", {}),
                 },
             )
             self.spark = self.db.spark
+
+
+EVENT_LOG = {"spark.eventLog.enabled": "true", "spark.eventLog.compress": "false"}
+
+
+class ProfiledFloor(systems.SparkFloor):
+    def open(self) -> None:
+        if getattr(self, "spark", None) is None:
+            self.events = os.path.join(self.work, "events")
+            os.makedirs(self.events, exist_ok=True)
+            systems.SPARK_CONF.update({**EVENT_LOG, "spark.eventLog.dir": self.events, **getattr(self, "extra", {})})
+        super().open()
 
 
 def _events(directory: str) -> list[dict]:
@@ -62,8 +76,20 @@ def _events(directory: str) -> list[dict]:
 
 
 def jobs_between(events: list[dict], start_ms: float, end_ms: float) -> list[dict]:
-    """The jobs that started in [start, end], with their stages' metrics."""
+    """The jobs that started in [start, end], with their stages' metrics and tasks."""
     stages: dict[int, dict] = {}
+    tasks_of: dict[int, list[dict]] = {}
+    for e in events:
+        if e.get("Event") == "SparkListenerTaskEnd":
+            info, metrics = e["Task Info"], e.get("Task Metrics") or {}
+            tasks_of.setdefault(e["Stage ID"], []).append(
+                {
+                    "launch": info["Launch Time"],
+                    "ms": info["Finish Time"] - info["Launch Time"],
+                    "read": (metrics.get("Shuffle Read Metrics") or {}).get("Total Records Read", 0),
+                    "written": (metrics.get("Shuffle Write Metrics") or {}).get("Shuffle Records Written", 0),
+                }
+            )
     for e in events:
         if e.get("Event") == "SparkListenerStageCompleted":
             info = e["Stage Info"]
@@ -87,6 +113,7 @@ def jobs_between(events: list[dict], start_ms: float, end_ms: float) -> list[dic
                 "tasks": info["Number of Tasks"],
                 "ms": info.get("Completion Time", 0) - info.get("Submission Time", 0),
                 **tasks,
+                "task_list": sorted(tasks_of.get(info["Stage ID"], []), key=lambda t: t["launch"]),
             }
     jobs, ends = [], {}
     for e in events:
@@ -186,12 +213,14 @@ def main() -> None:
     ap.add_argument("--phases", action="store_true", help="print Spark's planning phases of every collect/count")
     ap.add_argument("--cprofile", action="store_true", help="also print the driver's Python profile of the last run")
     ap.add_argument("--py4j", action="store_true", help="also print every py4j call of the last run to the JVM")
+    ap.add_argument("--system", choices=("ours", "spark_floor"), default="ours")
+    ap.add_argument("--tasks", action="store_true", help="also print each task: start, ms, shuffle records")
     args = ap.parse_args()
     data_dir = data.generate(args.rows)
     work = os.path.join(args.work, str(args.rows))
     shutil.rmtree(work, ignore_errors=True)
     os.makedirs(work)
-    sys_ = Profiled(data_dir, work, args.memory)
+    sys_ = (Profiled if args.system == "ours" else ProfiledFloor)(data_dir, work, args.memory)
     sys_.extra = dict(c.split("=", 1) for c in args.conf)
     if args.phases:
         _trace_planning()
@@ -229,8 +258,9 @@ def main() -> None:
             walls.append(wall)
             time.sleep(0.5)  # let the event log flush
             jobs = jobs_between(_events(sys_.events), start, end)
-            print(f"\n{w} run {run}: {wall:.2f} s  {res['timings_ms']}")  # type: ignore[index]
-            print(f"  {res['message']}")  # type: ignore[index]
+            print(f"\n{w} run {run}: {wall:.2f} s  {res['timings_ms'] if res else ''}")  # type: ignore[index]
+            if res:
+                print(f"  {res['message']}")  # type: ignore[index]
             for j in jobs:
                 print(f"  job {j['job']} +{j['offset_ms']:.0f} ms: {j['ms']} ms")
                 for s in j["stages"]:
@@ -240,6 +270,12 @@ def main() -> None:
                         f"task time {s['run_ms']} ms, in {mib['input']:.1f} MiB, "
                         f"shuffle r/w {mib['shuffle_read']:.1f}/{mib['shuffle_write']:.1f} MiB"
                     )
+                    first = s["task_list"][0]["launch"] if args.tasks and s["task_list"] else 0
+                    for task in s["task_list"] if args.tasks else ():
+                        print(
+                            f"      task +{task['launch'] - first} ms: {task['ms']} ms, "
+                            f"shuffle records r/w {task['read']}/{task['written']}"
+                        )
         print(f"\n{w}: median {statistics.median(walls):.2f} s of {len(walls)}")
 
 
