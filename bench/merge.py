@@ -60,6 +60,8 @@ def run_worker(
         ",".join(workloads),
         "--repeat",
         str(args.repeat),
+        "--warmup",
+        str(args.warmup),
         "--memory",
         args.memory,
     ]
@@ -364,6 +366,12 @@ def main() -> None:
     ap.add_argument("--systems", default=",".join(ALL_SYSTEMS))
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        help="untimed runs of the first workload in each process before its timed ones (the JVM warms up over ~5)",
+    )
+    ap.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -426,7 +434,9 @@ def main() -> None:
         print("\n" + "!" * 30 + f" MISMATCH in {len(mismatches)} result(s) " + "!" * 30)
     report.append(
         args.results,
-        f"{' + '.join(titles)}, repeat {args.repeat}" + (f" x {args.rounds} rounds" if args.rounds > 1 else ""),
+        f"{' + '.join(titles)}, repeat {args.repeat}"
+        + (f" x {args.rounds} rounds" if args.rounds > 1 else "")
+        + (f", {args.warmup} untimed runs first" if args.warmup != 1 else ""),
         started,
         load_at_start,
         versions,

@@ -659,7 +659,7 @@ def emit(record: dict[str, object]) -> None:
     print("@@" + json.dumps(record), flush=True)  # merge.py reads the lines that start with @@
 
 
-def bench(sys_: System, workloads: list[str], repeat: int) -> None:
+def bench(sys_: System, workloads: list[str], repeat: int, warmup: int = 1) -> None:
     t0 = time.perf_counter()
     sys_.open()
     sys_.load()
@@ -674,7 +674,9 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
         times = rec["times"] = []
         reset_peaks()
         try:
-            for run in range(repeat + (i == 0)):  # an untimed first run warms the JVM / caches up
+            # untimed first runs warm the JVM / caches up (``warmup``: how many, before the first workload)
+            untimed = warmup if i == 0 else 0
+            for run in range(repeat + untimed):
                 sys_.restore(w)  # untimed; DuckDB reopens its file with a cold buffer pool, like a new dbt run
                 sys_.open()
                 if sys_.written() != sys_.live:
@@ -682,7 +684,7 @@ def bench(sys_: System, workloads: list[str], repeat: int) -> None:
                 before = du(sys_.written()) if os.path.exists(sys_.written()) else 0
                 start = time.perf_counter()
                 rec["result"] = sys_.merge(w)
-                if run or i:
+                if run >= untimed:
                     times.append(round(time.perf_counter() - start, 4))
                 rec["bytes"] = sys_.bytes_written(before)
             rec["peaks_mb"] = peaks_mb()  # before the fingerprint's own scan
@@ -710,6 +712,7 @@ def main() -> None:
     ap.add_argument("--work", required=True)
     ap.add_argument("--workloads", required=True)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--memory", default="4g")
     ap.add_argument("--jars", default="", help="comma list for spark.jars (Iceberg's)")
     args = ap.parse_args()
@@ -718,7 +721,7 @@ def main() -> None:
     if args.phase == "bench":
         shutil.rmtree(sys_.work, ignore_errors=True)
         os.makedirs(sys_.work)
-        bench(sys_, workloads, args.repeat)
+        bench(sys_, workloads, args.repeat, args.warmup)
     else:
         once(sys_, workloads[0])
 
