@@ -247,7 +247,7 @@ def drop(table: Table) -> None:
         owners = {owner_root(p) for p in _files(snap) if is_absolute(p)}
         for owner in owners:
             io.delete(_marker(owner, meta_id))
-            if not clones(io, owner) and not _exists(io, owner):
+            if not clones(io, owner) and not _exists(io, normalize(owner)):
                 io.delete_tree(owner)  # a dropped source kept these files for its last clone
     except TabletsError:
         pass  # no readable log: nothing of it to unregister
