@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Protocol
 
-from tablets.exceptions import TableAlreadyExists, TableNotFound, TabletsError
+from tablets.exceptions import TableAlreadyExists, TabletsError
 from tablets.storage import delta_log, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
@@ -103,7 +103,7 @@ def shallow_clone(
         raise TabletsError(
             f"{what}: the clone's location {root} is inside its source's root", help="Use another location."
         )
-    old = log.load_snapshot(io, root) if _exists(io, root) else None
+    old = log.load_snapshot(io, root) if log.has_version(io, root) else None
     if old is not None and not replace_table:
         raise TableAlreadyExists(f"{what}: a tablet table already exists at {root}")
     snap = source.snapshot(version)
@@ -160,15 +160,6 @@ def shallow_clone(
                 source.io.delete(_marker(owner, clone_id))
         raise
     return 0
-
-
-def _exists(io: FileIO, root: str) -> bool:
-    """A table's log is at ``root`` (``TabletTable.exists``)."""
-    try:
-        versions, _ = log.list_log(io, root)
-    except TableNotFound:
-        return False
-    return bool(versions)
 
 
 def _store_of(root: str) -> str:
@@ -247,7 +238,7 @@ def drop(table: Table) -> None:
         owners = {owner_root(p) for p in _files(snap) if is_absolute(p)}
         for owner in owners:
             io.delete(_marker(owner, meta_id))
-            if not clones(io, owner) and not _exists(io, normalize(owner)):
+            if not clones(io, owner) and not log.has_version(io, normalize(owner)):
                 io.delete_tree(owner)  # a dropped source kept these files for its last clone
     except TabletsError:
         pass  # no readable log: nothing of it to unregister

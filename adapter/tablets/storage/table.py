@@ -172,11 +172,7 @@ class TabletTable:
         return table
 
     def exists(self) -> bool:
-        try:
-            versions, _ = log.list_log(self.io, self.root)
-        except TableNotFound:
-            return False
-        return bool(versions)
+        return log.has_version(self.io, self.root)
 
     def drop(self) -> None:
         """Delete the table directory (or prefix) and everything in it, except the files its
