@@ -59,7 +59,7 @@ class ProfiledFloor(systems.SparkFloor):
         if getattr(self, "spark", None) is None:
             self.events = os.path.join(self.work, "events")
             os.makedirs(self.events, exist_ok=True)
-            systems.SPARK_CONF.update({**EVENT_LOG, "spark.eventLog.dir": self.events, **getattr(self, "extra", {})})
+            self.CONF = {**EVENT_LOG, "spark.eventLog.dir": self.events, **getattr(self, "extra", {})}
         super().open()
 
 

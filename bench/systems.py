@@ -186,6 +186,7 @@ class System:
 
 class SparkSystem(System):
     TABLE: str | None = None  # the system's table in its Spark session (None: it keeps Parquet files or nothing)
+    CONF: dict[str, str] = {}  # Spark settings of the system's session, over SPARK_CONF
 
     def fingerprint(self) -> dict[str, object] | None:
         """Each Spark task fingerprints its own rows of TABLE (data.Fingerprint adds up): a
@@ -213,7 +214,7 @@ class SparkSystem(System):
 
         if getattr(self, "spark", None) is None:
             b = SparkSession.builder.appName(f"bench-{self.name}").config("spark.driver.memory", self.memory)
-            for k, v in SPARK_CONF.items():
+            for k, v in {**SPARK_CONF, **self.CONF}.items():
                 b = b.config(k, v)
             self.spark = b.getOrCreate()
             self.spark.sparkContext.setLogLevel("ERROR")
@@ -237,7 +238,6 @@ class SparkSystem(System):
 class Ours(SparkSystem):
     name = "ours"
     TABLE = "bench.target"
-    CONF: dict[str, str] = {}
     OPTIONS: dict[str, object] = {}  # the statement's run options (tablets.MergeOptions)
     BASELINE = False  # the engine of merge.py --baseline's checkout, not this one
 
