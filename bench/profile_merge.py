@@ -212,6 +212,7 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], help="k=v: a Spark setting of the session")
     ap.add_argument("--phases", action="store_true", help="print Spark's planning phases of every collect/count")
     ap.add_argument("--cprofile", action="store_true", help="also print the driver's Python profile of the last run")
+    ap.add_argument("--lines", type=int, default=45, help="--cprofile's lines (by cumulative time)")
     ap.add_argument("--py4j", action="store_true", help="also print every py4j call of the last run to the JVM")
     ap.add_argument("--system", choices=("ours", "spark_floor"), default="ours")
     ap.add_argument("--tasks", action="store_true", help="also print each task: start, ms, shuffle records")
@@ -251,7 +252,7 @@ def main() -> None:
                 py4j.print(t)
             if prof:
                 prof.disable()
-                pstats.Stats(prof).sort_stats("cumulative").print_stats(45)
+                pstats.Stats(prof).sort_stats("cumulative").print_stats(args.lines)
             end = time.time() * 1000
             if run == 0:
                 continue  # warm-up
