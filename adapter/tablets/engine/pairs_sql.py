@@ -125,6 +125,18 @@ def compared_in_tasks(run: Run) -> tuple[str, ...]:
     return deferred if len(deferred) < len(run.plan.target_columns) else ()
 
 
+def same_sql(new: str, old: str, spark_type: str) -> str:
+    """``new <=> old`` for the unchanged check. Spark's ``<=>`` refuses a map (Spark orders no
+    map): a map is compared by its entries sorted, so maps of the same entries are alike in any
+    order; a map inside a struct, an array or a map's value makes the row count as changed."""
+    t = spark_type.lower().replace(" ", "")
+    if "map<" not in t:
+        return f"({new} <=> {old})"
+    if t.startswith("map<") and "map<" not in t[4:]:
+        return f"(array_sort(map_entries({new})) <=> array_sort(map_entries({old})))"
+    return "FALSE"
+
+
 def temp_view(run: Run, frame: DataFrame) -> str:
     """``frame`` as a temp view of this statement (dropped when it ends), by its quoted name."""
     name = f"__tablets_v{uuid.uuid4().hex}"
@@ -197,7 +209,13 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
         a = b.clause.action
         if a is ActionKind.UPDATE and run.options.skip_unchanged:
             # the columns Spark left out are compared by the row's merge task (K_COMPARE)
-            same = " AND ".join(f"({v} <=> {t}.{quote_ident(n)})" for n, v in b.image if n not in run.deferred)
+            # (a column the image keeps is alike: not compared)
+            copies = b.copies or tuple(("expr", "") for _ in b.image)
+            same = " AND ".join(
+                same_sql(v, f"{t}.{quote_ident(n)}", types[n])
+                for (n, v), copy in zip(b.image, copies, strict=True)
+                if n not in run.deferred and copy != ("t", n)
+            )
             alike = K_COMPARE if run.deferred else K_UNCHANGED
             kind = f"CASE WHEN {same or 'TRUE'} THEN '{alike}' ELSE '{K_UPDATE}' END"
         else:

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tablets.engine.constraints import raise_if_violated
@@ -72,7 +72,7 @@ def delete_stream(
     if rows is None and inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
         one_task = inserts_in_one_task(run, handle.target_tablet_rows)
-        spread = F.lit("") if one_task else F.xxhash64(*(keys or images)).cast("string")
+        spread = F.lit("") if one_task else F.xxhash64(*_hashable(run.plan, keys or images)).cast("string")
         # no more tasks than tablets and the inserts' one: each is a Python task's fixed cost
         stream = base.repartition(min(parts, n_tablets + 1) if one_task else parts, F.coalesce(F.col(TID), spread))
         rows = stream.mapInArrow(task, MERGE_RESULT).collect()
@@ -209,6 +209,13 @@ def _spread(
         stream = stream.repartition(stream_partitions(spark, bound), *keys)
         return stream.sortWithinPartitions(*cluster_by) if cluster_by else stream
     return stream
+
+
+def _hashable(plan: Plan, images: Sequence[str]) -> list[Column]:
+    """``images`` as Spark's hash takes them: it hashes no map, so a column whose type holds one
+    is hashed as its JSON text (equal values, equal text: rows of one key still meet)."""
+    types = dict(zip(plan.images, (t for _, t in plan.column_types), strict=True))
+    return [F.to_json(F.col(c)) if "map<" in types[c].lower() else F.col(c) for c in images]
 
 
 def _key_images(plan: Plan, images: Sequence[str]) -> list[str]:
