@@ -9,7 +9,8 @@ PySpark on 127.0.0.1 and stopped by their process ids:
 
 ``worker_python()`` is the executors' interpreter: a virtual environment with only the
 ``worker`` extra's packages (no tablets, no pyspark: PySpark comes from the executors' Spark),
-built once and cached under the temp directory, keyed by the extra's requirement list.
+built once and cached under the temp directory, keyed by the extra's requirement list;
+``older_spark_python()`` one with PySpark 3.5 alone, whose Parquet readers open the tablets.
 """
 
 from __future__ import annotations
@@ -46,9 +47,23 @@ def worker_requirements() -> list[str]:
 
 def worker_python() -> str:
     """The Python of a venv holding only the ``worker`` extra (built on first use: ~20 s)."""
-    reqs = worker_requirements()
+    return cached_venv("tablets-worker-venv", worker_requirements())
+
+
+# Spark 3.5 is the Spark most lakehouses run today: tablets must open in its Parquet readers
+OLDER_SPARK = ["pyspark==3.5.9"]
+
+
+def older_spark_python() -> str:
+    """The Python of a venv holding PySpark 3.5 and nothing else (built on first use: ~1 min)."""
+    return cached_venv("tablets-spark35-venv", OLDER_SPARK)
+
+
+def cached_venv(name: str, reqs: list[str]) -> str:
+    """The Python of a venv holding ``reqs`` and not tablets, built once under the temp directory
+    and keyed by ``reqs``; processes building it at once each build their own, the first kept."""
     key = hashlib.sha256(json.dumps([sys.version_info[:2], reqs]).encode()).hexdigest()[:12]
-    venv = os.path.join(tempfile.gettempdir(), f"tablets-worker-venv-{key}")
+    venv = os.path.join(tempfile.gettempdir(), f"{name}-{key}")
     python = os.path.join(venv, "bin", "python")
     if os.path.exists(os.path.join(venv, ".complete")):
         return python
@@ -73,7 +88,7 @@ def worker_python() -> str:
         check=True,
         env=_env(),
     )
-    assert probe.stdout.strip() == "None", "the worker venv must not have tablets"
+    assert probe.stdout.strip() == "None", f"the venv {name} must not have tablets"
     open(os.path.join(building, ".complete"), "w").close()
     try:
         os.rename(building, venv)
