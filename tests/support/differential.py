@@ -98,8 +98,24 @@ def canon(table: pa.Table) -> tuple[tuple[str, ...], Counter]:
         vals = col.to_pylist()
         if pa.types.is_floating(col.type):
             vals = [v if v is None else "NaN" if math.isnan(v) else (0.0 if v == 0 else v) for v in vals]
+        elif pa.types.is_nested(col.type):
+            vals = [_hashable(v, col.type) for v in vals]
         cols.append(vals)
     return tuple(table.column_names), Counter(zip(*cols, strict=True)) if cols else Counter()
+
+
+def _hashable(v, t: pa.DataType):
+    """A nested value as tuples: a list in order, a struct by its fields, a map by its entries
+    sorted (as the unchanged check compares maps; each engine keeps its own entry order)."""
+    if v is None:
+        return None
+    if pa.types.is_map(t):
+        return ("map", tuple(sorted(v, key=repr)))
+    if pa.types.is_struct(t):
+        return ("struct", tuple(_hashable(v[f.name], f.type) for f in t))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return ("list", tuple(_hashable(x, t.value_type) for x in v))
+    return v
 
 
 def _key_dups(names, rows: Counter, keys) -> bool:

@@ -6,6 +6,10 @@ A case is plain data (``Case``: columns, keys, properties, session zone, ``Step`
 before anything runs, so that one seed always gives one case and the minimiser
 (support.differential) can drop steps, rows and clauses and run what is left again.
 
+Value columns are now and then nested (``NESTED``: an array, a struct, a map), taken by every
+statement as the product must take them, but only copied, set from literals or NULL and tested
+for NULL (Spark compares no map, and orders arrays and structs otherwise than DuckDB).
+
 Where DuckDB's semantics differ from Spark's, the harness follows Spark's: ``SPARK_SEMANTICS``
 below is the one list of those differences and of what the generator or the normaliser does
 about each.
@@ -70,6 +74,10 @@ TYPES = [
     *DECIMALS,
 ]
 KEY_TYPES = [t for t in TYPES if t != "BOOLEAN"] + ["BOOLEAN"]
+# value columns only (no key, no cluster_by): copied, set from literals or NULL, tested for NULL
+ARRAY_T, STRUCT_T, MAP_T = "ARRAY<INT>", "STRUCT<a: INT, b: STRING>", "MAP<STRING, INT>"
+NESTED = (ARRAY_T, STRUCT_T, MAP_T)
+_DUCK_NESTED = {ARRAY_T: "INTEGER[]", STRUCT_T: "STRUCT(a INTEGER, b VARCHAR)", MAP_T: "MAP(VARCHAR, INTEGER)"}
 ZONES = ["UTC", "America/Los_Angeles", "Asia/Kolkata", "Pacific/Chatham"]
 
 # value pools: ints as ints, the rest as the text the literal casts from
@@ -112,13 +120,31 @@ POOLS: dict[str, list] = {
         "1970-01-01 00:00:00.000001",
     ],
     **_DEC,
+    ARRAY_T: [[1, 2], [], [None, 3], [7], [2, 1]],
+    STRUCT_T: [{"a": 1, "b": "x"}, {"a": None, "b": "é"}, {"a": -1, "b": None}, {"a": 1, "b": "y"}],
+    # maps as entry lists: the same entries in another order is another literal, and alike
+    MAP_T: [[("k", 1)], [], [("a", 1), ("b", 2)], [("b", 2), ("a", 1)], [("z", None)]],
 }
 INTS = {"INT", "BIGINT", "SMALLINT"}
 FLOATS = {"DOUBLE", "FLOAT"}
 
 
 def duck_type(t: str) -> str:
-    return SPARK_TO_DUCK.get(t, t)
+    return _DUCK_NESTED.get(t) or SPARK_TO_DUCK.get(t, t)
+
+
+def _nested_lit(t: str, v, duck: bool) -> str:
+    """A literal of a nested type: an array of INTs, a struct of (INT, STRING), a map of STRING to INT."""
+    if t == ARRAY_T:
+        items = ", ".join(lit("INT", x, duck) for x in v)
+        return f"CAST([{items}] AS {duck_type(t)})" if duck else f"CAST(ARRAY({items}) AS {t})"
+    if t == STRUCT_T:
+        a, b = lit("INT", v["a"], duck), lit("STRING", v["b"], duck)
+        return f"CAST({{'a': {a}, 'b': {b}}} AS {duck_type(t)})" if duck else f"NAMED_STRUCT('a', {a}, 'b', {b})"
+    pairs = [(lit("STRING", k, duck), lit("INT", x, duck)) for k, x in v]
+    if duck:
+        return f"CAST(MAP {{{', '.join(f'{k}: {x}' for k, x in pairs)}}} AS {duck_type(t)})"
+    return f"CAST(MAP({', '.join(f'{k}, {x}' for k, x in pairs)}) AS {t})"
 
 
 def lit(t: str, v, duck: bool) -> str:
@@ -126,6 +152,8 @@ def lit(t: str, v, duck: bool) -> str:
     tt = duck_type(t) if duck else t
     if v is None:
         return f"CAST(NULL AS {tt})"
+    if t in NESTED:
+        return _nested_lit(t, v, duck)
     if t == "BOOLEAN":
         return "TRUE" if v else "FALSE"
     if t in INTS:
@@ -355,6 +383,8 @@ class Gen:
         n, t = r.choice(list(cols))
         pair = ("t", "s") if sides == "ts" and r.random() < 0.7 else (r.choice(sides), r.choice(sides))
         a, b = f"{{{pair[0]}}}{n}", f"{{{pair[1]}}}{n}"
+        if t in NESTED:
+            return X(f"({a} IS NULL)") if r.random() < 0.5 else X(f"({a} IS NOT NULL)")
         v = L(t, r.choice(POOLS[t]))
         forms = [
             X(f"({a} IS NULL)"),
@@ -436,7 +466,7 @@ class Gen:
         simple = (
             [X(f"({{s}}{n} IS NULL)") for n, _ in values]
             + [X(f"({{t}}{n} IS NOT NULL)") for n, _ in values]
-            + [X(f"({{s}}{n} <> {{t}}{n})") for n, _ in values]
+            + [X(f"({{s}}{n} <> {{t}}{n})") for n, t in values if t != MAP_T]  # (Spark compares no map)
             + [X(f"(coalesce({{s}}{n}, {{0}}) > {{0}})", L(t, 0)) for n, t in values if t in INTS]
         )
         copy = tuple((n, X(f"{{s}}{n}")) for n, _ in values)
@@ -527,8 +557,16 @@ _VALUE_COLS = [
 ]
 
 
+def value_type(r: random.Random) -> str:
+    """A value column's type: now and then a nested one."""
+    if r.random() < 0.12:
+        return r.choice(NESTED)
+    t = r.choice(_VALUE_COLS)
+    return r.choice(DECIMALS) if t == "DECIMAL" else t
+
+
 def col_name(t: str, i: int) -> str:
-    return f"c{i}_" + t.split("(")[0].lower()
+    return f"c{i}_" + t.split("(")[0].split("<")[0].lower()
 
 
 def make_case(seed: int, statements: int) -> Case:
@@ -541,8 +579,7 @@ def make_case(seed: int, statements: int) -> Case:
     for k, t in zip(keys, key_types, strict=True):
         pools[k] = r.sample(POOLS[t], min(len(POOLS[t]), r.randint(2, 4)))
     n_values = r.randint(1, 4)
-    vtypes = [r.choice(_VALUE_COLS) for _ in range(n_values)]
-    vtypes = [r.choice(DECIMALS) if t == "DECIMAL" else t for t in vtypes]
+    vtypes = [value_type(r) for _ in range(n_values)]
     cols = [(k, t) for k, t in zip(keys, key_types, strict=True)] + [(col_name(t, i), t) for i, t in enumerate(vtypes)]
     case = Case(
         seed=seed,
@@ -550,7 +587,7 @@ def make_case(seed: int, statements: int) -> Case:
         keys=keys,
         declared=r.random() < 0.35,
         tablet_rows=2 if r.random() < 0.7 else None,
-        cluster_by=r.choice([c[0] for c in cols]) if r.random() < 0.2 else None,
+        cluster_by=r.choice([c[0] for c in cols if c[1] not in NESTED]) if r.random() < 0.2 else None,
         zone=r.choice(ZONES),
     )
     g = Gen(r, pools, case.declared)
@@ -610,6 +647,5 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     dropped = [c for s in schemas for c in s if c not in cur and c[0] not in keys]
     if dropped and r.random() < 0.6:  # a dropped column back: it must come back empty
         return Step("ADD", tc, column=r.choice(dropped))
-    t = r.choice(_VALUE_COLS)
-    t = r.choice(DECIMALS) if t == "DECIMAL" else t
-    return Step("ADD", tc, column=(f"a{added}_" + t.split("(")[0].lower(), t))
+    t = value_type(r)
+    return Step("ADD", tc, column=(f"a{added}_" + t.split("(")[0].split("<")[0].lower(), t))
