@@ -58,12 +58,20 @@ SPARK_SEMANTICS = {
     "(skip_unchanged): DuckDB's updated = our updated + unchanged.",
 }
 
-SPARK_TO_DUCK = {"INT": "INTEGER", "STRING": "VARCHAR", "TIMESTAMP": "TIMESTAMPTZ", "TIMESTAMP_NTZ": "TIMESTAMP"}
+SPARK_TO_DUCK = {
+    "INT": "INTEGER",
+    "STRING": "VARCHAR",
+    "TIMESTAMP": "TIMESTAMPTZ",
+    "TIMESTAMP_NTZ": "TIMESTAMP",
+    "BINARY": "BLOB",
+}
 DECIMALS = ["DECIMAL(10,2)", "DECIMAL(38,0)", "DECIMAL(38,10)", "DECIMAL(5,5)"]
 TYPES = [
     "INT",
     "BIGINT",
     "SMALLINT",
+    "TINYINT",
+    "BINARY",
     "DOUBLE",
     "FLOAT",
     "STRING",
@@ -97,6 +105,8 @@ POOLS: dict[str, list] = {
     "INT": [0, 1, 2, 3, -1, 7, 2147483647, -2147483648],
     "BIGINT": [0, 1, 2, -5, 9223372036854775807, -9223372036854775808, 4294967296],
     "SMALLINT": [0, 1, 2, -3, 32767, -32768],
+    "TINYINT": [0, 1, 2, -1, 127, -128],
+    "BINARY": [b"", b"\x00", b"a", b"ab", b"\xff", b"\x00\x01"],
     "DOUBLE": ["0.0", "-0.0", "1.5", "-2.25", "NaN", "Infinity", "-Infinity", "1e308", "5e-324", "0.1"],
     "FLOAT": ["0.0", "-0.0", "1.5", "-2.25", "NaN", "Infinity", "-Infinity", "3.4028235e38", "0.1"],
     "STRING": ["", "a", "b", "Z", "é", "日本", "🦆", " a", "a b", "ß"],
@@ -125,7 +135,7 @@ POOLS: dict[str, list] = {
     # maps as entry lists: the same entries in another order is another literal, and alike
     MAP_T: [[("k", 1)], [], [("a", 1), ("b", 2)], [("b", 2), ("a", 1)], [("z", None)]],
 }
-INTS = {"INT", "BIGINT", "SMALLINT"}
+INTS = {"INT", "BIGINT", "SMALLINT", "TINYINT"}
 FLOATS = {"DOUBLE", "FLOAT"}
 
 
@@ -154,6 +164,9 @@ def lit(t: str, v, duck: bool) -> str:
         return f"CAST(NULL AS {tt})"
     if t in NESTED:
         return _nested_lit(t, v, duck)
+    if t == "BINARY":  # bytes, compared unsigned byte by byte in both
+        escaped = "".join(f"\\x{b:02X}" for b in v)
+        return f"CAST('{escaped}' AS BLOB)" if duck else f"X'{v.hex().upper()}'"
     if t == "BOOLEAN":
         return "TRUE" if v else "FALSE"
     if t in INTS:
@@ -546,6 +559,8 @@ _VALUE_COLS = [
     "INT",
     "BIGINT",
     "SMALLINT",
+    "TINYINT",
+    "BINARY",
     "DOUBLE",
     "FLOAT",
     "STRING",
