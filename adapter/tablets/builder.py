@@ -20,8 +20,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+import sqlglot
+from sqlglot import exp
+
 from tablets.engine.metrics import MergeMetrics
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.sqltext import DIALECT
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -50,7 +54,7 @@ class MergeBuilder:
 
     @staticmethod
     def _set(set: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        return tuple((k, str(v)) for k, v in set.items())
+        return tuple((_column(k), str(v)) for k, v in set.items())
 
     def when_matched_update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> MergeBuilder:
         """UPDATE SET col = expr, ...; ``set=None`` is UPDATE SET * (every column from the source)."""
@@ -74,7 +78,7 @@ class MergeBuilder:
                     Category.NOT_MATCHED,
                     ActionKind.INSERT,
                     condition,
-                    insert_columns=tuple(values),
+                    insert_columns=tuple(_column(k) for k in values),
                     insert_values=tuple(str(v) for v in values.values()),
                 )
             )
@@ -131,3 +135,13 @@ class TableRef:
 
 def table(db: Database, name: str) -> TableRef:
     return TableRef(db, name)
+
+
+def _column(text: str) -> str:
+    """The column a key of ``set`` or ``values`` names, as the SQL parser gives it: ``c``,
+    ``t.c`` and ``` `c` ``` name c; a name holding a dot or a backquote is quoted (```t.`a.b` ```)."""
+    try:
+        node = sqlglot.parse_one(text, read=DIALECT)
+    except sqlglot.errors.ParseError:
+        return text
+    return node.name if isinstance(node, exp.Column) else text

@@ -174,20 +174,22 @@ class Database:
 
     def _alter_columns(self, spec: AlterColumnsSpec) -> StatementResult:
         """ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S): one metadata commit of the table's log
-        (no tablet rewritten), then the catalog entry's columns follow."""
+        (no tablet rewritten), then the catalog entry's columns follow. Its message names the
+        version it committed, or says that there was nothing to change."""
         table = self.table_of(spec.target)
         if isinstance(spec, AddColumnsSpec):
-            table.add_columns(spec.columns)
+            version = table.add_columns(spec.columns)
         elif isinstance(spec, ConstraintSpec):  # NOT NULL and CHECK (tablets.constraints)
-            constraints.alter(self.spark, spec, table)
+            version = constraints.alter(self.spark, spec, table)
         elif isinstance(spec, RenameColumnSpec):
             where = f"ALTER TABLE {spec.target} RENAME COLUMN {spec.column} TO {spec.new_name}"
-            table.rename_column(spec.column, spec.new_name, where=where)
+            version = table.rename_column(spec.column, spec.new_name, where=where)
         else:
             where = f"ALTER TABLE {spec.target} DROP COLUMNS ({', '.join(spec.columns)})"
-            table.drop_columns(spec.columns, if_exists=spec.if_exists, where=where)
+            version = table.drop_columns(spec.columns, if_exists=spec.if_exists, where=where)
         catalog.sync_schema(self.spark, spec.target)
-        return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True))
+        done = f"committed version {version}" if version is not None else "nothing to change"
+        return StatementResult("ALTER TABLE", spec.target, MergeMetrics(operation="ALTER TABLE", noop=True), done)
 
     def _spark_sql(self, text: str) -> DataFrame:
         try:

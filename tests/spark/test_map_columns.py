@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 import tablets
+from support.conf import settings
+from support.differential import PLANS
 from tablets.engine import streams
 from tablets.engine.route import DRIVER_WRITE_CONF
 
@@ -21,18 +23,11 @@ def db(spark):
     return d
 
 
-@pytest.fixture(params=["driver", "spark"])
+@pytest.fixture(params=list(PLANS))
 def plan(request, spark):
     """The statement's plan: the session's default (the driver's, for these few rows) or Spark's."""
-    key = "spark.tablets.merge.driverScanBytes"
-    before = spark.conf.get(key, None)
-    if request.param == "spark":
-        spark.conf.set(key, "0")
-    yield request.param
-    if before is None:
-        spark.conf.unset(key)
-    else:
-        spark.conf.set(key, before)
+    with settings(spark, PLANS[request.param]):
+        yield request.param
 
 
 def _rows(db, t):
@@ -92,17 +87,16 @@ def test_update_and_merge_a_table_with_maps(db, plan):
 
 
 def test_many_inserts_into_an_unkeyed_table_with_maps(db, plan, spark, monkeypatch):
-    """Inserted rows spread over tasks by a hash of their values (no key columns), the maps' left
-    out: Spark hashes no map."""
+    """Inserted rows spread over tasks by a hash of their values (no key columns), the maps'
+    as JSON text: Spark hashes no map."""
     t = _table(db, f"ins_{plan}", keyed=False)
     monkeypatch.setattr(streams, "TASK_ROWS", 4)  # (the inserts do not fit one task)
-    spark.conf.set(DRIVER_WRITE_CONF, "0")  # (nor are they written here)
     db.sql(f"ALTER TABLE {t} SET TBLPROPERTIES ('target_tablet_rows' = '4')")
-    got = db.sql(
-        f"MERGE INTO {t} t USING (SELECT id, 'n' AS v, MAP('k', id) AS m, NAMED_STRUCT('a', id, 'n', MAP('x', 1)) AS st "
-        "FROM RANGE(100, 130)) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
-    )
-    spark.conf.unset(DRIVER_WRITE_CONF)
+    with settings(spark, {DRIVER_WRITE_CONF: "0"}):  # (nor are they written here)
+        got = db.sql(
+            f"MERGE INTO {t} t USING (SELECT id, 'n' AS v, MAP('k', id) AS m, NAMED_STRUCT('a', id, 'n', MAP('x', 1)) AS st "
+            "FROM RANGE(100, 130)) s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *"
+        )
     assert got.message.startswith("MERGE 30 (inserted 30,")
     rows = _rows(db, t)
     assert len(rows) == 40 and [r for r in rows if r[0] == 129] == [(129, "n", [("k", 129)], 129, [("x", 1)])]

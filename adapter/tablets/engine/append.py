@@ -93,7 +93,7 @@ def append(
     ]
     keys = list(snap.metadata.key_columns)
     if keys and not overwrite and snap.live_rows:
-        on = " AND ".join(f"t.`{k}` = s.`{k}`" for k in keys)
+        on = " AND ".join(f"t.{quote_ident(k)} = s.{quote_ident(k)}" for k in keys)
         clauses = (
             Clause(Category.MATCHED, ActionKind.REFUSE),
             Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True),

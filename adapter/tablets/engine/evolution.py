@@ -109,7 +109,7 @@ def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str
         else:
             continue
         for column, value in named:
-            low = column.split(".")[-1].strip("`").lower()
+            low = column.lower()
             from_source = source_column(spec, value)
             if low in by_lower:
                 if from_source is not None and from_source.lower() == low:

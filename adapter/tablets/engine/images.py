@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from tablets.engine.scope import Scope, plan_error, sql_cast
+from tablets.sqltext import quote_ident
 
 _Image = tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]
 
@@ -29,10 +30,10 @@ def update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _I
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
-                assigned[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+                assigned[c] = f"{spec.source_alias}.{quote_ident(scope.scols[c.lower()])}"
                 copies[c] = ("s", scope.scols[c.lower()])
     for col, value in clause.assignments:
-        name = lower_t.get(col.split(".")[-1].strip("`").lower())
+        name = lower_t.get(col.lower())  # (a column's own name: it may hold a dot)
         if name is None:
             raise plan_error(
                 spec,
@@ -44,7 +45,7 @@ def update_image(spec, scope, clause, tcols, lower_t, types, part, needed) -> _I
         needed |= scope.target_refs(tree)
         assigned[name] = tree.sql(dialect="spark")
         copies[name] = _copy(scope, tree)
-    image = tuple((c, sql_cast(assigned.get(c, f"{t}.`{c}`"), types[c])) for c in tcols)
+    image = tuple((c, sql_cast(assigned.get(c, f"{t}.{quote_ident(c)}"), types[c])) for c in tcols)
     return image, tuple(copies.get(c, ("t", c)) for c in tcols)
 
 
@@ -54,7 +55,7 @@ def insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
     if clause.star:
         for c in tcols:
             if c.lower() in scope.scols:
-                values[c] = f"{spec.source_alias}.`{scope.scols[c.lower()]}`"
+                values[c] = f"{spec.source_alias}.{quote_ident(scope.scols[c.lower()])}"
                 copies[c] = ("s", scope.scols[c.lower()])
     else:
         cols = list(clause.insert_columns) or tcols[: len(clause.insert_values)]
@@ -73,7 +74,7 @@ def insert_image(spec, scope, clause, tcols, lower_t, types, part) -> _Image:
                 help="Give one value per named column.",
             )
         for col, value in zip(cols, clause.insert_values, strict=True):
-            name = lower_t.get(col.strip("`").lower())
+            name = lower_t.get(col.lower())
             if name is None:
                 raise plan_error(
                     spec,

@@ -11,6 +11,7 @@ from sqlglot import exp
 from tablets.engine.images import insert_image
 from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
 from tablets.spec import ActionKind, Category, Clause, MergeSpec
+from tablets.sqltext import quote_ident
 
 # --- key columns -----------------------------------------------------------------------------
 
@@ -148,10 +149,12 @@ def keyed(
         if clause.action is not ActionKind.UPDATE:
             continue
         part = f"clause #{i + 1} ({clause.describe()})"
-        assigned = [(c.split(".")[-1].strip("`"), v) for c, v in clause.assignments]
+        assigned = list(clause.assignments)
         if clause.star and source_columns is not None:
             scols = {c.lower(): c for c in source_columns}
-            assigned += [(k, f"{spec.source_alias}.`{scols[k.lower()]}`") for k in keys if k.lower() in scols]
+            assigned += [
+                (k, f"{spec.source_alias}.{quote_ident(scols[k.lower()])}") for k in keys if k.lower() in scols
+            ]
         for col, value in assigned:
             key = lower_t.get(col.lower())
             if key is None or key not in keys:
@@ -198,14 +201,17 @@ def keyed(
         )
     extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
     on = " AND ".join(
-        f"{spec.target_alias}.`{k}` {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}" for k in keys
+        f"{spec.target_alias}.{quote_ident(k)} {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}"
+        for k in keys
     )
     if null_safe:
         # keys holding NULL repeat, so pairing on them alone could pair a target row with several
         # source rows outside the rest: where a null-safe key is NULL, rows pair only as the
         # whole ON says (its rest then holds, so the clauses below treat them as plain matched
         # pairs); the key conjuncts stay join keys Spark hashes
-        present = " AND ".join(f"{spec.target_alias}.`{k}` IS NOT NULL" for k in keys if k.lower() in null_safe)
+        present = " AND ".join(
+            f"{spec.target_alias}.{quote_ident(k)} IS NOT NULL" for k in keys if k.lower() in null_safe
+        )
         on = f"{on} AND (({present}) OR ({extra}))"
     clauses: list[Clause] = []
     for c in spec.clauses:

@@ -22,6 +22,7 @@ from tablets.engine.keys import check_conflict_target, keyed
 from tablets.engine.names import IMAGE_PREFIX, S_MARK, T_MARK
 from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
 from tablets.spec import ActionKind, Category, Clause, MergeSpec
+from tablets.sqltext import quote_ident
 
 JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "full": "FULL OUTER"}
 
@@ -293,7 +294,8 @@ def plan_merge(
             image, copies = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
             image = tuple(
-                (c, f"{spec.target_alias}.`{c}`" if c in key_columns else sql_cast("NULL", types[c])) for c in tcols
+                (c, f"{spec.target_alias}.{quote_ident(c)}" if c in key_columns else sql_cast("NULL", types[c]))
+                for c in tcols
             )
             copies = tuple(("t", c) if c in key_columns else ("null", "") for c in tcols)
         branches.append(Branch(i, clause, cond_sql, image, copies))

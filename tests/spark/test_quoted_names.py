@@ -1,0 +1,59 @@
+"""Columns whose names need quoting (a space, a dot, a backquote, a reserved word, a letter
+outside ASCII) take every statement on both plans: the engine quotes every name it writes into
+Spark SQL (``quote_ident``: a backquote doubled) and takes a SET or INSERT column's name as the
+parser gives it (a dot is part of a quoted name, not a qualifier). ALTER TABLE's message names
+the version it committed, or that there was nothing to change."""
+
+from __future__ import annotations
+
+import pytest
+import tablets
+from support.conf import settings
+from support.differential import PLANS
+
+pytestmark = pytest.mark.spark
+
+COLUMNS = "`my key` BIGINT, `Value.x` STRING, `sélect` DOUBLE, `a``b` INT, `GROUP` STRING"
+
+
+@pytest.fixture(scope="module")
+def db(spark):
+    d = tablets.connect(spark=spark)
+    d.sql("CREATE DATABASE IF NOT EXISTS quoted")
+    return d
+
+
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_statements_over_names_that_need_quoting(db, spark, plan):
+    t = f"quoted.names_{plan}"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    db.sql(f"CREATE TABLE {t} ({COLUMNS}) USING tablets TBLPROPERTIES ('key_columns' = 'my key')")
+    db.sql(f"INSERT INTO {t} SELECT id, 'a', id * 1.5, 1, 'g' FROM RANGE(10)")
+    with settings(spark, PLANS[plan]):
+        merged = db.sql(
+            f"MERGE INTO {t} t USING (SELECT id AS `my key`, 'b' AS `Value.x`, 2.5 AS `sélect`, 2 AS `a``b`, "
+            "'h' AS `GROUP` FROM RANGE(5, 15)) s ON t.`my key` = s.`my key` "
+            "WHEN MATCHED AND s.`a``b` > t.`a``b` THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+        assert merged.message == "MERGE 10 (inserted 5, updated 5, deleted 0, unchanged 0)"
+        updated = db.sql(f"UPDATE {t} SET `Value.x` = 'c', t.`GROUP` = `GROUP` || 'x' WHERE `sélect` > 3")
+        assert updated.message.startswith("UPDATE 2 (")
+        assert db.sql(f"DELETE FROM {t} WHERE `a``b` = 1 AND `my key` < 2").message.startswith("DELETE 2 (")
+        conflict = db.sql(
+            f"INSERT INTO {t} SELECT 3L, 'dup', 0.0, 9, 'z' ON CONFLICT (`my key`) DO UPDATE SET `Value.x` = excluded.`Value.x`"
+        )
+        assert conflict.message.startswith("INSERT 1 (inserted 0, updated 1,")
+        assert db.sql(f"ALTER TABLE {t} ADD COLUMNS (`new col` INT)").message.startswith(
+            "ALTER TABLE: committed version "
+        )
+        later = db.sql(
+            f"MERGE INTO {t} t USING (SELECT 4L AS `my key`, 7 AS `new col`) s ON t.`my key` = s.`my key` "
+            "WHEN MATCHED THEN UPDATE SET `new col` = s.`new col` WHEN NOT MATCHED THEN INSERT (`my key`, `a``b`) VALUES (s.`my key`, 0)"
+        )
+        assert later.message == "MERGE 1 (inserted 0, updated 1, deleted 0, unchanged 0)"
+        built = tablets.table(db, t).merge(spark.sql("SELECT 40L AS k"), on="t.`my key` = s.k")
+        built.when_not_matched_insert(values={"`my key`": "s.k", "t.`Value.x`": "'built'"}).execute()
+    rows = sorted(tuple(r) for r in db.sql(f"SELECT * FROM {t}").collect())
+    assert rows[:3] == [(2, "a", 3.0, 1, "g", None), (3, "dup", 4.5, 1, "gx", None), (4, "c", 6.0, 1, "gx", 7)]
+    assert rows[3:] == [(k, "b", 2.5, 2, "h", None) for k in range(5, 15)] + [(40, "built", None, None, None, None)]
+    assert db.sql(f"ALTER TABLE {t} DROP COLUMNS IF EXISTS (nope)").message == "ALTER TABLE: nothing to change"
