@@ -10,6 +10,7 @@ import pytest
 import tablets
 from support.conf import settings
 from support.differential import PLANS
+from tablets.engine.route import DRIVER_WRITE_CONF, LOCAL_SOURCE_CONF
 
 pytestmark = pytest.mark.spark
 
@@ -57,3 +58,26 @@ def test_statements_over_names_that_need_quoting(db, spark, plan):
     assert rows[:3] == [(2, "a", 3.0, 1, "g", None), (3, "dup", 4.5, 1, "gx", None), (4, "c", 6.0, 1, "gx", 7)]
     assert rows[3:] == [(k, "b", 2.5, 2, "h", None) for k in range(5, 15)] + [(40, "built", None, None, None, None)]
     assert db.sql(f"ALTER TABLE {t} DROP COLUMNS IF EXISTS (nope)").message == "ALTER TABLE: nothing to change"
+
+
+def test_tasks_take_columns_of_any_name(db, spark):
+    """Spark's tasks write rows whose columns' names hold a dot or a backquote (PySpark's
+    mapInArrow takes each column by name: ``streams.map_in_arrow``), and ``cluster_by`` and
+    key columns of such names partition and sort the rows."""
+    t = "quoted.tasks"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    db.sql(
+        f"CREATE TABLE {t} (`k.1` BIGINT, `Value.x` STRING, `a``b` INT) USING tablets "
+        "TBLPROPERTIES ('key_columns' = 'k.1', 'cluster_by' = 'Value.x', 'target_tablet_rows' = '3')"
+    )
+    in_tasks = {**PLANS["spark"], LOCAL_SOURCE_CONF: "0", DRIVER_WRITE_CONF: "0"}
+    with settings(spark, in_tasks):
+        db.sql(f"INSERT INTO {t} SELECT id, CAST(10 - id AS STRING), 1 FROM RANGE(8)")
+        merged = db.sql(
+            f"MERGE INTO {t} t USING (SELECT id AS `k.1`, CAST(id AS STRING) AS `Value.x`, 2 AS `a``b` FROM RANGE(6, 12)) s "
+            "ON t.`k.1` = s.`k.1` WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
+        )
+        assert merged.message == "MERGE 6 (inserted 4, updated 2, deleted 0, unchanged 0)"
+        db.sql(f"OPTIMIZE {t}")
+    rows = sorted(tuple(r) for r in db.sql(f"SELECT * FROM {t}").collect())
+    assert rows == [(i, str(10 - i), 1) for i in range(6)] + [(i, str(i), 2) for i in range(6, 12)]

@@ -26,6 +26,7 @@ from pyspark.sql import functions as F
 
 from tablets.engine.errors import job_failed
 from tablets.engine.names import K_INSERT, KIND
+from tablets.engine.streams import map_in_arrow
 from tablets.engine.tasks import INSERT_RESULT, insert_task, rewrite_task
 from tablets.spark.frames import local_relation, tablet_scan
 from tablets.spark.sizes import conf_bytes
@@ -84,7 +85,7 @@ def rewrite_on_spark(
                 n, *[F.col(quote_ident(c)) for c in handle.sort_by]
             )
             stream = frame.select(*[F.col(quote_ident(c)) for c in names], F.lit(K_INSERT).alias(KIND))
-            out = stream.mapInArrow(insert_task(handle, names), INSERT_RESULT).collect()
+            out = map_in_arrow(stream, insert_task(handle, names), INSERT_RESULT).collect()
         else:
             groups = bins(snap, pick, handle.target_tablet_rows)
             members = [

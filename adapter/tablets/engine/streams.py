@@ -10,7 +10,7 @@ over one persisted base join. Few rows run as one task on the driver (``run_task
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -43,6 +43,7 @@ from tablets.exceptions import (
     KeyViolation,
 )
 from tablets.spec import ActionKind
+from tablets.sqltext import quote_ident
 from tablets.storage import (
     discard,
     fragment_from_json,
@@ -164,6 +165,20 @@ def shuffle_partitions(spark: SparkSession) -> int:
     return max(1, int(spark.conf.get("spark.sql.shuffle.partitions") or 4))
 
 
+def map_in_arrow(frame: DataFrame, task, schema: str) -> DataFrame:
+    """``frame.mapInArrow(task, schema)`` whatever its columns are named: PySpark's mapInArrow
+    takes each column by name (``frame[name]``), which reads a dot as a struct's field and refuses
+    a backquote. Such columns travel under their positions' names, and ``task`` sees the frame's own."""
+    names = frame.columns
+    if all(n.replace("_", "").isalnum() and n.isascii() for n in names):
+        return frame.mapInArrow(task, schema)
+
+    def named(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return task(b.rename_columns(names) for b in batches)
+
+    return frame.toDF(*(f"_c{i}" for i in range(len(names)))).mapInArrow(named, schema)
+
+
 def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
     """The result rows of ``task`` (a ``tasks`` sink) over all of ``frame``'s rows, run here as one
     task; None where ``frame`` has a type without an Arrow form (Spark's tasks cannot run it either,
@@ -188,7 +203,7 @@ def insert_stream(run: Run, base: DataFrame, handle) -> list:
     bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
     keys = list(run.plan.key_columns) if run.plan.actions(ActionKind.INSERT) else []
     stream = _spread(run.spark, stream, bound, handle.target_tablet_rows, run.options.cluster_by, keys)
-    rows = stream.mapInArrow(insert_task(handle, names, keys), INSERT_RESULT).collect()
+    rows = map_in_arrow(stream, insert_task(handle, names, keys), INSERT_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     check_keys(run, handle, fragments, rows)
     raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
@@ -202,13 +217,18 @@ def _spread(
     """The insert stream's partitions: by range of ``cluster_by``; one task when it fits one
     tablet; else, with ``keys``, hashed by key so one task sees every row of a key."""
     if cluster_by and not keys:
-        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *cluster_by)
+        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *_cols(cluster_by))
     if bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
         return stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
     if keys:
-        stream = stream.repartition(stream_partitions(spark, bound), *keys)
-        return stream.sortWithinPartitions(*cluster_by) if cluster_by else stream
+        stream = stream.repartition(stream_partitions(spark, bound), *_cols(keys))
+        return stream.sortWithinPartitions(*_cols(cluster_by)) if cluster_by else stream
     return stream
+
+
+def _cols(names: Sequence[str]) -> list[Column]:
+    """Columns by their own names (a dot or a backquote is part of a name)."""
+    return [F.col(quote_ident(n)) for n in names]
 
 
 def _hashable(plan: Plan, images: Sequence[str]) -> list[Column]:
