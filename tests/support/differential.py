@@ -37,7 +37,7 @@ from tablets.exceptions import CardinalityViolation, KeyViolation
 from tablets.spark import catalog
 
 from support.conf import settings
-from support.sqlgen import Case, Step, values_query
+from support.sqlgen import Case, Step, duck_idents, quoted, unquoted, values_query
 
 PLANS = {"driver": {}, "spark": {DRIVER_SCAN_CONF: "0"}}
 # The second table of a case runs one of these, by the case's seed: Spark's plan with every
@@ -150,12 +150,31 @@ class Failure:
         return self.kind, self.plan, self.statement
 
 
+class _Duck:
+    """A DuckDB connection that takes the case's SQL: Spark's backquoted names in DuckDB's quotes."""
+
+    def __init__(self) -> None:
+        self._con = duckdb.connect()
+
+    def execute(self, sql: str):
+        return self._con.execute(duck_idents(sql))
+
+    def sql(self, sql: str):
+        return self._con.sql(duck_idents(sql))
+
+    def register(self, name: str, table: pa.Table) -> None:
+        self._con.register(name, table)
+
+    def unregister(self, name: str) -> None:
+        self._con.unregister(name)
+
+
 class Mirror:
     """DuckDB's table: the oracle's answer to each step."""
 
     def __init__(self, case: Case) -> None:
         self.case = case
-        self.con = duckdb.connect()
+        self.con = _Duck()
         self.con.execute(f"SET TimeZone = '{case.zone}'")
         self.con.execute(case.create("tt", duck=True))
         self.history = {-1: self.con.sql("SELECT * FROM tt").to_arrow_table()}
@@ -276,7 +295,8 @@ class PlanRun:
             try:
                 if step.kind == "DROP":
                     table = db.table_of(name)
-                    table.set_schema([c for c in table.snapshot().metadata.schema if c[0] != step.column[0]])
+                    gone = unquoted(step.column[0])
+                    table.set_schema([c for c in table.snapshot().metadata.schema if c[0] != gone])
                     catalog.sync_schema(db.spark, name)
                 elif step.kind in ("OPTIMIZE", "RESTORE", "ADD"):
                     db.sql(sql)
@@ -313,7 +333,7 @@ class PlanRun:
             groups.setdefault(names, []).append(v)
         with settings(self.db.spark, self.conf):
             for names, versions in groups.items():
-                cols = ", ".join(names)
+                cols = ", ".join(quoted(n) for n in names)
                 sql = " UNION ALL ".join(
                     f"SELECT {v} AS v__, {cols} FROM {self.name} VERSION AS OF {v}" for v in versions
                 )

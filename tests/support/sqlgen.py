@@ -18,6 +18,7 @@ about each.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field, replace
 
 SPARK_SEMANTICS = {
@@ -580,8 +581,35 @@ def value_type(r: random.Random) -> str:
     return r.choice(DECIMALS) if t == "DECIMAL" else t
 
 
-def col_name(t: str, i: int) -> str:
-    return f"c{i}_" + t.split("(")[0].split("<")[0].lower()
+# names a value column now and then takes: a space, a dot, a backquote, a reserved word, a letter
+# outside ASCII. Such a name is kept quoted (Spark's backquotes) wherever the case writes it into
+# SQL; DuckDB is given it in double quotes (``duck_idents``)
+ODD_NAMES = ["my key", "Value.x", "a`b", "GROUP", "sélect"]
+
+
+def quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def unquoted(name: str) -> str:
+    """A column's own name (as the table's schema has it) from the case's SQL form."""
+    return name[1:-1].replace("``", "`") if name.startswith("`") else name
+
+
+_BACKQUOTED = re.compile(r"`((?:[^`]|``)*)`")
+
+
+def duck_idents(sql: str) -> str:
+    """Spark's backquoted identifiers as DuckDB's double-quoted ones (no generated string holds a
+    backquote)."""
+    return _BACKQUOTED.sub(lambda m: '"' + m.group(1).replace("``", "`").replace('"', '""') + '"', sql)
+
+
+def col_name(t: str, i: int, r: random.Random | None = None) -> str:
+    base = f"c{i}_" + t.split("(")[0].split("<")[0].lower()
+    if r is not None and r.random() < 0.1:
+        return quoted(f"c{i} {r.choice(ODD_NAMES)}")
+    return base
 
 
 def make_case(seed: int, statements: int) -> Case:
@@ -595,14 +623,18 @@ def make_case(seed: int, statements: int) -> Case:
         pools[k] = r.sample(POOLS[t], min(len(POOLS[t]), r.randint(2, 4)))
     n_values = r.randint(1, 4)
     vtypes = [value_type(r) for _ in range(n_values)]
-    cols = [(k, t) for k, t in zip(keys, key_types, strict=True)] + [(col_name(t, i), t) for i, t in enumerate(vtypes)]
+    cols = [(k, t) for k, t in zip(keys, key_types, strict=True)] + [
+        (col_name(t, i, r), t) for i, t in enumerate(vtypes)
+    ]
     case = Case(
         seed=seed,
         cols=tuple(cols),
         keys=keys,
         declared=r.random() < 0.35,
         tablet_rows=2 if r.random() < 0.7 else None,
-        cluster_by=r.choice([c[0] for c in cols if c[1] not in NESTED]) if r.random() < 0.2 else None,
+        cluster_by=r.choice([c[0] for c in cols if c[1] not in NESTED and not c[0].startswith("`")])
+        if r.random() < 0.2
+        else None,
         zone=r.choice(ZONES),
     )
     g = Gen(r, pools, case.declared)
@@ -663,4 +695,5 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     if dropped and r.random() < 0.6:  # a dropped column back: it must come back empty
         return Step("ADD", tc, column=r.choice(dropped))
     t = value_type(r)
-    return Step("ADD", tc, column=(f"a{added}_" + t.split("(")[0].split("<")[0].lower(), t))
+    name = f"a{added}_" + t.split("(")[0].split("<")[0].lower()
+    return Step("ADD", tc, column=(quoted(f"a{added} {r.choice(ODD_NAMES)}") if r.random() < 0.1 else name, t))
