@@ -88,6 +88,15 @@ def test_reserved_and_bad_keys(base):
     assert t.snapshot().metadata.column_names == ("id", "v")
 
 
+def test_key_columns_are_named_in_any_case(base):
+    """A key column named in another case than the schema's is that column (Spark resolves
+    names in any case), kept in the schema's case; a name of no column is refused."""
+    t = TabletTable.create(join(base, "k"), pa.schema([("Id", pa.int64()), ("v", pa.string())]), key_columns=["ID"])
+    assert t.snapshot().metadata.key_columns == ("Id",)
+    with pytest.raises(SchemaMismatch, match="key columns"):
+        TabletTable.create(join(base, "k2"), SCHEMA, key_columns=["nope"])
+
+
 def test_tablets_carry_their_row_ids(base):
     """Every tablet holds ``ROW_ID`` = (tag << 32) | row number, delta-encoded (a few bytes a
     page), listed in the log's stats; the table's reads never show it. An integer column of

@@ -85,6 +85,8 @@ def _new_metadata(
     if len(set(names)) != len(names):
         raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
     _check_reserved(names)
+    by_lower = {n.lower(): n for n in names}  # (Spark resolves names in any case)
+    key_columns = [by_lower.get(k.lower(), k) for k in key_columns]
     missing = [k for k in key_columns if k not in names]
     if missing:
         raise SchemaMismatch(
