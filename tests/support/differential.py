@@ -119,7 +119,7 @@ def _hashable(v, t: pa.DataType):
 
 
 def _key_dups(names, rows: Counter, keys) -> bool:
-    idx = [names.index(k) for k in keys]
+    idx = [names.index(unquoted(k)) for k in keys]
     seen = Counter()
     for row, n in rows.items():
         key = tuple(row[i] for i in idx)

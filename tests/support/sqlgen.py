@@ -343,7 +343,7 @@ class Case:
         cols = ", ".join(f"{n} {duck_type(t) if duck else t}" for n, t in self.cols)
         if duck:
             return f"CREATE TABLE {name} ({cols})"
-        props = {"key_columns": ",".join(self.keys)} if self.declared else {}
+        props = {"key_columns": ",".join(unquoted(k) for k in self.keys)} if self.declared else {}
         if self.tablet_rows:
             props["target_tablet_rows"] = str(self.tablet_rows)
         if self.cluster_by:
@@ -617,7 +617,7 @@ def make_case(seed: int, statements: int) -> Case:
     r = random.Random(seed)
     nkeys = 2 if r.random() < 0.35 else 1
     key_types = [r.choice(KEY_TYPES) for _ in range(nkeys)]
-    keys = tuple(f"k{i + 1}" for i in range(nkeys))
+    keys = tuple(quoted(f"k{i + 1} {r.choice(ODD_NAMES)}") if r.random() < 0.1 else f"k{i + 1}" for i in range(nkeys))
     pools = {}
     for k, t in zip(keys, key_types, strict=True):
         pools[k] = r.sample(POOLS[t], min(len(POOLS[t]), r.randint(2, 4)))
