@@ -23,15 +23,25 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+def _front_door(spark, database: str):
+    import tablets
+
+    d = tablets.connect(spark=spark)
+    d.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    return d
+
+
+@pytest.fixture(scope="module")
+def db(spark, request):
+    """A front door on the session, with the test module's database (its ``DATABASE``) created."""
+    return _front_door(spark, request.module.DATABASE)
+
+
 @pytest.fixture(scope="module")
 def reg_db(spark):
     """A front door on the session, with the database ``reg`` of the regression tests that run
     one statement on both plans (``support.both_plans``)."""
-    import tablets
-
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS reg")
-    return d
+    return _front_door(spark, "reg")
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import os
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-import tablets
 from support.conf import settings
 from tablets.engine.rewrite import REWRITE_CONF
 from tablets.engine.route import DRIVER_SCAN_CONF
@@ -25,11 +24,7 @@ from tablets.storage.tablet import write_tablet
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS cm")
-    return d
+DATABASE = "cm"  # created by the conftest's db fixture
 
 
 @pytest.fixture

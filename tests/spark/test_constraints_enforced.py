@@ -8,7 +8,6 @@ import json
 import os
 
 import pytest
-import tablets
 from support.conf import settings
 from support.delta_check import delta_read
 from tablets.exceptions import ConstraintViolation, MergeSpecError, SchemaMismatch, StatementParseError, TabletsError
@@ -19,11 +18,7 @@ SPARK_PLAN = {"spark.tablets.merge.driverScanBytes": "0"}
 ARROW_OFF = {"spark.tablets.merge.arrowEval": "false"}
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS cons")
-    return d
+DATABASE = "cons"  # created by the conftest's db fixture
 
 
 @pytest.fixture(params=["driver", "spark"])

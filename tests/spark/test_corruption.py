@@ -9,7 +9,6 @@ import shutil
 
 import pyarrow as pa
 import pytest
-import tablets
 from support.conf import settings
 from support.damage import (
     CASES,
@@ -40,11 +39,7 @@ MERGE = (
 )
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS corrupt")
-    return d
+DATABASE = "corrupt"  # created by the conftest's db fixture
 
 
 @pytest.fixture(params=["native", "arrow"])

@@ -5,7 +5,6 @@ killed CTAS leaves no table); CREATE OR REPLACE is one commit on the existing ta
 time travel kept)."""
 
 import pytest
-import tablets
 from tablets.exceptions import TableAlreadyExists
 from tablets.spark import catalog
 from tablets.storage import TabletTable
@@ -13,11 +12,7 @@ from tablets.storage import TabletTable
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS ddl")
-    return d
+DATABASE = "ddl"  # created by the conftest's db fixture
 
 
 def rows(db, sql):

@@ -8,7 +8,6 @@ from collections import Counter
 
 import pyarrow as pa
 import pytest
-import tablets
 from support.delta_check import assert_delta_agrees, delta_read
 from support.differential import canon
 from tablets import maintenance
@@ -18,11 +17,7 @@ deltalake = pytest.importorskip("deltalake")
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS opendelta")
-    return d
+DATABASE = "opendelta"  # created by the conftest's db fixture
 
 
 def _sql_rows(db, table: str, version: int) -> Counter:

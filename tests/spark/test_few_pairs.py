@@ -18,11 +18,7 @@ pytestmark = pytest.mark.spark
 SPARK_PLAN = {DRIVER_SCAN_CONF: "0"}
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS few")
-    return d
+DATABASE = "few"  # created by the conftest's db fixture
 
 
 def _table(db, name, keys=""):

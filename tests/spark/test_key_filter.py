@@ -4,7 +4,6 @@ hold (engine.key_filter): each statement here runs with the filter and without i
 give the same rows and counts; the metric says where the filter was used."""
 
 import pytest
-import tablets
 from support.conf import settings
 from tablets.engine import key_filter
 from tablets.engine.route import DRIVER_SCAN_CONF, DRIVER_WRITE_CONF, KEY_FILTER_CONF
@@ -14,11 +13,7 @@ pytestmark = pytest.mark.spark
 SHUFFLED = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS kf")
-    return d
+DATABASE = "kf"  # created by the conftest's db fixture
 
 
 def rows(db, name):

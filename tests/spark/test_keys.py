@@ -10,11 +10,7 @@ from tablets.exceptions import CardinalityViolation, KeyViolation, MergeSpecErro
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS keys")
-    return d
+DATABASE = "keys"  # created by the conftest's db fixture
 
 
 def rows(db, sql):

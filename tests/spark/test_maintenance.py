@@ -6,7 +6,6 @@ import time
 
 import pyarrow as pa
 import pytest
-import tablets
 from tablets import maintenance
 from tablets.exceptions import (
     FormatError,
@@ -25,11 +24,7 @@ pytestmark = pytest.mark.spark
 FRONT_DOOR_MERGES = 100 if os.environ.get("TABLETS_SLOW") else 8
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS maint")
-    return d
+DATABASE = "maint"  # created by the conftest's db fixture
 
 
 def rows(db, sql):

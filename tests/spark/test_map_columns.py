@@ -7,7 +7,6 @@ Spark's plan (``driverScanBytes=0``), with the same rows and counts."""
 from __future__ import annotations
 
 import pytest
-import tablets
 from support.conf import settings
 from support.differential import PLANS
 from tablets.engine import streams
@@ -16,11 +15,7 @@ from tablets.engine.route import DRIVER_WRITE_CONF
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS maps")
-    return d
+DATABASE = "maps"  # created by the conftest's db fixture
 
 
 @pytest.fixture(params=list(PLANS))

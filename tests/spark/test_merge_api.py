@@ -10,11 +10,7 @@ from tablets.storage import TabletTable
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS api")
-    return d
+DATABASE = "api"  # created by the conftest's db fixture
 
 
 def rows(db, sql):

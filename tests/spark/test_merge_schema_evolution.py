@@ -20,11 +20,7 @@ from tablets.storage.delta_log import delta_dir, delta_name
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS evo")
-    return d
+DATABASE = "evo"  # created by the conftest's db fixture
 
 
 @pytest.fixture(params=["driver", "spark"])

@@ -1,7 +1,6 @@
 """The seed documents' statements with their exact outcomes, through the SQL front door."""
 
 import pytest
-import tablets
 from support.jobs import spark_jobs
 from tablets.exceptions import CardinalityViolation, ExecutionError, MergeSpecError
 from tablets.storage import TabletTable, log
@@ -10,11 +9,7 @@ from tablets.storage.actions import SetDV
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS seeds")
-    return d
+DATABASE = "seeds"  # created by the conftest's db fixture
 
 
 def rows(db, sql):

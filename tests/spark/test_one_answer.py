@@ -7,7 +7,6 @@ import decimal
 import math
 
 import pytest
-import tablets
 from tablets.engine.route import DRIVER_SCAN_CONF
 
 pytestmark = pytest.mark.spark
@@ -15,11 +14,7 @@ pytestmark = pytest.mark.spark
 PLANS = ["driver", "spark"]
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS one_answer")
-    return d
+DATABASE = "one_answer"  # created by the conftest's db fixture
 
 
 @pytest.fixture(params=PLANS)

@@ -9,7 +9,6 @@ import os
 
 import pyarrow as pa
 import pytest
-import tablets
 from support.conf import settings
 from tablets.engine.file_check import CHECK_CONF
 from tablets.engine.rewrite import REWRITE_CONF, bins
@@ -19,11 +18,7 @@ pytestmark = pytest.mark.spark
 _groups = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS rw")
-    return d
+DATABASE = "rw"  # created by the conftest's db fixture
 
 
 def _jobs(spark, fn):

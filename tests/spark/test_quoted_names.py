@@ -17,11 +17,7 @@ pytestmark = pytest.mark.spark
 COLUMNS = "`my key` BIGINT, `Value.x` STRING, `sélect` DOUBLE, `a``b` INT, `GROUP` STRING"
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS quoted")
-    return d
+DATABASE = "quoted"  # created by the conftest's db fixture
 
 
 @pytest.mark.parametrize("plan", list(PLANS))

@@ -19,11 +19,7 @@ pytestmark = pytest.mark.spark
 UPSERT = "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *"
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS rerun")
-    return d
+DATABASE = "rerun"  # created by the conftest's db fixture
 
 
 def rows(db, name):

@@ -4,7 +4,6 @@ older rows), and the refusal where VACUUM removed what a version's changes need.
 
 import pyarrow as pa
 import pytest
-import tablets
 from tablets.exceptions import ChangesUnavailable, StatementParseError
 from tablets.storage import TabletTable
 from tablets.storage.changes import changes
@@ -12,11 +11,7 @@ from tablets.storage.changes import changes
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS chg")
-    return d
+DATABASE = "chg"  # created by the conftest's db fixture
 
 
 def got(df, *cols):

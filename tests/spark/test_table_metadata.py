@@ -3,7 +3,6 @@ SHOW TBLPROPERTIES, SET/UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... 
 out as Spark lays them out for a Parquet table, kept in the table's log."""
 
 import pytest
-import tablets
 from tablets.exceptions import SchemaMismatch, StatementParseError, TabletsError
 from tablets.storage import TabletTable
 
@@ -13,11 +12,7 @@ pytestmark = pytest.mark.spark
 PARQUET_ONLY = {"Serde Library", "InputFormat", "OutputFormat"}
 
 
-@pytest.fixture(scope="module")
-def db(spark):
-    d = tablets.connect(spark=spark)
-    d.sql("CREATE DATABASE IF NOT EXISTS meta")
-    return d
+DATABASE = "meta"  # created by the conftest's db fixture
 
 
 @pytest.fixture
