@@ -10,6 +10,7 @@ import pytest
 import tablets
 from support.conf import settings
 from support.differential import PLANS
+from tablets.engine import key_filter
 from tablets.engine.route import DRIVER_WRITE_CONF, LOCAL_SOURCE_CONF
 
 pytestmark = pytest.mark.spark
@@ -77,3 +78,21 @@ def test_tasks_take_columns_of_any_name(db, spark):
         db.sql(f"OPTIMIZE {t}")
     rows = sorted(tuple(r) for r in db.sql(f"SELECT * FROM {t}").collect())
     assert rows == [(i, str(10 - i), 1) for i in range(6)] + [(i, str(i), 2) for i in range(6, 12)]
+
+
+def test_key_filter_over_a_key_whose_name_holds_a_dot(db, spark, monkeypatch):
+    """The key filter's bloom filter hashes the source's keys into a column of its own name (it
+    took the hash's generated name, ``xxhash64(k.1)``, as a struct's field). Found by the soak,
+    seed 9840064."""
+    monkeypatch.setattr(key_filter, "MIN_TARGET_PER_SOURCE", 0)  # (the filter for so few rows too)
+    t = "quoted.bloom"
+    db.sql(f"DROP TABLE IF EXISTS {t}")
+    db.sql(
+        f"CREATE TABLE {t} (k1 DOUBLE, `k2 Value.x` BINARY) USING tablets TBLPROPERTIES ('key_columns' = 'k1,k2 Value.x')"
+    )
+    no_broadcast = {**PLANS["spark"], DRIVER_WRITE_CONF: "0", "spark.sql.autoBroadcastJoinThreshold": "-1"}
+    with settings(spark, no_broadcast):
+        db.sql(f"INSERT INTO {t} SELECT * FROM VALUES (CAST('-Infinity' AS DOUBLE), X'6162') AS v(k1, `k2 Value.x`)")
+        got = db.sql(f"INSERT INTO {t} SELECT * FROM VALUES (CAST('1.5' AS DOUBLE), X'00') AS v(k1, `k2 Value.x`)")
+    assert got.message.startswith("INSERT 1 (inserted 1,")
+    assert db.sql(f"SELECT count(*) FROM {t}").collect()[0][0] == 2

@@ -16,6 +16,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tablets.spark.backend import is_connect
+from tablets.sqltext import quote_ident
 
 
 def bits_for(items: int, fpp: float) -> int:
@@ -56,7 +57,7 @@ def might_contain(values: DataFrame, items: int, bits: int, value: Column) -> Co
         return utils.expression(c._jc)  # noqa: SLF001
 
     agg = exprs.aggregate.BloomFilterAggregate(
-        expr(F.col(values.columns[0])), expr(F.lit(items).cast("bigint")), expr(F.lit(bits).cast("bigint"))
+        expr(F.col(quote_ident(values.columns[0]))), expr(F.lit(items).cast("bigint")), expr(F.lit(bits).cast("bigint"))
     )
     filt = values.select(Column(utils.column(agg.toAggregateExpression()))).scalar()
     return Column(utils.column(exprs.BloomFilterMightContain(expr(filt), expr(value))))
