@@ -5,7 +5,7 @@
 # the integration project's main job through `master: spark://...`, and a MERGE, DELETE and
 # OPTIMIZE of a 10M-row table on Spark's plan, checked against local mode
 # (TABLETS_CLUSTER_SCALE_ROWS to change its size). Its own pytest process: a driver process
-# holds one SparkContext. About 12 minutes on 2 cores (the worker venv is built
+# holds one SparkContext. About 5 minutes on 2 cores (the worker venv is built
 # once, ~20 s, and cached under the temp directory). Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
