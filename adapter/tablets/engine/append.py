@@ -9,7 +9,6 @@ from typing import Any
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from tablets.engine.constraints import raise_if_violated, violation_column
 from tablets.engine.errors import first_line, job_failed
@@ -25,7 +24,7 @@ from tablets.engine.route import (
     local_limit,
 )
 from tablets.engine.run import MergeOptions
-from tablets.engine.streams import map_in_arrow, run_task_here, shuffle_partitions
+from tablets.engine.streams import columns_named, map_in_arrow, run_task_here, shuffle_partitions
 from tablets.engine.tasks import INSERT_RESULT, insert_task
 from tablets.exceptions import (
     KeyViolation,
@@ -111,11 +110,7 @@ def append(
     # first in a fresh process costs seconds: dbt's CTAS of a small model)
     here = size is not None and size <= local_limit(spark)
     if keys:  # rows of one key meet in one task, which checks them
-        stream = (
-            stream.coalesce(1)
-            if small
-            else stream.repartition(shuffle_partitions(spark), *(F.col(quote_ident(k)) for k in keys))
-        )
+        stream = stream.coalesce(1) if small else stream.repartition(shuffle_partitions(spark), *columns_named(keys))
     elif small:
         stream = stream.coalesce(1)  # one tablet, not one per input partition
     handle = begin(

@@ -26,11 +26,10 @@ from pyspark.sql import functions as F
 
 from tablets.engine.errors import job_failed
 from tablets.engine.names import K_INSERT, KIND
-from tablets.engine.streams import map_in_arrow
+from tablets.engine.streams import columns_named, map_in_arrow
 from tablets.engine.tasks import INSERT_RESULT, insert_task, rewrite_task
 from tablets.spark.frames import local_relation, tablet_scan
 from tablets.spark.sizes import conf_bytes
-from tablets.sqltext import quote_ident
 from tablets.storage import Fragment, Snapshot, TabletTable, WriteHandle, fragment_from_json
 from tablets.storage.actions import action_to_json
 from tablets.storage.table import Rewriter
@@ -81,10 +80,8 @@ def rewrite_on_spark(
             n = max(1, -(-rows // handle.target_tablet_rows))
             scan = tablet_scan(spark, table, snap, tablet_ids=pick, row_ids=False)
             names = list(snap.metadata.column_names)
-            frame = scan.live(scan.frame, row_ids=False).repartitionByRange(
-                n, *[F.col(quote_ident(c)) for c in handle.sort_by]
-            )
-            stream = frame.select(*[F.col(quote_ident(c)) for c in names], F.lit(K_INSERT).alias(KIND))
+            frame = scan.live(scan.frame, row_ids=False).repartitionByRange(n, *columns_named(handle.sort_by))
+            stream = frame.select(*columns_named(names), F.lit(K_INSERT).alias(KIND))
             out = map_in_arrow(stream, insert_task(handle, names), INSERT_RESULT).collect()
         else:
             groups = bins(snap, pick, handle.target_tablet_rows)

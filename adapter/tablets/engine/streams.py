@@ -217,16 +217,16 @@ def _spread(
     """The insert stream's partitions: by range of ``cluster_by``; one task when it fits one
     tablet; else, with ``keys``, hashed by key so one task sees every row of a key."""
     if cluster_by and not keys:
-        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *_cols(cluster_by))
+        return stream.repartitionByRange(max(1, math.ceil(bound / rows_per)), *columns_named(cluster_by))
     if bound < rows_per:  # (a no-op on one partition; no `.rdd` to ask: Spark Connect has none)
         return stream.coalesce(1)  # one well-sized tablet rather than one per shuffle partition
     if keys:
-        stream = stream.repartition(stream_partitions(spark, bound), *_cols(keys))
-        return stream.sortWithinPartitions(*_cols(cluster_by)) if cluster_by else stream
+        stream = stream.repartition(stream_partitions(spark, bound), *columns_named(keys))
+        return stream.sortWithinPartitions(*columns_named(cluster_by)) if cluster_by else stream
     return stream
 
 
-def _cols(names: Sequence[str]) -> list[Column]:
+def columns_named(names: Sequence[str]) -> list[Column]:
     """Columns by their own names (a dot or a backquote is part of a name)."""
     return [F.col(quote_ident(n)) for n in names]
 
