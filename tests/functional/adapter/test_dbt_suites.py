@@ -3,7 +3,9 @@ file_format): singular, generic and unit tests, ephemeral models, ``--empty`` an
 ``dbt show``, aliases, relation type changes, schema drops, concurrency and stored test failures.
 
 Left out, as dbt-spark leaves them out: the suites whose fixtures are Postgres SQL (the seed
-suites' ``TEXT`` columns, the ephemeral suites that compare compiled SQL with Postgres' quoting).
+suites' ``TEXT`` columns, the ephemeral suites that compare compiled SQL with Postgres' quoting,
+``information_schema`` in simple_copy, Postgres' error text in dbt show) and the caching suites
+(they read ``relation.database``, which Spark's relations do not have).
 Seeds are covered by ``tests/functional/test_seed_load.py``."""
 
 import pytest
@@ -27,8 +29,13 @@ from dbt.tests.adapter.relations.test_changing_relation_type import BaseChangeRe
 from dbt.tests.adapter.relations.test_dropping_schema_named import BaseDropSchemaNamed
 from dbt.tests.adapter.sample_mode.test_sample_mode import BaseSampleModeTest
 from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import BaseStoreTestFailures
+from dbt.tests.adapter.unit_testing import test_quoted_reserved_word_column_names as reserved
 from dbt.tests.adapter.unit_testing.test_case_insensitivity import BaseUnitTestCaseInsensivity
 from dbt.tests.adapter.unit_testing.test_invalid_input import BaseUnitTestInvalidInput
+from dbt.tests.adapter.unit_testing.test_quoted_reserved_word_column_names import (
+    BaseUnitTestQuotedReservedWordColumnNames,
+)
+from dbt.tests.adapter.unit_testing.test_types import BaseUnitTestingTypes
 
 # the suite's string_literal is Postgres' '...'::text; Spark's cast, for the 'test' namespace
 SPARK_CAST_SQL = (
@@ -132,3 +139,29 @@ class TestUnitTestCaseInsensitivityTablets(BaseUnitTestCaseInsensivity):
 
 class TestUnitTestInvalidInputTablets(BaseUnitTestInvalidInput):
     pass
+
+
+class TestUnitTestingTypesTablets(BaseUnitTestingTypes):
+    @pytest.fixture
+    def data_types(self):
+        # (sql_value, yaml_value): Spark's literals for the suite's Postgres ones
+        return [
+            ["1", "1"],
+            ["2.0", "2.0"],
+            ["'12345'", "12345"],
+            ["'string'", "string"],
+            ["true", "true"],
+            ["date '2011-11-11'", "2011-11-11"],
+            ["timestamp '2013-11-03 00:00:00-0'", "2013-11-03 00:00:00-0"],
+            ["cast(1.25 as decimal(10, 2))", "1.25"],
+        ]
+
+
+class TestUnitTestQuotedReservedWordTablets(BaseUnitTestQuotedReservedWordColumnNames):
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {
+            "my_model.sql": reserved.my_model_sql,
+            "my_upstream_model.sql": "select 1 as `GROUP`",  # Spark's quotes, not Postgres' "GROUP"
+            "unit_tests.yml": reserved.test_my_model_csv_fixtures_yml,
+        }
