@@ -1,6 +1,7 @@
 """The rest of dbt-tests-adapter's adapter-neutral suites, on tablet tables (this adapter's default
 file_format): singular, generic and unit tests, ephemeral models, ``--empty`` and sample mode,
-``dbt show``, aliases, relation type changes, schema drops, concurrency and stored test failures.
+``dbt show``, aliases, relation type changes, schema drops, concurrency, stored test failures,
+hooks given twice, seeds enabled by config and an empty seed.
 
 Left out, as dbt-spark leaves them out: the suites whose fixtures are Postgres SQL (the seed
 suites' ``TEXT`` columns, the ephemeral suites that compare compiled SQL with Postgres' quoting,
@@ -24,10 +25,12 @@ from dbt.tests.adapter.basic.test_table_materialization import BaseTableMaterial
 from dbt.tests.adapter.basic.test_validate_connection import BaseValidateConnection
 from dbt.tests.adapter.concurrency.test_concurrency import BaseConcurrency
 from dbt.tests.adapter.dbt_show.test_dbt_show import BaseShowLimit, BaseShowSqlHeader
-from dbt.tests.adapter.empty.test_empty import BaseTestEmpty
+from dbt.tests.adapter.empty.test_empty import BaseTestEmpty, BaseTestEmptyInlineSourceRef
+from dbt.tests.adapter.hooks.test_model_hooks import BaseDuplicateHooksInConfigs
 from dbt.tests.adapter.relations.test_changing_relation_type import BaseChangeRelationTypeValidator
 from dbt.tests.adapter.relations.test_dropping_schema_named import BaseDropSchemaNamed
 from dbt.tests.adapter.sample_mode.test_sample_mode import BaseSampleModeTest
+from dbt.tests.adapter.simple_seed.test_seed import BaseSimpleSeedEnabledViaConfig, BaseTestEmptySeed
 from dbt.tests.adapter.store_test_failures_tests.test_store_test_failures import BaseStoreTestFailures
 from dbt.tests.adapter.unit_testing import test_quoted_reserved_word_column_names as reserved
 from dbt.tests.adapter.unit_testing.test_case_insensitivity import BaseUnitTestCaseInsensivity
@@ -165,3 +168,19 @@ class TestUnitTestQuotedReservedWordTablets(BaseUnitTestQuotedReservedWordColumn
             "my_upstream_model.sql": "select 1 as `GROUP`",  # Spark's quotes, not Postgres' "GROUP"
             "unit_tests.yml": reserved.test_my_model_csv_fixtures_yml,
         }
+
+
+class TestRunWithEmptyInlineSourceRefTablets(BaseTestEmptyInlineSourceRef):
+    pass
+
+
+class TestDuplicateHooksInConfigsTablets(BaseDuplicateHooksInConfigs):
+    pass
+
+
+class TestSeedEnabledViaConfigTablets(BaseSimpleSeedEnabledViaConfig):
+    pass
+
+
+class TestEmptySeedTablets(BaseTestEmptySeed):
+    pass
