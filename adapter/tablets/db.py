@@ -66,13 +66,14 @@ from tablets.spec import (
     RenameColumnSpec,
 )
 from tablets.sql import create_provider, parse_statement, split_statements, statement_target
-from tablets.storage.table import replacement
+from tablets.storage.metadata import replacement
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
     from tablets.storage import TabletTable
 
+_REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\s+", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
 
 
@@ -155,6 +156,7 @@ class Database:
             done = clone.run(self.spark, text)  # CREATE TABLE ... SHALLOW CLONE of a tablet table
         if done is not None:
             return done
+        text = self._replace_table(text)
         routed = self._tablet_target(text)
         if routed is None:
             self._refuse_unroutable(text)
@@ -256,6 +258,28 @@ class Database:
                 help=f"Copy it into a tablet table (CREATE TABLE <new> USING tablets AS SELECT * FROM {name}; in dbt: "
                 "materialized='merge_tablets') and write to that.",
             )
+
+    def _replace_table(self, text: str) -> str:
+        """Spark's ``REPLACE TABLE t ... USING tablets`` as ``CREATE OR REPLACE`` of a table that
+        must exist: Spark's own path drops the catalog entry, then fails on the table's files,
+        leaving the table unnamed. Another provider's REPLACE stays Spark's."""
+        m = _REPLACE_TABLE.match(text)
+        if m is None:
+            return text
+        rewritten = "CREATE OR REPLACE TABLE " + text[m.end() :]
+        found = statement_target(rewritten)
+        if found is None or (create_provider(rewritten) or "") != "tablets":
+            return text
+        name = found[1]
+        exists = catalog.lookup(self.spark, name) is not None or (
+            catalog.path_of(name) is None and self.spark.catalog.tableExists(name)
+        )
+        if not exists:
+            raise TableNotFound(
+                f"REPLACE TABLE {name}: there is no table named {name} to replace",
+                help="CREATE OR REPLACE TABLE creates it, or replaces it where it exists.",
+            )
+        return rewritten
 
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""
@@ -448,6 +472,8 @@ class Database:
                 properties=props,
                 replace=spec.replace,
                 fill=fill if frame is not None else None,
+                comment=spec.comment,
+                column_comments=spec.column_comments,
             )
         except TableAlreadyExists:
             if spec.if_not_exists:  # another process created it since the check above: IF NOT EXISTS holds
@@ -475,7 +501,9 @@ class Database:
         place of every tablet, in one commit of the table's log (as Delta replaces a table);
         then the catalog entry's columns."""
         before = table.snapshot().metadata
-        meta = replacement(before, catalog.store_schema(self.spark, schema), keys, props)
+        meta = replacement(
+            before, catalog.store_schema(self.spark, schema), keys, props, spec.comment, spec.column_comments
+        )
         op = "CREATE OR REPLACE TABLE AS SELECT" if frame is not None else "CREATE OR REPLACE TABLE"
         if frame is None:
             frame = empty_frame(self.spark, meta.schema, meta.column_names)

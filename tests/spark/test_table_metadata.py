@@ -2,6 +2,8 @@
 SHOW TBLPROPERTIES, SET/UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT, laid
 out as Spark lays them out for a Parquet table, kept in the table's log."""
 
+import re
+
 import pytest
 from tablets.exceptions import SchemaMismatch, StatementParseError, TabletsError
 from tablets.storage import TabletTable
@@ -171,3 +173,68 @@ def test_create_or_replace_is_one_commit(db, table, spark):
     db.sql("CREATE OR REPLACE TABLE meta.t (a STRING) USING tablets")
     assert db.sql("SELECT * FROM meta.t").collect() == [] and t.version == before + 3
     assert t.snapshot().metadata.column_names == ("a",) and t.snapshot().metadata.key_columns == ()
+
+
+def test_create_keeps_its_comments_and_cluster_by_in_its_one_commit(db):
+    """CREATE TABLE's COMMENT, its columns' COMMENTs and Spark's CLUSTER BY (cols) are the table's
+    from its first version (they were a KeyError, or dropped); CREATE OR REPLACE sets them anew."""
+    db.sql("DROP TABLE IF EXISTS meta.c")
+    db.sql(
+        "CREATE TABLE meta.c (id BIGINT COMMENT 'the key', v STRING NOT NULL COMMENT 'it\\'s v', w INT) "
+        "USING tablets COMMENT 'A table' CLUSTER BY (v, id) TBLPROPERTIES ('key_columns' = 'id')"
+    )
+    t = db.table_of("meta.c")
+    meta = t.snapshot().metadata
+    assert t.version == 0 and meta.comment == "A table"
+    assert meta.column_comments == (("id", "the key"), ("v", "it's v"))
+    assert meta.property("cluster_by") == "v,id" and meta.key_columns == ("id",)
+    assert rows(db, "DESCRIBE meta.c") == [("id", "bigint", "the key"), ("v", "string", "it's v"), ("w", "int", None)]
+    assert details(rows(db, "DESCRIBE EXTENDED meta.c"))["Comment"] == "A table"
+
+    db.sql("CREATE OR REPLACE TABLE meta.c USING tablets COMMENT 'Again' AS SELECT 1 AS id")
+    meta = t.snapshot().metadata
+    assert t.version == 1 and meta.comment == "Again" and meta.column_comments == ()
+    db.sql("CREATE OR REPLACE TABLE meta.c (id INT) USING tablets TBLPROPERTIES ('comment' = 'as a property')")
+    assert t.snapshot().metadata.comment == "as a property" and t.snapshot().metadata.property("comment") is None
+
+
+@pytest.mark.parametrize(
+    "clause",
+    ["PARTITIONED BY (v)", "CLUSTERED BY (v) INTO 4 BUCKETS", "ROW FORMAT DELIMITED", "STORED AS PARQUET"],
+)
+def test_create_refuses_what_a_tablet_table_is_not(db, clause):
+    db.sql("DROP TABLE IF EXISTS meta.r")
+    with pytest.raises(
+        StatementParseError, match=re.escape(f"CREATE TABLE meta.r: '{clause}' is not supported")
+    ) as err:
+        db.sql(f"CREATE TABLE meta.r (id INT, v STRING) USING tablets {clause}")
+    assert "CLUSTER BY" in err.value.help and not db.spark.catalog.tableExists("meta.r")
+
+
+def test_create_refuses_a_comment_or_clustering_given_twice(db):
+    with pytest.raises(StatementParseError, match="comment is given twice"):
+        db.sql("CREATE TABLE meta.r (id INT) USING tablets COMMENT 'a' TBLPROPERTIES ('comment' = 'b')")
+    with pytest.raises(StatementParseError, match="disagree"):
+        db.sql("CREATE TABLE meta.r (id INT, v INT) USING tablets CLUSTER BY (v) TBLPROPERTIES ('cluster_by' = 'id')")
+    assert not db.spark.catalog.tableExists("meta.r")
+
+
+def test_replace_table_replaces_and_never_unnames_the_table(db, table, spark):
+    """Spark's REPLACE TABLE ... USING tablets dropped the catalog entry and then failed on the
+    table's files: the table vanished from the catalog. It is CREATE OR REPLACE of a table that
+    must exist, in one commit."""
+    t = db.table_of(table)
+    before = t.version
+    db.sql("REPLACE TABLE meta.t (k INT COMMENT 'new') USING tablets")
+    assert spark.catalog.tableExists("meta.t") and t.version == before + 1
+    assert [c.name for c in spark.catalog.listColumns("meta.t")] == ["k"] and db.sql(
+        "SELECT * FROM meta.t"
+    ).collect() == []
+    assert t.snapshot().metadata.column_comments == (("k", "new"),)
+    assert sorted(tuple(r) for r in db.sql(f"SELECT * FROM meta.t VERSION AS OF {before}").collect()) == [
+        (1, "a"),
+        (2, "b"),
+    ]
+    with pytest.raises(TabletsError, match="REPLACE TABLE meta.nope: there is no table named meta.nope"):
+        db.sql("REPLACE TABLE meta.nope (id INT) USING tablets")
+    assert not spark.catalog.tableExists("meta.nope")

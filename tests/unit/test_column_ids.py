@@ -156,7 +156,7 @@ def test_restore_brings_the_columns_back_and_ids_never_go_back(table):
 
 
 def test_replace_keeps_ids_growing(table):
-    from tablets.storage.table import replacement
+    from tablets.storage.metadata import replacement
 
     table.drop_columns(["c"])
     meta = replacement(table.snapshot().metadata, [("id", "bigint", True), ("c", "string", True)], ["id"])

@@ -57,7 +57,7 @@ def append(
 ) -> MergeMetrics:
     """Write ``frame`` as new tablets in one commit: a blind append (rebases over concurrent
     commits), or an overwrite that also removes every tablet of the version it read; with
-    ``metadata`` (``storage.table.replacement``: ``CREATE OR REPLACE``) an overwrite that gives the
+    ``metadata`` (``storage.metadata.replacement``: ``CREATE OR REPLACE``) an overwrite that gives the
     table that schema, keys and properties in the same commit.
 
     ``by_name``: match columns by name (missing ones are NULL); else by position, as SQL

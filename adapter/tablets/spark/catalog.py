@@ -237,6 +237,8 @@ def create_table(
     if_not_exists: bool = False,
     managed: bool = False,
     fill: Callable[[TabletTable], object] | None = None,
+    comment: str | None = None,
+    column_comments: Sequence[tuple[str, str]] = (),
 ) -> TabletTable:
     """Create the tablet table ``name``: the store at ``location`` (default: where Spark puts a
     managed table, ``<warehouse>/<db>.db/<table>``), the catalog entry and the registry file.
@@ -254,7 +256,14 @@ def create_table(
     if path is not None:  # no catalog entry: readers by path see the table as soon as it is made
         made = fill is not None and (replace or not storage(spark).table(path).exists())
         store = _create_at_path(
-            spark, path, schema, key_columns, properties, replace=replace, if_not_exists=if_not_exists
+            spark,
+            path,
+            schema,
+            key_columns,
+            properties,
+            replace=replace,
+            if_not_exists=if_not_exists,
+            comments=(comment, column_comments),
         )
         return _filled(store, fill, drop=made)
     db, table = qualify(spark, name)
@@ -314,6 +323,8 @@ def create_table(
             key_columns=key_columns,
             properties=properties,
             storage_options=storage(spark).options,
+            comment=comment,
+            column_comments=column_comments,
         )
         created = True
     _filled(store, fill, drop=created)
@@ -353,7 +364,7 @@ def _filled(store: TabletTable, fill: Callable[[TabletTable], object] | None, *,
 
 def replaceable(spark: SparkSession, name: str, location: str | None = None) -> TabletTable | None:
     """The tablet table that ``CREATE OR REPLACE TABLE name [LOCATION location]`` replaces in
-    one commit of its own log (``storage.table.replacement``), as Delta does: ``name`` when it is
+    one commit of its own log (``storage.metadata.replacement``), as Delta does: ``name`` when it is
     a tablet table in the catalog (or at that path) and ``location``, if given, is where it is.
     None otherwise: the old table is dropped and a new one made (``create_table``)."""
     if path_of(name) is None:
@@ -375,6 +386,7 @@ def _create_at_path(
     *,
     replace: bool,
     if_not_exists: bool,
+    comments: tuple[str | None, Sequence[tuple[str, str]]] = (None, ()),
 ) -> TabletTable:
     store = storage(spark).table(path)
     if not replace and delta_adopt.adopt_if_delta(store.io, path, tuple(key_columns)):  # a Delta table there
@@ -402,6 +414,8 @@ def _create_at_path(
         key_columns=key_columns,
         properties=properties,
         storage_options=storage(spark).options,
+        comment=comments[0],
+        column_comments=comments[1],
     )
 
 

@@ -113,7 +113,8 @@ class AppendSpec:
 
 @dataclass(frozen=True)
 class CreateSpec:
-    """``CREATE [OR REPLACE] TABLE t [(cols)] USING tablets [OPTIONS/TBLPROPERTIES] [AS query]``."""
+    """``CREATE [OR REPLACE] TABLE t [(cols)] USING tablets [COMMENT] [CLUSTER BY]
+    [OPTIONS/TBLPROPERTIES] [AS query]``."""
 
     target: str
     columns_ddl: str | None = None  # "a INT, b STRING" when given
@@ -124,6 +125,8 @@ class CreateSpec:
     properties: tuple[tuple[str, str], ...] = ()
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL
     checks: tuple[tuple[str, str], ...] = ()  # CONSTRAINT name CHECK (expression)
+    comment: str | None = None  # COMMENT '...': the table's
+    column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment) of the column list
 
 
 @dataclass(frozen=True)

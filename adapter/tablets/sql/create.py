@@ -20,6 +20,7 @@ def create_statement(tree: exp.Create) -> CreateSpec:
     columns_ddl = None
     not_null: list[str] = []
     checks: list[tuple[str, str]] = []
+    column_comments: list[tuple[str, str]] = []
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
         columns_ddl = ", ".join(
@@ -31,17 +32,49 @@ def create_statement(tree: exp.Create) -> CreateSpec:
             if any(isinstance(k.args.get("kind"), exp.NotNullColumnConstraint) for k in c.args.get("constraints") or ())
         ]
         checks = [check_of(c, f"CREATE TABLE {target}") for c in this.expressions if not isinstance(c, exp.ColumnDef)]
+        column_comments = [
+            (c.name, k.args["kind"].this.name)
+            for c in defs
+            for k in c.args.get("constraints") or ()
+            if isinstance(k.args.get("kind"), exp.CommentColumnConstraint)
+        ]
     props: dict[str, str] = {}
-    location = None
+    location = comment = cluster = None
     for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
-        if isinstance(p, exp.FileFormatProperty):
-            continue
+        if isinstance(p, exp.FileFormatProperty) and not p.args.get("hive_format"):
+            continue  # USING tablets
         if isinstance(p, exp.LocationProperty):
             location = p.this.name
+        elif isinstance(p, exp.SchemaCommentProperty):
+            comment = p.this.name
+        elif isinstance(p, exp.ClusterProperty):  # Spark's CLUSTER BY (cols): the cluster_by property
+            cluster = ",".join(c.name for c in p.expressions)
         elif isinstance(p, exp.OptionsProperty):
             props.update({q.name: q.args["value"].name for q in p.expressions})
-        elif isinstance(p, exp.Property):
+        elif type(p) is exp.Property:  # TBLPROPERTIES / WITH (key = value)
             props[p.name] = p.args["value"].name
+        else:
+            raise StatementParseError(
+                f"CREATE TABLE {target}: {to_sql(p)!r} is not supported on tablet tables",
+                help="Tablet tables are neither partitioned nor bucketed, and their format is USING tablets: "
+                "drop the clause; CLUSTER BY (col, ...) or TBLPROPERTIES ('cluster_by' = 'col') sorts new "
+                "tablets by those columns.",
+            )
+    if cluster is not None:
+        if props.get("cluster_by", cluster).replace(" ", "") != cluster:
+            raise StatementParseError(
+                f"CREATE TABLE {target}: CLUSTER BY ({cluster}) and TBLPROPERTIES ('cluster_by' = "
+                f"{props['cluster_by']!r}) disagree",
+                help="Give the clustering columns once.",
+            )
+        props["cluster_by"] = cluster
+    if "comment" in props:  # TBLPROPERTIES ('comment' = ...) is the table's comment, as in ALTER TABLE
+        if comment is not None:
+            raise StatementParseError(
+                f"CREATE TABLE {target}: the table's comment is given twice (COMMENT and TBLPROPERTIES 'comment')",
+                help="Keep the COMMENT clause.",
+            )
+        comment = props.pop("comment")
     query = tree.args.get("expression")
     return CreateSpec(
         target=target,
@@ -53,6 +86,8 @@ def create_statement(tree: exp.Create) -> CreateSpec:
         properties=tuple(sorted(props.items())),
         not_null=tuple(not_null),
         checks=tuple(checks),
+        comment=comment,
+        column_comments=tuple(column_comments),
     )
 
 

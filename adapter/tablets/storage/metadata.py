@@ -1,5 +1,6 @@
-"""Changes to a table's properties, comments and column names: a pure function from one
-``Metadata`` to the next, committed by ``TabletTable.alter_metadata`` as a version of its own
+"""A new table's metadata (``new_metadata``; ``replacement`` for CREATE OR REPLACE), and changes
+to a table's properties, comments and column names: a pure function from one ``Metadata`` to the
+next, committed by ``TabletTable.alter_metadata`` as a version of its own
 (no data changes), with Delta's meaning:
 
 - ``set_properties`` adds or replaces keys, ``unset_properties`` removes keys (a key the table
@@ -20,12 +21,18 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+
+import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch
 from tablets.storage.actions import Metadata
 from tablets.storage.constraints import refuse_losing_columns
 from tablets.storage.properties import check_properties
+from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET
+from tablets.storage.types import schema_from_arrow
 
 # properties the store keeps elsewhere: the key is fixed at creation (statements rely on it)
 KEY_COLUMNS = "key_columns"
@@ -150,3 +157,64 @@ def _drop(meta: Metadata, names: tuple[str, ...], if_exists: bool, where: str) -
             f"{where}: a table keeps at least one column", help="Drop fewer columns, or drop the table."
         )
     return meta.with_schema(kept) if columns else meta
+
+
+def check_reserved(names: Sequence[str]) -> None:
+    """No column may take a name the format or the engine uses (any case: Spark resolves
+    Parquet columns without it)."""
+    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.lower().startswith("__tablets")]
+    if reserved:
+        raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
+
+
+def new_metadata(
+    table_id: str,
+    schema: pa.Schema | Sequence[tuple[str, str, bool]],
+    key_columns: Sequence[str],
+    properties: Mapping[str, str] | None,
+    comment: str | None = None,
+    column_comments: Sequence[tuple[str, str]] = (),
+) -> Metadata:
+    cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
+    names = [c[0] for c in cols]
+    if len(set(names)) != len(names):
+        raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
+    check_reserved(names)
+    by_lower = {n.lower(): n for n in names}  # (Spark resolves names in any case)
+    key_columns = [by_lower.get(k.lower(), k) for k in key_columns]
+    comments = tuple((by_lower[c.lower()], text) for c, text in column_comments if c.lower() in by_lower)
+    missing = [k for k in key_columns if k not in names]
+    if missing:
+        raise SchemaMismatch(
+            f"key columns {missing} are not columns of the table {names}",
+            help="Use columns of the table as key columns.",
+        )
+    check_properties(properties or {}, names, "CREATE TABLE")
+    return Metadata(
+        table_id=table_id,
+        schema=cols,
+        key_columns=tuple(key_columns),
+        properties=tuple(sorted((properties or {}).items())),
+        created_ms=int(time.time() * 1000),
+        comment=comment,
+        column_comments=tuple(sorted(comments, key=lambda c: names.index(c[0]))),
+    )
+
+
+def replacement(
+    current: Metadata,
+    schema: pa.Schema | Sequence[tuple[str, str, bool]],
+    key_columns: Sequence[str] = (),
+    properties: Mapping[str, str] | None = None,
+    comment: str | None = None,
+    column_comments: Sequence[tuple[str, str]] = (),
+) -> Metadata:
+    """The metadata of ``CREATE OR REPLACE`` of a table whose metadata is ``current``: the new
+    columns, keys and properties under the table's own id, committed with the new rows in place
+    of every tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a
+    failed replace leaves the table as it was and the old versions stay readable (time travel).
+    Its columns are named in the tablets by their names, as a new table's (no old tablet stays),
+    with ids after the table's highest: an id is never given twice."""
+    meta = new_metadata(current.table_id, schema, key_columns, properties, comment, column_comments)
+    first = current.max_column_id + 1
+    return replace(meta, column_ids=tuple(range(first, first + len(meta.schema))))

@@ -29,7 +29,7 @@ from tablets.exceptions import (
     VacuumRetentionError,
 )
 from tablets.storage import clone, delta_log, log, transaction, vacuum
-from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
+from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
 from tablets.storage.constraints import refuse_losing_columns
 from tablets.storage.fileio import FileIO, io_for, join, normalize
 from tablets.storage.maintenance import (
@@ -39,8 +39,7 @@ from tablets.storage.maintenance import (
     restored_files,
     version_at,
 )
-from tablets.storage.metadata import MetadataChange
-from tablets.storage.properties import check_properties
+from tablets.storage.metadata import MetadataChange, check_reserved, new_metadata
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
@@ -64,60 +63,6 @@ METADATA_RETRIES = 5
 class HistoryEntry:
     version: int
     commit: CommitInfo | None
-
-
-def _check_reserved(names: Sequence[str]) -> None:
-    """No column may take a name the format or the engine uses (any case: Spark resolves
-    Parquet columns without it)."""
-    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.lower().startswith("__tablets")]
-    if reserved:
-        raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
-
-
-def _new_metadata(
-    table_id: str,
-    schema: pa.Schema | Sequence[tuple[str, str, bool]],
-    key_columns: Sequence[str],
-    properties: Mapping[str, str] | None,
-) -> Metadata:
-    cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
-    names = [c[0] for c in cols]
-    if len(set(names)) != len(names):
-        raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
-    _check_reserved(names)
-    by_lower = {n.lower(): n for n in names}  # (Spark resolves names in any case)
-    key_columns = [by_lower.get(k.lower(), k) for k in key_columns]
-    missing = [k for k in key_columns if k not in names]
-    if missing:
-        raise SchemaMismatch(
-            f"key columns {missing} are not columns of the table {names}",
-            help="Use columns of the table as key columns.",
-        )
-    check_properties(properties or {}, names, "CREATE TABLE")
-    return Metadata(
-        table_id=table_id,
-        schema=cols,
-        key_columns=tuple(key_columns),
-        properties=tuple(sorted((properties or {}).items())),
-        created_ms=int(time.time() * 1000),
-    )
-
-
-def replacement(
-    current: Metadata,
-    schema: pa.Schema | Sequence[tuple[str, str, bool]],
-    key_columns: Sequence[str] = (),
-    properties: Mapping[str, str] | None = None,
-) -> Metadata:
-    """The metadata of ``CREATE OR REPLACE`` of a table whose metadata is ``current``: the new
-    columns, keys and properties under the table's own id, committed with the new rows in place
-    of every tablet (``finish(..., extra_actions=[metadata, *removes])``): one version, so a
-    failed replace leaves the table as it was and the old versions stay readable (time travel).
-    Its columns are named in the tablets by their names, as a new table's (no old tablet stays),
-    with ids after the table's highest: an id is never given twice."""
-    meta = _new_metadata(current.table_id, schema, key_columns, properties)
-    first = current.max_column_id + 1
-    return replace(meta, column_ids=tuple(range(first, first + len(meta.schema))))
 
 
 class TabletTable:
@@ -150,13 +95,15 @@ class TabletTable:
         *,
         exist_ok: bool = False,
         storage_options: Mapping[str, str] | None = None,
+        comment: str | None = None,
+        column_comments: Sequence[tuple[str, str]] = (),
     ) -> TabletTable:
         table = cls(root, storage_options)
         if table.exists():
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table already exists at {table.root}")
-        meta = _new_metadata(new_id(), schema, key_columns, properties)
+        meta = new_metadata(new_id(), schema, key_columns, properties, comment, column_comments)
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
         info = replace(info, state=log.apply_version(None, 0, [meta]).summary().record())
         if not log.write_version(table.io, table.root, 0, [meta, info]):
@@ -313,7 +260,7 @@ class TabletTable:
         new = [(n, t, True) for n, t in columns if n not in names]
         if not new:
             return None
-        _check_reserved([n for n, _, _ in new])
+        check_reserved([n for n, _, _ in new])
         meta = snap.metadata.with_schema(snap.metadata.schema + tuple(new))
         handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
         return transaction.commit(
@@ -328,7 +275,7 @@ class TabletTable:
         cols = schema_from_arrow(schema) if isinstance(schema, pa.Schema) else tuple(schema)
         if cols == snap.metadata.schema:
             return None
-        _check_reserved([c[0] for c in cols])
+        check_reserved([c[0] for c in cols])
         names = {c[0].lower() for c in cols}
         refuse_losing_columns(
             snap.metadata, [n for n in snap.metadata.column_names if n.lower() not in names], operation
@@ -341,7 +288,7 @@ class TabletTable:
         """``ALTER TABLE ... RENAME COLUMN``: a metadata-only commit (the tablets keep the
         column under its physical name). Refused (``SchemaMismatch``, its message starting with
         ``where``) for a key column and for a name the table has."""
-        _check_reserved([new])
+        check_reserved([new])
         change = MetadataChange(rename_column=(column, new))
         return self.alter_metadata(
             change, "RENAME COLUMN", {"column": column, "new_name": new}, where=where or f"RENAME COLUMN of {self.root}"
