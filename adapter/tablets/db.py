@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import changes, clone, constraints, maintenance, reads
+from tablets import changes, clone, constraints, create_like, maintenance, reads
 from tablets.conflict_rows import conflict_rows
 from tablets.engine import route
 from tablets.engine.append import append
@@ -65,6 +65,7 @@ from tablets.spec import (
     MergeSpec,
     RenameColumnSpec,
 )
+from tablets.sql import create_like as create_like_source
 from tablets.sql import create_provider, parse_statement, split_statements, statement_target
 from tablets.storage.metadata import replacement
 
@@ -290,7 +291,9 @@ class Database:
             return None
         kind, name = found
         if kind == "CREATE":
-            return "" if (create_provider(text) or "").lower() == "tablets" else None
+            provider = (create_provider(text) or "").lower()
+            like = create_like_source(text) if not provider else None  # LIKE a tablet table: one too, as Spark copies
+            return "" if provider == "tablets" or (like and catalog.lookup(self.spark, like)) else None
         if catalog.path_of(name) is not None:  # tablets.`/path`: Spark cannot run it, so say why here
             return catalog.require(self.spark, name)
         return catalog.lookup(self.spark, name)
@@ -420,6 +423,8 @@ class Database:
         return StatementResult(op, spec.target, metrics)
 
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
+        if spec.like is not None:
+            spec = create_like.resolve(self.spark, spec)
         props = dict(spec.properties)
         keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
         at_path = catalog.path_of(spec.target) is not None  # tablets.`/path`: adopts a Delta table there

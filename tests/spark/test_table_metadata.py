@@ -238,3 +238,35 @@ def test_replace_table_replaces_and_never_unnames_the_table(db, table, spark):
     with pytest.raises(TabletsError, match="REPLACE TABLE meta.nope: there is no table named meta.nope"):
         db.sql("REPLACE TABLE meta.nope (id INT) USING tablets")
     assert not spark.catalog.tableExists("meta.nope")
+
+
+def test_create_table_like_copies_the_definition_not_the_rows(db, spark):
+    """CREATE TABLE t LIKE s (Spark refused it: "spark_catalog does not support CREATE TABLE
+    LIKE"): a tablet table's columns, NOT NULL, comments, key, cluster_by, CHECKs and properties,
+    the statement's TBLPROPERTIES over them; another table's or view's columns with USING tablets."""
+    for t in ("s", "l1", "l2", "l3", "pq"):
+        db.sql(f"DROP TABLE IF EXISTS meta.{t}")
+    db.sql(
+        "CREATE TABLE meta.s (id INT NOT NULL COMMENT 'k', v STRING, CONSTRAINT pos CHECK (id > 0)) USING tablets "
+        "COMMENT 'source' CLUSTER BY (v) TBLPROPERTIES ('key_columns' = 'id', 'team' = 'crm')"
+    )
+    db.sql("INSERT INTO meta.s VALUES (1, 'x')")
+    db.sql("CREATE TABLE meta.l1 LIKE meta.s")
+    db.sql("CREATE TABLE meta.l2 LIKE meta.s USING tablets TBLPROPERTIES ('team' = 'ops')")
+    one, two = (db.table_of(f"meta.l{i}").snapshot().metadata for i in (1, 2))
+    assert one.schema == (("id", "int", False), ("v", "string", True)) and one.key_columns == ("id",)
+    assert one.column_comments == (("id", "k"),) and one.comment is None
+    assert dict(one.properties) == {"cluster_by": "v", "delta.constraints.pos": "id > 0", "team": "crm"}
+    assert dict(two.properties)["team"] == "ops"
+    assert db.sql("SELECT * FROM meta.l1").collect() == []
+    with pytest.raises(TabletsError, match="CHECK constraint pos"):
+        db.sql("INSERT INTO meta.l1 VALUES (-1, 'x')")
+
+    spark.sql("CREATE TABLE meta.pq (a BIGINT COMMENT 'the a', b STRUCT<`x y`: INT>) USING parquet")
+    db.sql("CREATE TABLE meta.l3 LIKE meta.pq USING tablets")
+    three = db.table_of("meta.l3").snapshot().metadata
+    assert three.schema == (("a", "bigint", True), ("b", "struct<`x y`:int>", True))
+    assert three.column_comments == (("a", "the a"),)
+    with pytest.raises(TabletsError, match="there is no table or view named meta.nope"):
+        db.sql("CREATE TABLE meta.l4 LIKE meta.nope USING tablets")
+    assert not spark.catalog.tableExists("meta.l4")

@@ -113,7 +113,7 @@ class AppendSpec:
 
 @dataclass(frozen=True)
 class CreateSpec:
-    """``CREATE [OR REPLACE] TABLE t [(cols)] USING tablets [COMMENT] [CLUSTER BY]
+    """``CREATE [OR REPLACE] TABLE t [(cols) | LIKE s] USING tablets [COMMENT] [CLUSTER BY]
     [OPTIONS/TBLPROPERTIES] [AS query]``."""
 
     target: str
@@ -127,6 +127,7 @@ class CreateSpec:
     checks: tuple[tuple[str, str], ...] = ()  # CONSTRAINT name CHECK (expression)
     comment: str | None = None  # COMMENT '...': the table's
     column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment) of the column list
+    like: str | None = None  # CREATE TABLE t LIKE <like> (tablets.create_like)
 
 
 @dataclass(frozen=True)

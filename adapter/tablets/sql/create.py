@@ -39,12 +39,14 @@ def create_statement(tree: exp.Create) -> CreateSpec:
             if isinstance(k.args.get("kind"), exp.CommentColumnConstraint)
         ]
     props: dict[str, str] = {}
-    location = comment = cluster = None
+    location = comment = cluster = like = None
     for p in tree.args["properties"].expressions if tree.args.get("properties") else ():
         if isinstance(p, exp.FileFormatProperty) and not p.args.get("hive_format"):
             continue  # USING tablets
         if isinstance(p, exp.LocationProperty):
             location = p.this.name
+        elif isinstance(p, exp.LikeProperty):
+            like = table_name(p.this)
         elif isinstance(p, exp.SchemaCommentProperty):
             comment = p.this.name
         elif isinstance(p, exp.ClusterProperty):  # Spark's CLUSTER BY (cols): the cluster_by property
@@ -88,6 +90,7 @@ def create_statement(tree: exp.Create) -> CreateSpec:
         checks=tuple(checks),
         comment=comment,
         column_comments=tuple(column_comments),
+        like=like,
     )
 
 

@@ -76,6 +76,20 @@ def statement_target(text: str) -> tuple[str, str] | None:
     return None
 
 
+def create_like(text: str) -> str | None:
+    """The source table of a ``CREATE TABLE t LIKE s`` statement, or None."""
+    try:
+        tree = parsed_sql(text)
+    except sqlglot.errors.SqlglotError:
+        return None
+    props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
+    return (
+        next((table_name(p.this) for p in props.expressions if isinstance(p, exp.LikeProperty)), None)
+        if props
+        else None
+    )
+
+
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
     try:
