@@ -415,7 +415,7 @@ class Database:
             opts,
             operation=op,
             overwrite=spec.overwrite,
-            by_name=bool(spec.columns),
+            by_name=bool(spec.columns) or spec.by_name,
             name=spec.target,
         )
         if metrics.version is not None:

@@ -4,8 +4,10 @@ writes a new table's rows before the table has its name (no reader sees it empty
 killed CTAS leaves no table); CREATE OR REPLACE is one commit on the existing table (history and
 time travel kept)."""
 
+import re
+
 import pytest
-from tablets.exceptions import TableAlreadyExists
+from tablets.exceptions import StatementParseError, TableAlreadyExists
 from tablets.spark import catalog
 from tablets.storage import TabletTable
 
@@ -219,3 +221,36 @@ def test_a_merge_source_may_read_an_old_version(db):
     db.sql("CREATE TABLE ddl.dst (id INT, v INT) USING tablets")
     db.sql("MERGE INTO ddl.dst t USING ddl.src VERSION AS OF 1 s ON t.id = s.id WHEN NOT MATCHED THEN INSERT *")
     assert rows(db, "SELECT * FROM ddl.dst") == [(1, 10), (2, 20)]
+
+
+def test_insert_by_name_takes_the_query_columns_by_their_names(db):
+    """BY NAME was ignored: the query's columns went in by position (two STRING columns swapped)."""
+    db.sql("DROP TABLE IF EXISTS ddl.n")
+    db.sql("CREATE TABLE ddl.n (a STRING, b STRING, n INT) USING tablets")
+    db.sql("INSERT INTO ddl.n BY NAME SELECT 'B' AS b, 'A' AS a, 1 AS n")
+    db.sql("INSERT INTO ddl.n BY NAME SELECT 'b2' AS B, 'a2' AS A")  # names in any case; n left NULL
+    assert rows(db, "SELECT * FROM ddl.n") == [("A", "B", 1), ("a2", "b2", None)]
+    db.sql("INSERT OVERWRITE ddl.n BY NAME SELECT 9 AS n, 'bb' AS b, 'aa' AS a")
+    assert rows(db, "SELECT * FROM ddl.n") == [("aa", "bb", 9)]
+
+
+@pytest.mark.parametrize(
+    "statement, part",
+    [
+        ("INSERT OVERWRITE TABLE ddl.n PARTITION (a = 'x') SELECT 'b', 1", "PARTITION"),
+        ("INSERT INTO ddl.n PARTITION (a) SELECT 'b', 1, 'x'", "PARTITION"),
+        ("INSERT INTO ddl.n REPLACE WHERE n = 1 SELECT 'a', 'b', 1", "REPLACE WHERE"),
+        ("ALTER TABLE ddl.n ADD COLUMN c INT FIRST", "add a column after the others"),
+        ("ALTER TABLE ddl.n ADD COLUMNS (c INT AFTER a)", "add a column after the others"),
+        ("INSERT INTO ddl.n BY NAME SELECT 'q' AS a ON CONFLICT (a) DO NOTHING", "BY NAME ... ON CONFLICT"),
+    ],
+)
+def test_clauses_a_tablet_table_cannot_honour_are_refused(db, statement, part):
+    """Each was taken as a plain INSERT or ADD COLUMN: PARTITION (a = 'x') overwrote every row
+    with a NULL, REPLACE WHERE replaced nothing, FIRST / AFTER put the column last."""
+    db.sql("DROP TABLE IF EXISTS ddl.n")
+    db.sql("CREATE TABLE ddl.n (a STRING, b STRING, n INT) USING tablets")
+    db.sql("INSERT INTO ddl.n VALUES ('a', 'b', 1)")
+    with pytest.raises(StatementParseError, match=re.escape(part)):
+        db.sql(statement)
+    assert rows(db, "SELECT * FROM ddl.n") == [("a", "b", 1)] and db.table_of("ddl.n").version == 1

@@ -109,6 +109,7 @@ class AppendSpec:
     query: str
     columns: tuple[str, ...] = ()
     overwrite: bool = False
+    by_name: bool = False  # INSERT INTO t BY NAME <query>: the query's columns by their names
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,11 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
                     f"{where}: {to_sql(action)!r} is not supported on tablet tables (one of: {FORMS})",
                     help="Rebuild the table (dbt --full-refresh) for other schema changes.",
                 )
+            if d.args.get("position") is not None:  # FIRST / AFTER c: was taken, and the column put last
+                raise StatementParseError(
+                    f"{where}: {to_sql(d)!r}: tablet tables add a column after the others",
+                    help="Drop FIRST / AFTER; select the columns in the order you want them.",
+                )
             columns.append((d.name, stored_column_type(d, where).lower()))
     return AddColumnsSpec(target, tuple(columns))
 

@@ -294,6 +294,15 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     target_node = tree.this
     _current(target_node, "INSERT OVERWRITE" if tree.args.get("overwrite") else "INSERT INTO")
     target = table_name(target_node)
+    verb = "INSERT OVERWRITE" if tree.args.get("overwrite") else "INSERT INTO"
+    for part, node in (("PARTITION", target_node.args.get("partition")), ("REPLACE WHERE", tree.args.get("where"))):
+        if node is not None:  # were taken for a plain INSERT: the wrong rows replaced, or none
+            raise StatementParseError(
+                f"{verb} {target}: {part} is not supported on tablet tables ({to_sql(node)[:200]})",
+                help="Tablet tables are not partitioned. To replace the rows a condition selects, use "
+                "MERGE INTO ... ON FALSE WHEN NOT MATCHED BY SOURCE AND <condition> THEN DELETE "
+                "WHEN NOT MATCHED THEN INSERT *, or DELETE then INSERT.",
+            )
     columns = tuple(c.name for c in target_node.expressions) if isinstance(target_node, exp.Schema) else ()
     query_node = tree.args.get("expression")
     if query_node is None:
@@ -313,7 +322,14 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
     query = to_sql(query_node) if not isinstance(query_node, exp.Values) else f"SELECT * FROM {to_sql(query_node)}"
     conflict = tree.args.get("conflict")
     if conflict is None:
-        return AppendSpec(target, query, columns, overwrite=bool(tree.args.get("overwrite")))
+        return AppendSpec(
+            target, query, columns, overwrite=bool(tree.args.get("overwrite")), by_name=bool(tree.args.get("by_name"))
+        )
+    if tree.args.get("by_name"):
+        raise StatementParseError(
+            f"INSERT INTO {target} BY NAME ... ON CONFLICT is not supported",
+            help="Name the columns instead: INSERT INTO t (a, b) SELECT a, b ... ON CONFLICT ...",
+        )
     if tree.args.get("overwrite"):
         raise StatementParseError(
             f"INSERT OVERWRITE {target} ... ON CONFLICT: OVERWRITE replaces every row, so no existing row can conflict",
