@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import changes, clone, constraints, create_like, maintenance, reads
+from tablets import changes, clone, constraints, create_like, maintenance, reads, restate
 from tablets.conflict_rows import conflict_rows
 from tablets.engine import route
 from tablets.engine.append import append
@@ -74,7 +74,6 @@ if TYPE_CHECKING:
 
     from tablets.storage import TabletTable
 
-_REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\s+", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:(?:EXTENDED|FORMATTED|CODEGEN|COST)\s+)?", re.IGNORECASE)
 
 
@@ -157,7 +156,7 @@ class Database:
             done = clone.run(self.spark, text)  # CREATE TABLE ... SHALLOW CLONE of a tablet table
         if done is not None:
             return done
-        text = self._replace_table(text)
+        text = restate.statement(self.spark, text)  # REPLACE TABLE, TRUNCATE TABLE
         routed = self._tablet_target(text)
         if routed is None:
             self._refuse_unroutable(text)
@@ -259,28 +258,6 @@ class Database:
                 help=f"Copy it into a tablet table (CREATE TABLE <new> USING tablets AS SELECT * FROM {name}; in dbt: "
                 "materialized='merge_tablets') and write to that.",
             )
-
-    def _replace_table(self, text: str) -> str:
-        """Spark's ``REPLACE TABLE t ... USING tablets`` as ``CREATE OR REPLACE`` of a table that
-        must exist: Spark's own path drops the catalog entry, then fails on the table's files,
-        leaving the table unnamed. Another provider's REPLACE stays Spark's."""
-        m = _REPLACE_TABLE.match(text)
-        if m is None:
-            return text
-        rewritten = "CREATE OR REPLACE TABLE " + text[m.end() :]
-        found = statement_target(rewritten)
-        if found is None or (create_provider(rewritten) or "") != "tablets":
-            return text
-        name = found[1]
-        exists = catalog.lookup(self.spark, name) is not None or (
-            catalog.path_of(name) is None and self.spark.catalog.tableExists(name)
-        )
-        if not exists:
-            raise TableNotFound(
-                f"REPLACE TABLE {name}: there is no table named {name} to replace",
-                help="CREATE OR REPLACE TABLE creates it, or replaces it where it exists.",
-            )
-        return rewritten
 
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""

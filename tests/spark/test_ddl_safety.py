@@ -254,3 +254,15 @@ def test_clauses_a_tablet_table_cannot_honour_are_refused(db, statement, part):
     with pytest.raises(StatementParseError, match=re.escape(part)):
         db.sql(statement)
     assert rows(db, "SELECT * FROM ddl.n") == [("a", "b", 1)] and db.table_of("ddl.n").version == 1
+
+
+def test_truncate_deletes_every_row_in_one_commit(db):
+    """Spark refused TRUNCATE TABLE on a tablet table, naming its internal provider."""
+    db.sql("DROP TABLE IF EXISTS ddl.tr")
+    db.sql("CREATE TABLE ddl.tr (id INT, v STRING) USING tablets")
+    db.sql("INSERT INTO ddl.tr VALUES (1, 'a'), (2, 'b')")
+    assert db.sql("TRUNCATE TABLE ddl.tr").message.startswith("DELETE 2 ")
+    assert rows(db, "SELECT * FROM ddl.tr") == [] and db.table_of("ddl.tr").version == 2
+    assert rows(db, "SELECT * FROM ddl.tr VERSION AS OF 1") == [(1, "a"), (2, "b")]
+    with pytest.raises(StatementParseError, match="tablet tables are not partitioned"):
+        db.sql("TRUNCATE TABLE ddl.tr PARTITION (v = 'a')")

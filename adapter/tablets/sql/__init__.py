@@ -7,7 +7,22 @@ May import: ``tablets.engine`` and everything below it; never the front door or 
 (``tests/unit/test_layers.py``).
 """
 
-from tablets.sql.parse import create_like, create_provider, parse_statement, statement_target, table_name
+from tablets.sql.parse import (
+    create_like,
+    create_provider,
+    parse_statement,
+    statement_target,
+    table_name,
+    truncated_table,
+)
 from tablets.sql.syntax import split_statements
 
-__all__ = ["create_like", "create_provider", "parse_statement", "split_statements", "statement_target", "table_name"]
+__all__ = [
+    "create_like",
+    "create_provider",
+    "parse_statement",
+    "split_statements",
+    "statement_target",
+    "table_name",
+    "truncated_table",
+]

@@ -76,6 +76,18 @@ def statement_target(text: str) -> tuple[str, str] | None:
     return None
 
 
+def truncated_table(text: str) -> tuple[str, str, str | None] | None:
+    """(name, the table as SQL, its PARTITION clause or None) of a TRUNCATE TABLE, or None."""
+    try:
+        tree = parsed_sql(text)
+    except sqlglot.errors.SqlglotError:
+        return None
+    if not isinstance(tree, exp.TruncateTable) or len(tree.expressions) != 1:
+        return None
+    table, partition = tree.expressions[0], tree.args.get("partition")
+    return table_name(table), to_sql(table), to_sql(partition) if partition is not None else None
+
+
 def create_like(text: str) -> str | None:
     """The source table of a ``CREATE TABLE t LIKE s`` statement, or None."""
     try:

@@ -1,0 +1,63 @@
+"""Statements Spark would run wrongly on a tablet table, restated as the engine's own.
+
+- ``REPLACE TABLE t ... USING tablets``: Spark's path drops the catalog entry, then fails on the
+  table's files, leaving the table unnamed. It is ``CREATE OR REPLACE`` of a table that must
+  exist (Spark's meaning of REPLACE).
+- ``TRUNCATE TABLE t``: Spark refuses it on the table's data source, naming an internal
+  provider. It is ``DELETE FROM t``: one commit, the history kept (as Delta truncates).
+
+Another provider's statement stays Spark's."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from tablets.exceptions import StatementParseError, TableNotFound
+from tablets.spark import catalog
+from tablets.sql import create_provider, statement_target, truncated_table
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+_REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\s+", re.IGNORECASE)
+_TRUNCATE = re.compile(r"^\s*TRUNCATE\s+TABLE\s+", re.IGNORECASE)
+
+
+def statement(spark: SparkSession, text: str) -> str:
+    """``text``, or the engine's statement for it."""
+    m = _REPLACE_TABLE.match(text)
+    if m is not None:
+        return _replace_table(spark, text, "CREATE OR REPLACE TABLE " + text[m.end() :])
+    if _TRUNCATE.match(text):
+        return _truncate(spark, text)
+    return text
+
+
+def _replace_table(spark: SparkSession, text: str, rewritten: str) -> str:
+    found = statement_target(rewritten)
+    if found is None or (create_provider(rewritten) or "") != "tablets":
+        return text
+    name = found[1]
+    exists = catalog.lookup(spark, name) is not None or (
+        catalog.path_of(name) is None and spark.catalog.tableExists(name)
+    )
+    if not exists:
+        raise TableNotFound(
+            f"REPLACE TABLE {name}: there is no table named {name} to replace",
+            help="CREATE OR REPLACE TABLE creates it, or replaces it where it exists.",
+        )
+    return rewritten
+
+
+def _truncate(spark: SparkSession, text: str) -> str:
+    found = truncated_table(text)
+    if found is None or catalog.lookup(spark, found[0]) is None:
+        return text
+    name, table_sql, partition = found
+    if partition is not None:
+        raise StatementParseError(
+            f"TRUNCATE TABLE {name} {partition}: tablet tables are not partitioned",
+            help=f"DELETE FROM {table_sql} WHERE <condition> deletes the rows a condition selects.",
+        )
+    return f"DELETE FROM {table_sql}"
