@@ -180,7 +180,7 @@ class Database:
         version it committed, or says that there was nothing to change."""
         table = self.table_of(spec.target)
         if isinstance(spec, AddColumnsSpec):
-            version = table.add_columns(spec.columns)
+            version = table.add_columns(spec.columns, spec.comments)
         elif isinstance(spec, ConstraintSpec):  # NOT NULL and CHECK (tablets.constraints)
             version = constraints.alter(self.spark, spec, table)
         elif isinstance(spec, RenameColumnSpec):

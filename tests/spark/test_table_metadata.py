@@ -270,3 +270,12 @@ def test_create_table_like_copies_the_definition_not_the_rows(db, spark):
     with pytest.raises(TabletsError, match="there is no table or view named meta.nope"):
         db.sql("CREATE TABLE meta.l4 LIKE meta.nope USING tablets")
     assert not spark.catalog.tableExists("meta.l4")
+
+
+def test_added_columns_keep_their_comments(db, table):
+    """ALTER TABLE ADD COLUMN c INT COMMENT '...' dropped the comment."""
+    t = db.table_of(table)
+    before = t.version
+    db.sql("ALTER TABLE meta.t ADD COLUMNS (c INT COMMENT 'the c', d STRING)")
+    assert t.version == before + 1
+    assert rows(db, "DESCRIBE meta.t")[-2:] == [("c", "int", "the c"), ("d", "string", None)]

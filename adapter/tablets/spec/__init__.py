@@ -143,6 +143,7 @@ class AddColumnsSpec:
 
     target: str
     columns: tuple[tuple[str, str], ...]
+    comments: tuple[tuple[str, str], ...] = ()  # (column, COMMENT '...') of the added columns
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
     constraint = _constraint(target, actions, where)
     if constraint is not None:
         return constraint
-    columns = []
+    columns, comments = [], []
     for action in actions:
         defs = action.expressions if isinstance(action, exp.Schema) else [action]
         for d in defs:
@@ -59,7 +59,12 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
                     help="Drop FIRST / AFTER; select the columns in the order you want them.",
                 )
             columns.append((d.name, stored_column_type(d, where).lower()))
-    return AddColumnsSpec(target, tuple(columns))
+            comments += [
+                (d.name, k.args["kind"].this.name)
+                for k in d.args.get("constraints") or ()
+                if isinstance(k.args.get("kind"), exp.CommentColumnConstraint)
+            ]
+    return AddColumnsSpec(target, tuple(columns), tuple(comments))
 
 
 def _column(node: exp.Expr | None, where: str) -> str:

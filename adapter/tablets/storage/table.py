@@ -253,8 +253,9 @@ class TabletTable:
                 help="Add the columns first (add_columns), or drop them from the data.",
             )
 
-    def add_columns(self, columns: Sequence[tuple[str, str]]) -> int | None:
-        """Schema evolution: new nullable columns; older tablets read them as NULL."""
+    def add_columns(self, columns: Sequence[tuple[str, str]], comments: Sequence[tuple[str, str]] = ()) -> int | None:
+        """Schema evolution: new nullable columns (with ``comments``, (column, comment)); older
+        tablets read them as NULL."""
         snap = self.snapshot()
         names = set(snap.metadata.column_names)
         new = [(n, t, True) for n, t in columns if n not in names]
@@ -262,6 +263,8 @@ class TabletTable:
             return None
         check_reserved([n for n, _, _ in new])
         meta = snap.metadata.with_schema(snap.metadata.schema + tuple(new))
+        added = {n for n, _, _ in new}
+        meta = replace(meta, column_comments=meta.column_comments + tuple(c for c in comments if c[0] in added))
         handle = transaction.begin(snap, self.root, "ADD COLUMNS", delete_from=(), io=self.io)
         return transaction.commit(
             handle, [], extra_actions=[meta], parameters={"columns": ",".join(n for n, _, _ in new)}
