@@ -151,12 +151,12 @@ class Database:
             if self._tablet_target(inner) is not None:
                 return self.explain(inner, options=options)
             return self._spark_sql(text)
+        text = restate.statement(self.spark, text)  # REPLACE TABLE, TRUNCATE TABLE, ALTER ... CLUSTER BY
         done = maintenance.run(self.spark, text)  # maintenance; DESCRIBE, SHOW TBLPROPERTIES, comments
         if done is None:
             done = clone.run(self.spark, text)  # CREATE TABLE ... SHALLOW CLONE of a tablet table
         if done is not None:
             return done
-        text = restate.statement(self.spark, text)  # REPLACE TABLE, TRUNCATE TABLE
         routed = self._tablet_target(text)
         if routed is None:
             self._refuse_unroutable(text)

@@ -5,6 +5,9 @@
   exist (Spark's meaning of REPLACE).
 - ``TRUNCATE TABLE t``: Spark refuses it on the table's data source, naming an internal
   provider. It is ``DELETE FROM t``: one commit, the history kept (as Delta truncates).
+- ``ALTER TABLE t CLUSTER BY (cols)`` / ``CLUSTER BY NONE``: Spark's clustering DDL, which Spark
+  refused, or ran on its catalog entry with no effect on the table. It sets (or unsets) the
+  ``cluster_by`` property, as ``CREATE TABLE ... CLUSTER BY`` does.
 
 Another provider's statement stays Spark's."""
 
@@ -15,13 +18,14 @@ from typing import TYPE_CHECKING
 
 from tablets.exceptions import StatementParseError, TableNotFound
 from tablets.spark import catalog
-from tablets.sql import create_provider, statement_target, truncated_table
+from tablets.sql import altered_clustering, create_provider, statement_target, truncated_table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\s+", re.IGNORECASE)
 _TRUNCATE = re.compile(r"^\s*TRUNCATE\s+TABLE\s+", re.IGNORECASE)
+_CLUSTER_BY = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<table>.+?)\s+CLUSTER\s+BY\s+(?P<none>NONE\s*;?\s*$)?", re.I | re.S)
 
 
 def statement(spark: SparkSession, text: str) -> str:
@@ -31,6 +35,9 @@ def statement(spark: SparkSession, text: str) -> str:
         return _replace_table(spark, text, "CREATE OR REPLACE TABLE " + text[m.end() :])
     if _TRUNCATE.match(text):
         return _truncate(spark, text)
+    m = _CLUSTER_BY.match(text)
+    if m is not None:
+        return _clustering(spark, text, m)
     return text
 
 
@@ -61,3 +68,17 @@ def _truncate(spark: SparkSession, text: str) -> str:
             help=f"DELETE FROM {table_sql} WHERE <condition> deletes the rows a condition selects.",
         )
     return f"DELETE FROM {table_sql}"
+
+
+def _clustering(spark: SparkSession, text: str, m: re.Match[str]) -> str:
+    if m.group("none"):  # CLUSTER BY NONE: sqlglot does not parse it; the table as written
+        table_sql = m.group("table").strip()
+        found = statement_target(f"DROP TABLE {table_sql}")
+        if found is None or catalog.lookup(spark, found[1]) is None:
+            return text
+        return f"ALTER TABLE {table_sql} UNSET TBLPROPERTIES IF EXISTS ('cluster_by')"
+    clustered = altered_clustering(text)
+    if clustered is None or catalog.lookup(spark, clustered[0]) is None:
+        return text
+    _, table_sql, columns = clustered
+    return f"ALTER TABLE {table_sql} SET TBLPROPERTIES ('cluster_by' = '{columns}')"

@@ -279,3 +279,16 @@ def test_added_columns_keep_their_comments(db, table):
     db.sql("ALTER TABLE meta.t ADD COLUMNS (c INT COMMENT 'the c', d STRING)")
     assert t.version == before + 1
     assert rows(db, "DESCRIBE meta.t")[-2:] == [("c", "int", "the c"), ("d", "string", None)]
+
+
+def test_alter_table_cluster_by_sets_the_cluster_by_property(db, table):
+    """Spark's ALTER TABLE ... CLUSTER BY (cols) / NONE: refused, or run on Spark's catalog entry
+    with no effect on the table. It is the cluster_by property, one commit each."""
+    t = db.table_of(table)
+    before = t.version
+    db.sql("ALTER TABLE meta.t CLUSTER BY (v, id)")
+    assert t.snapshot().metadata.property("cluster_by") == "v,id" and t.version == before + 1
+    with pytest.raises(TabletsError, match="names nope, not columns of the table"):
+        db.sql("ALTER TABLE meta.t CLUSTER BY (nope)")
+    db.sql("ALTER TABLE meta.t CLUSTER BY NONE")
+    assert t.snapshot().metadata.property("cluster_by") is None and t.version == before + 2

@@ -8,6 +8,7 @@ May import: ``tablets.engine`` and everything below it; never the front door or 
 """
 
 from tablets.sql.parse import (
+    altered_clustering,
     create_like,
     create_provider,
     parse_statement,
@@ -18,6 +19,7 @@ from tablets.sql.parse import (
 from tablets.sql.syntax import split_statements
 
 __all__ = [
+    "altered_clustering",
     "create_like",
     "create_provider",
     "parse_statement",

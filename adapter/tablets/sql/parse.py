@@ -88,6 +88,19 @@ def truncated_table(text: str) -> tuple[str, str, str | None] | None:
     return table_name(table), to_sql(table), to_sql(partition) if partition is not None else None
 
 
+def altered_clustering(text: str) -> tuple[str, str, str] | None:
+    """(name, the table as SQL, its columns as a comma list) of ``ALTER TABLE t CLUSTER BY
+    (cols)``, or None."""
+    try:
+        tree = parsed_sql(text)
+    except sqlglot.errors.SqlglotError:
+        return None
+    actions = tree.args.get("actions") or [] if isinstance(tree, exp.Alter) else []
+    if len(actions) != 1 or not isinstance(actions[0], exp.ClusterProperty):
+        return None
+    return table_name(tree.this), to_sql(tree.this), ",".join(c.name for c in actions[0].expressions)
+
+
 def create_like(text: str) -> str | None:
     """The source table of a ``CREATE TABLE t LIKE s`` statement, or None."""
     try:
