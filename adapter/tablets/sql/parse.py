@@ -53,10 +53,7 @@ def statement_target(text: str) -> tuple[str, str] | None:
     if not _WRITE_START.match(text):
         return None
     text, _ = schema_evolution(text)
-    try:
-        tree = parsed_sql(text)
-    except sqlglot.errors.SqlglotError:
-        return None
+    tree = _tree(text)
     if isinstance(tree, exp.Merge | exp.Insert | exp.Update | exp.Delete) and not isinstance(tree.this, exp.Expr):
         return None  # sqlglot accepted a statement with no table
     if isinstance(tree, exp.Merge):
@@ -76,12 +73,23 @@ def statement_target(text: str) -> tuple[str, str] | None:
     return None
 
 
-def truncated_table(text: str) -> tuple[str, str, str | None] | None:
-    """(name, the table as SQL, its PARTITION clause or None) of a TRUNCATE TABLE, or None."""
+def _tree(text: str) -> exp.Expr | None:
+    """``text`` parsed, or None where sqlglot cannot (the statement is then Spark's to judge)."""
     try:
-        tree = parsed_sql(text)
+        return parsed_sql(text)
     except sqlglot.errors.SqlglotError:
         return None
+
+
+def _create_properties(text: str) -> list[exp.Expr]:
+    tree = _tree(text)
+    props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
+    return list(props.expressions) if props else []
+
+
+def truncated_table(text: str) -> tuple[str, str, str | None] | None:
+    """(name, the table as SQL, its PARTITION clause or None) of a TRUNCATE TABLE, or None."""
+    tree = _tree(text)
     if not isinstance(tree, exp.TruncateTable) or len(tree.expressions) != 1:
         return None
     table, partition = tree.expressions[0], tree.args.get("partition")
@@ -91,11 +99,10 @@ def truncated_table(text: str) -> tuple[str, str, str | None] | None:
 def altered_clustering(text: str) -> tuple[str, str, str] | None:
     """(name, the table as SQL, its columns as a comma list) of ``ALTER TABLE t CLUSTER BY
     (cols)``, or None."""
-    try:
-        tree = parsed_sql(text)
-    except sqlglot.errors.SqlglotError:
+    tree = _tree(text)
+    if not isinstance(tree, exp.Alter):
         return None
-    actions = tree.args.get("actions") or [] if isinstance(tree, exp.Alter) else []
+    actions = tree.args.get("actions") or []
     if len(actions) != 1 or not isinstance(actions[0], exp.ClusterProperty):
         return None
     return table_name(tree.this), to_sql(tree.this), ",".join(c.name for c in actions[0].expressions)
@@ -103,29 +110,12 @@ def altered_clustering(text: str) -> tuple[str, str, str] | None:
 
 def create_like(text: str) -> str | None:
     """The source table of a ``CREATE TABLE t LIKE s`` statement, or None."""
-    try:
-        tree = parsed_sql(text)
-    except sqlglot.errors.SqlglotError:
-        return None
-    props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
-    return (
-        next((table_name(p.this) for p in props.expressions if isinstance(p, exp.LikeProperty)), None)
-        if props
-        else None
-    )
+    return next((table_name(p.this) for p in _create_properties(text) if isinstance(p, exp.LikeProperty)), None)
 
 
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
-    try:
-        tree = parsed_sql(text)
-    except sqlglot.errors.SqlglotError:
-        return None
-    props = tree.args.get("properties") if isinstance(tree, exp.Create) else None
-    for p in props.expressions if props else ():
-        if isinstance(p, exp.FileFormatProperty):
-            return p.name.lower()
-    return None
+    return next((p.name.lower() for p in _create_properties(text) if isinstance(p, exp.FileFormatProperty)), None)
 
 
 def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
