@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import TableNotFound
 from tablets.spark import catalog
 from tablets.spark.datasource import spark_ddl, type_text
+from tablets.storage.metadata import KEY_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from tablets.spec import CreateSpec
-
-KEY_COLUMNS = "key_columns"
 
 
 def resolve(spark: SparkSession, spec: CreateSpec) -> CreateSpec:

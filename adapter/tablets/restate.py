@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from tablets.exceptions import StatementParseError, TableNotFound
 from tablets.spark import catalog
 from tablets.sql import altered_clustering, create_provider, statement_target, truncated_table
+from tablets.sqltext import sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -81,4 +82,4 @@ def _clustering(spark: SparkSession, text: str, m: re.Match[str]) -> str:
     if clustered is None or catalog.lookup(spark, clustered[0]) is None:
         return text
     _, table_sql, columns = clustered
-    return f"ALTER TABLE {table_sql} SET TBLPROPERTIES ('cluster_by' = '{columns}')"
+    return f"ALTER TABLE {table_sql} SET TBLPROPERTIES ('cluster_by' = {sql_string(columns)})"
