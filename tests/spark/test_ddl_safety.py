@@ -7,7 +7,7 @@ time travel kept)."""
 import re
 
 import pytest
-from tablets.exceptions import StatementParseError, TableAlreadyExists
+from tablets.exceptions import StatementParseError, TableAlreadyExists, TabletsError
 from tablets.spark import catalog
 from tablets.storage import TabletTable
 
@@ -232,6 +232,8 @@ def test_insert_by_name_takes_the_query_columns_by_their_names(db):
     assert rows(db, "SELECT * FROM ddl.n") == [("A", "B", 1), ("a2", "b2", None)]
     db.sql("INSERT OVERWRITE ddl.n BY NAME SELECT 9 AS n, 'bb' AS b, 'aa' AS a")
     assert rows(db, "SELECT * FROM ddl.n") == [("aa", "bb", 9)]
+    with pytest.raises(TabletsError, match=re.escape("INSERT ddl.n: columns ['zz'] are not columns of the table")):
+        db.sql("INSERT INTO ddl.n BY NAME SELECT 'x' AS zz, 'a3' AS a")  # named by its name, not its root
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def append(
     if not by_name:
         if len(frame.columns) > len(names):
             raise MergeSpecError(
-                f"{operation} {table.root}: the query gives {len(frame.columns)} columns, the table has {len(names)}",
+                f"{operation} {name or table.root}: the query gives {len(frame.columns)} columns, the table has {len(names)}",
                 help="Select one column per table column, or name the columns to insert.",
             )
         frame = frame.toDF(*names[: len(frame.columns)])
@@ -82,7 +82,7 @@ def append(
     extra = [c for c in frame.columns if c.lower() not in {n.lower() for n in names}]
     if extra:
         raise MergeSpecError(
-            f"{operation} {table.root}: columns {extra} are not columns of the table ({', '.join(names)})",
+            f"{operation} {name or table.root}: columns {extra} are not columns of the table ({', '.join(names)})",
             help="Drop them from the query, or add them to the table first (on_schema_change / ALTER TABLE ADD COLUMNS).",
         )
     # one projection built from text: a py4j call, not three per column (each a round trip to a
