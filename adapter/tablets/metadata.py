@@ -7,6 +7,7 @@ so every session and process sees them, also for a table named by its path:
   ``Comment``, ``Table Properties``, ``Statistics``, ``Location``). Spark itself answers
   ``Table Properties []`` and no comments for a Python data source table;
 - ``SHOW TBLPROPERTIES t [(key)]``: ``key``, ``value`` rows, sorted by key;
+- ``SHOW CREATE TABLE t``: a CREATE TABLE ... USING tablets of the table's whole definition;
 - ``ALTER TABLE t SET / UNSET TBLPROPERTIES``, ``COMMENT ON TABLE t IS ...`` and
   ``ALTER TABLE t ALTER COLUMN c COMMENT ...``: one metadata commit each (none when nothing
   changes), shown in ``DESCRIBE HISTORY``.
@@ -34,6 +35,7 @@ from tablets.spark import catalog
 from tablets.sql.metadata import (
     AlterMetadataSpec,
     DescribeSpec,
+    ShowCreateSpec,
     ShowPropertiesSpec,
     metadata_target,
     parse_metadata,
@@ -78,6 +80,8 @@ def run(spark: SparkSession, text: str) -> DataFrame | None:
         return describe(spark, spec, table)
     if isinstance(spec, ShowPropertiesSpec):
         return show_properties(spark, spec, table)
+    if isinstance(spec, ShowCreateSpec):
+        return show_create(spark, spec, table)
     return alter(spark, spec, table)
 
 
@@ -193,6 +197,43 @@ def show_properties(spark: SparkSession, spec: ShowPropertiesSpec, table: Tablet
         else "spark_catalog." + ".".join(catalog.qualify(spark, spec.target))
     )
     return _frame(spark, [(spec.key, f"Table {where} does not have property: {spec.key}")], PROPERTIES_COLUMNS)
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name SHOW CREATE TABLE writes without quotes
+
+
+# --- SHOW CREATE TABLE ------------------------------------------------------------------------------
+
+
+def show_create(spark: SparkSession, spec: ShowCreateSpec, table: TabletTable) -> DataFrame:
+    """A CREATE TABLE that makes a tablet table of this definition, laid out as Spark's
+    ``createtab_stmt``: columns with NOT NULL and comments, CHECKs, USING tablets, the comment,
+    LOCATION (an EXTERNAL table's), the properties with the key. Spark's own answer for a
+    Python data source table has none of USING, key or properties: run, it made a Parquet table."""
+    meta = table.snapshot().metadata
+    path = catalog.path_of(spec.target)
+    parts = () if path else catalog.qualify(spark, spec.target)
+    name = (
+        spec.target
+        if path
+        else ".".join(["spark_catalog", *(p if _PLAIN.fullmatch(p) else quote_ident(p) for p in parts)])
+    )
+    lines = [
+        f"  {quote_ident(n)} {t.upper() if t.isalpha() else t}"
+        + ("" if nullable else " NOT NULL")
+        + (f" COMMENT {sql_string(c)}" if (c := meta.column_comment(n)) is not None else "")
+        for n, t, nullable in meta.schema
+    ]
+    lines += [f"  CONSTRAINT {quote_ident(k)} CHECK ({e})" for k, e in checks(meta)]
+    text = f"CREATE TABLE {name} (\n" + ",\n".join(lines) + ")\nUSING tablets\n"
+    if meta.comment is not None:
+        text += f"COMMENT {sql_string(meta.comment)}\n"
+    if path is None and catalog.is_external(spark, spec.target):
+        text += f"LOCATION {sql_string(table.root)}\n"
+    props = [(k, v) for k, v in _properties(meta) if not k.startswith(PREFIX)]
+    if props:
+        text += "TBLPROPERTIES (\n" + ",\n".join(f"  {sql_string(k)} = {sql_string(v)}" for k, v in props) + ")\n"
+    return _frame(spark, [(text,)], ("createtab_stmt",))
 
 
 # --- ALTER TABLE ... SET / UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT ----------

@@ -292,3 +292,21 @@ def test_alter_table_cluster_by_sets_the_cluster_by_property(db, table):
         db.sql("ALTER TABLE meta.t CLUSTER BY (nope)")
     db.sql("ALTER TABLE meta.t CLUSTER BY NONE")
     assert t.snapshot().metadata.property("cluster_by") is None and t.version == before + 2
+
+
+def test_show_create_table_makes_the_same_table_again(db):
+    """SHOW CREATE TABLE was Spark's text without USING tablets, the key or the properties: run
+    as printed, it made a Parquet table. It is now a tablet table's whole definition."""
+    for t in ("sc", "sc2"):
+        db.sql(f"DROP TABLE IF EXISTS meta.{t}")
+    db.sql(
+        "CREATE TABLE meta.sc (id BIGINT NOT NULL COMMENT 'the key', `odd name` STRING COMMENT 'it\\'s', "
+        "st STRUCT<a: INT, `b c`: STRING>, CONSTRAINT pos CHECK (id > 0)) USING tablets COMMENT 'a table' "
+        "CLUSTER BY (`odd name`) TBLPROPERTIES ('key_columns' = 'id', 'team' = 'crm')"
+    )
+    ddl = db.sql("SHOW CREATE TABLE meta.sc").collect()[0][0]
+    assert ddl.startswith("CREATE TABLE spark_catalog.meta.sc (\n") and "\nUSING tablets\n" in ddl
+    db.sql(ddl.replace("spark_catalog.meta.sc (", "spark_catalog.meta.sc2 (", 1))
+    one, two = (db.table_of(f"meta.{t}").snapshot().metadata for t in ("sc", "sc2"))
+    for field in ("schema", "key_columns", "properties", "comment", "column_comments"):
+        assert getattr(two, field) == getattr(one, field), field

@@ -63,7 +63,8 @@ def create_statement(tree: exp.Create) -> CreateSpec:
                 "tablets by those columns.",
             )
     if cluster is not None:
-        if props.get("cluster_by", cluster).replace(" ", "") != cluster:
+        given = props.get("cluster_by")
+        if given is not None and [c.strip() for c in given.split(",")] != cluster.split(","):
             raise StatementParseError(
                 f"CREATE TABLE {target}: CLUSTER BY ({cluster}) and TBLPROPERTIES ('cluster_by' = "
                 f"{props['cluster_by']!r}) disagree",

@@ -29,7 +29,7 @@ from tablets.storage.metadata import MetadataChange
 
 _LEAD = r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*"
 _START = re.compile(
-    _LEAD + r"(?P<kind>DESC(?:RIBE)?|SHOW\s+TBLPROPERTIES|ALTER\s+TABLE|COMMENT\s+ON\s+TABLE)\b",
+    _LEAD + r"(?P<kind>DESC(?:RIBE)?|SHOW\s+TBLPROPERTIES|SHOW\s+CREATE\s+TABLE|ALTER\s+TABLE|COMMENT\s+ON\s+TABLE)\b",
     re.IGNORECASE | re.DOTALL,
 )
 # DESCRIBE forms that are about something else than a table's columns and metadata
@@ -55,6 +55,11 @@ class ShowPropertiesSpec:
 
 
 @dataclass(frozen=True)
+class ShowCreateSpec:
+    target: str
+
+
+@dataclass(frozen=True)
 class AlterMetadataSpec:
     target: str
     operation: str  # the commit's operation: SET TBLPROPERTIES, UNSET TBLPROPERTIES, ...
@@ -63,7 +68,7 @@ class AlterMetadataSpec:
     column_type: tuple[str, str] | None = None
 
 
-MetadataSpec = DescribeSpec | ShowPropertiesSpec | AlterMetadataSpec
+MetadataSpec = DescribeSpec | ShowPropertiesSpec | ShowCreateSpec | AlterMetadataSpec
 
 
 class _Tokens:
@@ -213,6 +218,11 @@ def parse_metadata(text: str) -> MetadataSpec:
         return _show(t)
     if kind == "COMMENT ON TABLE":
         return _comment_on(t)
+    if kind == "SHOW CREATE TABLE":
+        example = "SHOW CREATE TABLE <table>"
+        target = _target(t, example)
+        t.end(example)
+        return ShowCreateSpec(target)
     return _alter(t)
 
 
