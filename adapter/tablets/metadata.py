@@ -40,7 +40,7 @@ from tablets.sql.metadata import (
     metadata_target,
     parse_metadata,
 )
-from tablets.sqltext import quote_ident, sql_string
+from tablets.sqltext import quote_ident, quote_if_needed, sql_string
 from tablets.storage.constraints import PREFIX, checks, not_null
 from tablets.storage.metadata import KEY_COLUMNS, MetadataChange
 
@@ -199,9 +199,6 @@ def show_properties(spark: SparkSession, spec: ShowPropertiesSpec, table: Tablet
     return _frame(spark, [(spec.key, f"Table {where} does not have property: {spec.key}")], PROPERTIES_COLUMNS)
 
 
-_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a name SHOW CREATE TABLE writes without quotes
-
-
 # --- SHOW CREATE TABLE ------------------------------------------------------------------------------
 
 
@@ -213,11 +210,7 @@ def show_create(spark: SparkSession, spec: ShowCreateSpec, table: TabletTable) -
     meta = table.snapshot().metadata
     path = catalog.path_of(spec.target)
     parts = () if path else catalog.qualify(spark, spec.target)
-    name = (
-        spec.target
-        if path
-        else ".".join(["spark_catalog", *(p if _PLAIN.fullmatch(p) else quote_ident(p) for p in parts)])
-    )
+    name = spec.target if path else ".".join(["spark_catalog", *map(quote_if_needed, parts)])
     lines = [
         f"  {quote_ident(n)} {t.upper() if t.isalpha() else t}"
         + ("" if nullable else " NOT NULL")

@@ -1,5 +1,7 @@
-"""Spark SQL text helpers shared by the engine, the data source and the dbt plugin (no imports:
-Spark's Python workers load this too)."""
+"""Spark SQL text helpers shared by the engine, the data source and the dbt plugin (no imports
+but the standard library: Spark's Python workers load this too)."""
+
+import re
 
 DIALECT = "spark"  # sqlglot's name of the dialect every statement text is read and written in
 
@@ -7,6 +9,15 @@ DIALECT = "spark"  # sqlglot's name of the dialect every statement text is read 
 def quote_ident(name: str) -> str:
     """A Spark SQL identifier in backquotes."""
     return "`" + name.replace("`", "``") + "`"
+
+
+_PLAIN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def quote_if_needed(name: str) -> str:
+    """``name`` as it is where it is a plain identifier, else in backquotes (as Spark writes
+    names in ``simpleString`` and SHOW CREATE TABLE)."""
+    return name if _PLAIN.fullmatch(name) else quote_ident(name)
 
 
 def sql_string(text: str) -> str:

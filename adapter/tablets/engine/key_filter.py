@@ -61,7 +61,7 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
     bits = filter_bits(run.metrics.source_rows, bloom.max_items(run.spark))
     if bits is None:
         return frame
-    hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)).alias("h"))  # (a key's name may hold a dot)
+    hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)))
     keep = bloom.might_contain(hashed, run.metrics.source_rows, bits, F.xxhash64(*(F.expr(te) for te, _ in keys)))
     if keep is None:
         return frame

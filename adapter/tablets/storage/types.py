@@ -8,6 +8,7 @@ import re
 import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch
+from tablets.sqltext import quote_if_needed
 
 _SIMPLE: dict[str, pa.DataType] = {
     "boolean": pa.bool_(),
@@ -39,15 +40,11 @@ TYPE_ALIASES = {
 DECIMAL_TYPE = re.compile(r"^decimal\((\d+),\s*(\d+)\)$")
 
 
-_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
 def field_text(name: str, type_text: str) -> str:
     """A struct field as a type name writes it: ``name:type``, the name backquoted where it is
     not a plain identifier (Spark's DDL parser reads it back; its ``simpleString`` does not
     quote, so a name with a space, comma or colon would not parse)."""
-    quoted = name if _PLAIN_NAME.match(name) else "`" + name.replace("`", "``") + "`"
-    return f"{quoted}:{type_text}"
+    return f"{quote_if_needed(name)}:{type_text}"
 
 
 def split_top(text: str) -> list[str]:
