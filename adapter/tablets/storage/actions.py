@@ -65,6 +65,8 @@ class Metadata:
     type_changes: tuple[tuple[str, str, str], ...] = ()
     # False: read from a log without ids (1..n given on reading, which later ids may repeat)
     ids_in_log: bool = field(default=True, compare=False, repr=False)
+    # False: a Delta table's metadata that no tablets writer has written (not yet adopted)
+    owned: bool = field(default=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.schema)
@@ -240,7 +242,7 @@ def action_to_json(action: Action) -> str:
         # a column's physical name sits in its schema entry, as a 4th element, only where it is
         # not the name: a reader from before column mapping then fails on the entry (malformed
         # metadata) instead of reading another column's values by name
-        del body["physical_names"], body["ids_in_log"]
+        del body["physical_names"], body["ids_in_log"], body["owned"]
         body["schema"] = [
             [n, t, nl] if p == n else [n, t, nl, p]
             for (n, t, nl), p in zip(action.schema, action.physical_names, strict=True)

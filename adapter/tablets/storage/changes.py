@@ -58,7 +58,7 @@ COMMIT_TIMESTAMP = "_commit_timestamp"
 CHANGE_COLUMNS = (CHANGE_TYPE, COMMIT_VERSION, COMMIT_TIMESTAMP)
 INSERT, DELETE, PRE, POST = "insert", "delete", "update_preimage", "update_postimage"
 # operations that move rows between tablets without changing them
-MOVES_ONLY = frozenset({"COMPACT", "OPTIMIZE"})
+MOVES_ONLY = frozenset({"COMPACT", "OPTIMIZE", "UPGRADE"})  # (UPGRADE: tablets.storage.upgrade's restatement)
 RESTORE = "RESTORE"
 
 
@@ -154,8 +154,7 @@ def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, wh
     """Each version's deleted and inserted rows, read with ``meta``'s columns."""
     reader = _Reader(table, meta, what)
     prev: Snapshot | None = table.snapshot(start - 1) if start > 0 else None
-    for v, actions in log.read_versions(table.io, table.root, range(start, end + 1)):
-        cur = log.advance(prev, v, actions, table.root)
+    for v, actions, cur in log.walk(table.io, table.root, range(start, end + 1), prev):
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         op = info.operation if info else ""
         ts = info.timestamp_ms if info else 0

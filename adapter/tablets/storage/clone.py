@@ -30,7 +30,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from tablets.exceptions import TableAlreadyExists, TabletsError
-from tablets.storage import delta_log, log, transaction, vacuum
+from tablets.storage import log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.fileio import FileIO, is_absolute, is_local, join, normalize, parent, scheme_of
 from tablets.storage.properties import check_properties
@@ -151,9 +151,9 @@ def shallow_clone(
             return committed
         info = CommitInfo(CLONE, new_id(), int(time.time() * 1000), -1, tuple(params.items()), tuple(metrics.items()))
         info = replace(info, state=log.apply_version(None, 0, actions).summary().record())
-        if not log.write_version(io, root, 0, [*actions, info]):
+        after = log.apply_version(None, 0, [*actions, info])
+        if not log.write_version(io, root, None, after, [*actions, info]):
             raise TableAlreadyExists(f"{what}: a tablet table was created at {root} concurrently")
-        delta_log.publish(io, root, 0, [*actions, info], None)  # a Delta table too (FORMAT.md)
     except BaseException:
         if old is None:
             for owner in owners:
@@ -218,9 +218,7 @@ def kept_by_clones(io: FileIO, root: str, cutoff_ms: float, *, all_versions: boo
             elif age >= CREATING_MS:
                 io.delete(marker)  # the clone was dropped
             continue
-        snap: Snapshot | None = None
-        for v, actions in log.read_versions(io, croot, versions):
-            snap = log.advance(snap, v, actions, croot)
+        for v, actions, snap in log.walk(io, croot, versions, None):
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
             if all_versions or ts >= cutoff_ms or v == versions[-1]:
                 keep |= here(_files(snap))
@@ -250,4 +248,5 @@ def drop(table: Table) -> None:
         for f in io.list(join(root, sub)):
             if f"{sub}/{f.name}" not in keep:
                 io.delete(f.path)
-    io.delete_tree(log.log_dir(root))
+    for sub in (log.LOG_DIR, log.AUX_DIR, "_log"):  # nothing a Delta reader opens as the dropped table
+        io.delete_tree(join(root, sub))

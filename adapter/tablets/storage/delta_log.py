@@ -1,26 +1,23 @@
-"""The Delta log a tablet table publishes at its root (docs/FORMAT.md, "A Delta table at its
-root"): ``_delta_log/<version>.json``, one per version of ``_log``, with the same number.
+"""Writing a version of a tablet table: Delta's actions, with what tablets adds to them
+(docs/FORMAT.md). ``_delta_log/<version>.json`` is the table's only commit point; this module
+turns one version's actions (``tablets.storage.actions``) into its lines, and
+``tablets.storage.delta_codec`` reads them back.
 
-``_log`` stays the commit point: a version is committed when its ``_log`` file exists, and this
-module writes the Delta version right after (``publish``). A writer that crashed between the
-two leaves the Delta log one version short; the next commit (or ``catch_up``) writes the
-missing versions first, so Delta versions stay contiguous and Delta readers see at worst the
-table one version old. Delta versions are created exclusively (``FileIO.create``), like ours:
-two publishers of one version write the same translation, and the second one's create is a
-no-op.
-
-Translation, per version: the tablets whose state changed (``add_tablet``, ``remove_tablet``,
-``set_dv``) become Delta's ``remove`` of the old file state and ``add`` of the new one (a new
-deletion vector is Delta's remove + add of the same path with the new ``deletionVector``); a
-``metadata`` action, version 0 and the first version after versions written by another Delta
-writer carry ``protocol`` and ``metaData``; ``commit_info`` becomes ``commitInfo``.
+Per version: the tablets whose state changed (``add_tablet``, ``remove_tablet``, ``set_dv``)
+become Delta's ``remove`` of the old file state and ``add`` of the new one (a new deletion
+vector is Delta's remove + add of the same path with the new ``deletionVector``; a tablet
+restated with the same file and vector is an ``add`` with ``dataChange`` false, as Delta
+updates a file's statistics); a ``metadata`` action and version 0 carry ``protocol`` and
+``metaData``; ``commit_info`` becomes ``commitInfo``. What Delta has no field for travels in
+the places the protocol gives a writer: ``add.tags`` (a tablet's statistics, its writer, its
+vector's checksum), ``metaData.configuration`` (the key, field ids without column mapping) and
+``commitInfo`` (the state record that proves checkpoints and replays).
 """
 
 from __future__ import annotations
 
 import functools
 import json
-import logging
 import re
 import uuid
 from collections.abc import Sequence
@@ -28,20 +25,28 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from tablets.exceptions import TabletsError
 from tablets.storage import delta_checkpoint
 from tablets.storage.actions import Action, AddTablet, CommitInfo, Metadata, RemoveTablet, SetDV
 from tablets.storage.delta_schema import MAPPING_MODE, MAX_COLUMN_ID, DeltaSchema, to_delta
 from tablets.storage.fileio import FileIO, is_local, join
-from tablets.storage.snapshot import Snapshot, TabletState, apply_version
+from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_ID
 from tablets.storage.types import TYPE_ALIASES
 
 DELTA_LOG = "_delta_log"
 ENGINE = "dbt-tablets"
-ADOPTED = "delta_adopted"  # commit_info parameter of versions adopted from another Delta writer
-CHECKPOINT_INTERVAL = 50  # as _log's (tablets.storage.log), so both checkpoint the same versions
-_LOGGER = logging.getLogger("tablets")
+ADOPTED = "delta_adopted"  # commit_info parameter of versions another Delta writer committed
+# what tablets keeps where Delta has no field of its own
+TAG_STATS = "tablets.stats"  # add.tags: the tablet's statistics as tablets records them (JSON)
+TAG_TXID = "tablets.txid"  # add.tags: the transaction that wrote it
+TAG_DV_CHECKSUM = "tablets.dvChecksum"  # add.tags: CRC-32 of the whole DV file
+FORMAT_KEY = "tablets.format"  # metaData.configuration: the table is a tablet table (this format)
+FORMAT_VERSION = "2"
+KEY_COLUMNS = "tablets.keyColumns"  # metaData.configuration: JSON list
+COLUMN_IDS = "tablets.columnIds"  # metaData.configuration: JSON list (without column mapping)
+MAX_ID = "tablets.maxColumnId"  # metaData.configuration: the highest field id ever given
+LOG_KEYS = (FORMAT_KEY, KEY_COLUMNS, COLUMN_IDS, MAX_ID)
+COMMIT_KEY = "tablets"  # commitInfo: {"state": [[name, value], ...]}
 _JSON_RE = re.compile(r"^(\d{20})\.json$")
 # a DV file whose name Delta's storage type 'u' can say: <table>/dv/deletion_vector_<uuid>.bin
 DV_NAME = re.compile(r"^dv/deletion_vector_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.bin$")
@@ -82,6 +87,16 @@ def absolute_uri(path: str) -> str:
     return PurePosixPath(path).as_uri() if is_local(path) and path.startswith("/") else path
 
 
+def path_uri(path: str) -> str:
+    """A file's ``path`` in Delta's log: relative to the table root (URL-encoded), or, for a
+    file of another table (a shallow clone's), an absolute URI with its scheme."""
+    if "://" in path:
+        return path
+    if path.startswith("/"):
+        return absolute_uri(path)
+    return quote(path, safe="/")
+
+
 def dv_descriptor(root: str, dv: SetDV) -> dict[str, Any]:
     """Delta's ``deletionVector`` for our DV file: storage type 'u' (relative, the UUID in Z85)
     where the file name is Delta's ``deletion_vector_<uuid>.bin``, else 'p' (its absolute URI,
@@ -90,7 +105,7 @@ def dv_descriptor(root: str, dv: SetDV) -> dict[str, Any]:
     m = DV_NAME.match(dv.path)
     if m:
         return {"storageType": "u", "pathOrInlineDv": "dv" + z85_encode(uuid.UUID(m.group(1)).bytes), **body}
-    return {"storageType": "p", "pathOrInlineDv": absolute_uri(join(root, dv.path)), **body}
+    return {"storageType": "p", "pathOrInlineDv": path_uri(join(root, dv.path)), **body}
 
 
 _INFINITE = (float("inf"), float("-inf"))
@@ -153,6 +168,12 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
         config[MAPPING_MODE], config[MAX_COLUMN_ID] = "name", str(ds.max_column_id)
     if ds.widened:
         config["delta.enableTypeWidening"] = "true"
+    config[FORMAT_KEY] = FORMAT_VERSION
+    if meta.key_columns:
+        config[KEY_COLUMNS] = json.dumps(list(meta.key_columns))
+    if not ds.mapping:
+        config[COLUMN_IDS] = json.dumps(list(meta.column_ids))
+    config[MAX_ID] = str(meta.max_column_id)
     body: dict[str, Any] = {
         "id": table_id(meta),
         "format": {"provider": "parquet", "options": {}},
@@ -166,14 +187,25 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
     return body
 
 
+def tags(st: TabletState) -> dict[str, str]:
+    add = st.add
+    out = {TAG_STATS: json.dumps([[n, s.to_json()] for n, s in add.stats], separators=(",", ":"))}
+    if add.txid:
+        out[TAG_TXID] = add.txid
+    if st.dv is not None:
+        out[TAG_DV_CHECKSUM] = st.dv.checksum
+    return out
+
+
 def add_action(root: str, meta: Metadata, st: TabletState, ts: int, data_change: bool = True) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "path": quote(st.add.path, safe="/"),
+        "path": path_uri(st.add.path),
         "partitionValues": {},
         "size": st.add.bytes,
         "modificationTime": ts,
         "dataChange": data_change,
         "stats": stats_json(meta, st.add, st.dv is not None),
+        "tags": tags(st),
     }
     if st.dv is not None:
         body["deletionVector"] = dv_descriptor(root, st.dv)
@@ -182,7 +214,7 @@ def add_action(root: str, meta: Metadata, st: TabletState, ts: int, data_change:
 
 def remove_action(root: str, st: TabletState, ts: int) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "path": quote(st.add.path, safe="/"),
+        "path": path_uri(st.add.path),
         "deletionTimestamp": ts,
         "dataChange": True,
         "extendedFileMetadata": True,
@@ -208,23 +240,20 @@ def commit_info(info: CommitInfo | None, version: int) -> dict[str, Any]:
     }
     if info.read_version >= 0:
         body["readVersion"] = info.read_version
+    if info.state:
+        body[COMMIT_KEY] = {"state": [list(p) for p in info.state]}
     return body
-
-
-def _foreign(snap: Snapshot | None) -> bool:
-    """Whether the Delta version before this one may not carry our protocol: written by another
-    Delta writer (adopted), or not known (a snapshot from a checkpoint has no commit)."""
-    return snap is not None and (snap.commit is None or any(k == ADOPTED for k, _ in snap.commit.parameters))
 
 
 def delta_actions(
     root: str, before: Snapshot | None, after: Snapshot, actions: Sequence[Action]
 ) -> list[dict[str, Any]]:
-    """Delta's actions of one version: the net change of each tablet it touched."""
+    """Delta's actions of one version: its commit first, then the net change of each tablet
+    it touched."""
     info = next((a for a in actions if isinstance(a, CommitInfo)), None)
     ts = info.timestamp_ms if info else 0
-    out: list[dict[str, Any]] = []
-    if before is None or _foreign(before) or any(isinstance(a, Metadata) for a in actions):
+    out: list[dict[str, Any]] = [{"commitInfo": commit_info(info, after.version)}]
+    if before is None or any(isinstance(a, Metadata) for a in actions):
         ds = to_delta(after.metadata)
         out += [{"protocol": protocol(ds)}, {"metaData": metadata(after.metadata, ds)}]
     touched = dict.fromkeys(a.tablet_id for a in actions if isinstance(a, (AddTablet, RemoveTablet, SetDV)))
@@ -233,11 +262,13 @@ def delta_actions(
         new = after.tablets.get(t)
         if old == new:
             continue
+        if old is not None and new is not None and (old.add.path, old.dv) == (new.add.path, new.dv):
+            out.append({"add": add_action(root, after.metadata, new, ts, data_change=False)})  # restated
+            continue
         if old is not None:
             out.append({"remove": remove_action(root, old, ts)})
         if new is not None:
             out.append({"add": add_action(root, after.metadata, new, ts)})
-    out.append({"commitInfo": commit_info(info, after.version)})
     return out
 
 
@@ -249,80 +280,9 @@ def delta_versions(io: FileIO, root: str) -> list[int]:
     return sorted(int(m.group(1)) for f in io.list(delta_dir(root)) if (m := _JSON_RE.match(f.name)))
 
 
-def _write(io: FileIO, root: str, before: Snapshot | None, after: Snapshot, actions: Sequence[Action]) -> None:
-    path = join(delta_dir(root), delta_name(after.version))
-    if not io.create(path, encode(delta_actions(root, before, after, actions))):
-        theirs = io.read(path).decode(errors="replace")
-        if f'"engineInfo":"{ENGINE}"' not in theirs:
-            _LOGGER.warning(
-                "%s was written by another Delta writer: Delta readers of %s no longer see the versions of tablets "
-                "from %d on (write a tablet table only through tablets)",
-                path,
-                root,
-                after.version,
-            )
-    if after.version % CHECKPOINT_INTERVAL == 0 and after.version:
-        delta_checkpoint.write(
-            io,
-            root,
-            after,
-            [add_action(root, after.metadata, st, 0, False) for st in after.tablets.values()],
-            protocol(to_delta(after.metadata)),
-            metadata(after.metadata, to_delta(after.metadata)),
-        )
-
-
-def publish(
-    io: FileIO,
-    root: str,
-    version: int,
-    actions: Sequence[Action],
-    before: Snapshot | None,
-    after: Snapshot | None = None,
-) -> None:
-    """Publish ``_log`` version ``version`` (just committed on ``before``, the state of the
-    version before it) as Delta version ``version``, after any Delta versions missing before it.
-    Never raises: the version is committed already; a failure leaves the Delta log short, and
-    the next commit (or ``catch_up``) completes it."""
-    try:
-        if version and not io.exists(join(delta_dir(root), delta_name(version - 1))):
-            catch_up(io, root, version - 1)
-        _write(io, root, before, after or apply_version(before, version, actions), actions)
-    except (OSError, TabletsError, ValueError) as e:
-        _LOGGER.warning(
-            "the Delta log of %s was not written at version %d (%s): the next commit completes it", root, version, e
-        )
-
-
-def catch_up(io: FileIO, root: str, upto: int | None = None) -> int:
-    """Write the Delta versions of ``root`` missing up to ``upto`` (default: the newest of
-    ``_log``): a crash between the two logs, or a table from before Delta publishing. The
-    newest Delta version."""
-    from tablets.storage import log  # (log imports transaction's world: late)
-
-    versions, _ = log.list_log(io, root, complete=True)
-    upto = versions[-1] if upto is None else upto
-    have = delta_versions(io, root)
-    start = have[-1] + 1 if have else versions[0]
-    if start > upto:
-        return upto
-    before = log.load_snapshot(io, root, start - 1) if start > 0 else None
-    if before is not None and not have:  # _log starts after 0 (a checkpoint): Delta starts there too
-        before = None
-        snap = log.load_snapshot(io, root, start)
-        st = list(snap.tablets.values())
-        ds = to_delta(snap.metadata)
-        delta_checkpoint.write(
-            io,
-            root,
-            snap,
-            [add_action(root, snap.metadata, s, 0, False) for s in st],
-            protocol(ds),
-            metadata(snap.metadata, ds),
-        )
-        before, start = snap, start + 1
-    for v, actions in log.read_versions(io, root, range(start, upto + 1)):
-        after = log.advance(before, v, actions, root)  # checked against its commit's record
-        _write(io, root, before, after, actions)
-        before = after
-    return upto
+def write_checkpoint(io: FileIO, root: str, snap: Snapshot) -> bool:
+    """Delta's checkpoint of ``snap`` (a state proven to be its version's), for Delta readers
+    and for readers of a log whose older versions were cleaned up."""
+    ds = to_delta(snap.metadata)
+    adds = [add_action(root, snap.metadata, st, 0, False) for st in snap.tablets.values()]
+    return delta_checkpoint.write(io, root, snap, adds, protocol(ds), metadata(snap.metadata, ds))

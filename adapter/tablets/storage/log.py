@@ -1,19 +1,22 @@
-"""The commit log: ``_log/<20-digit version>.json`` files, created atomically and exclusively.
+"""The commit log: ``_delta_log/<20-digit version>.json``, the table's one commit point.
 
-A version file appears whole or not at all, and of two writers of version N exactly one
-creates it: ``FileIO.create`` (a hard link of a fsynced temp file on local disks, a conditional
-PUT on object stores). Checkpoints (``<version>.checkpoint.json``, ``tablets.storage.checkpoint``)
-hold a snapshot's state so that opening a table replays at most ``CHECKPOINT_INTERVAL`` versions;
-``_last_checkpoint`` names the newest one, so a reader lists the log from there on.
+A version of a table exists exactly when its Delta version file exists, whoever wrote it
+(tablets, or another Delta writer: ``delta_codec`` reads both). It is created whole and
+exclusively (``FileIO.create``: a hard link of a fsynced temp file on local disks, a
+conditional PUT on object stores), so of two writers of version N exactly one succeeds.
 
 Versions are contiguous. A listing is trusted only for what every store promises (the names it
 returns exist); order comes from sorting the names, and the newest version is confirmed by
 asking for the next one. A version missing between two listed ones, or before the newest when
 no checkpoint covers it, is a ``FormatError``, never a shorter table.
 
-Nothing read is taken on trust: a checkpoint is used only once proven to be the state of its
-version (``load_snapshot``), and every replayed version whose commit records the state after
-it (``commit_info.state``) is checked against that record.
+Checkpoints of tablets' own (``_tablets/<version>.checkpoint.json``, ``tablets.storage.checkpoint``)
+are derived: a state read from the log, used only once proven against the state record of a
+commit (``commitInfo.tablets.state``), ignored with a warning otherwise. Delta's checkpoints
+(``_delta_log/<version>.checkpoint.parquet``) are written beside them for Delta readers.
+
+A table written before the Delta log was the commit point (versions in ``_log/``) is read from
+there until its first write moves it (``tablets.storage.upgrade``).
 """
 
 from __future__ import annotations
@@ -22,10 +25,12 @@ import logging
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
+from typing import Any
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage import checkpoint as ckpt
-from tablets.storage.actions import Action, CommitInfo, decode_actions, encode_actions
+from tablets.storage import delta_codec, delta_log, legacy_log
+from tablets.storage.actions import Action, CommitInfo
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
 from tablets.storage.snapshot import (
@@ -34,10 +39,10 @@ from tablets.storage.snapshot import (
     StateSummary,
     apply_version,
     check_record,
-    replay,
 )
 
-LOG_DIR = "_log"
+LOG_DIR = delta_log.DELTA_LOG
+AUX_DIR = "_tablets"  # derived files: checkpoints, their hint, markers of VACUUMs in progress
 LAST_CHECKPOINT = "_last_checkpoint"
 CHECKPOINT_INTERVAL = 50
 _VERSION_RE = re.compile(r"^(\d{20})\.json$")
@@ -52,8 +57,8 @@ __all__ = [
     "load_snapshot",
     "log_dir",
     "read_version",
-    "read_versions",
     "version_path",
+    "walk",
     "write_checkpoint",
     "write_version",
 ]
@@ -71,9 +76,43 @@ def log_dir(root: str) -> str:
     return join(root, LOG_DIR)
 
 
+def aux_dir(root: str) -> str:
+    return join(root, AUX_DIR)
+
+
+def checkpoint_path(root: str, version: int) -> str:
+    return join(aux_dir(root), checkpoint_name(version))
+
+
+def version_path(root: str, version: int) -> str:
+    return join(log_dir(root), version_name(version))
+
+
+# --- the layout ----------------------------------------------------------------------------
+
+_moved: set[tuple[int, str]] = set()  # (store, root) known to have no unmoved _log (a table never goes back)
+
+
+def is_legacy(io: FileIO, root: str) -> bool:
+    """Whether ``root`` is a table of the earlier layout whose versions are still in ``_log/``
+    (not yet moved by a write: ``tablets.storage.upgrade``)."""
+    key = (id(io), root)
+    if key in _moved:
+        return False
+    legacy = legacy_log.unmoved(io, root)
+    if not legacy and io.exists(version_path(root, 0)):
+        _moved.add(key)
+    return legacy
+
+
+def forget_layout(io: FileIO, root: str) -> None:
+    """``root`` moved to the Delta log (``tablets.storage.upgrade``)."""
+    _moved.add((id(io), root))
+
+
 def read_hint(io: FileIO, root: str) -> Hint | None:
-    """What ``_last_checkpoint`` says (only a hint: None, with a warning, if unreadable)."""
-    path = join(log_dir(root), LAST_CHECKPOINT)
+    """What ``_tablets/_last_checkpoint`` says (only a hint: None, with a warning, if unreadable)."""
+    path = join(aux_dir(root), LAST_CHECKPOINT)
     try:
         return Hint.decode(io.read(path))
     except FileNotFoundError:
@@ -86,16 +125,15 @@ def read_hint(io: FileIO, root: str) -> Hint | None:
 def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
     """(versions, checkpoints) at or above ``start``, sorted, with the versions a lagging
     listing left out (asked for one by one after the newest)."""
-    # "<v>.checkpoint.json" sorts before "<v>.json" ('.c' < '.j'); "~" sorts after both
     after = f"{start - 1:020d}.json~" if start else None
-    versions, checkpoints = [], []
-    for f in io.list(log_dir(root), start_after=after):
-        if m := _VERSION_RE.match(f.name):
-            versions.append(int(m.group(1)))
-        elif m := _CHECKPOINT_RE.match(f.name):
-            checkpoints.append(int(m.group(1)))
-    versions.sort()
-    checkpoints.sort()
+    versions = sorted(
+        int(m.group(1)) for f in io.list(log_dir(root), start_after=after) if (m := _VERSION_RE.match(f.name))
+    )
+    checkpoints = sorted(
+        int(m.group(1))
+        for f in io.list(aux_dir(root))
+        if (m := _CHECKPOINT_RE.match(f.name)) and int(m.group(1)) >= start
+    )
     nxt = (versions[-1] + 1) if versions else start
     while io.exists(version_path(root, nxt)):
         versions.append(nxt)
@@ -119,7 +157,7 @@ def _missing_error(root: str, missing: list[int], present: list[int]) -> FormatE
     return FormatError(
         f"the log of {root} is missing version(s) {_runs(missing)}"
         + (f" (the next one present is {nxt})" if nxt is not None else ""),
-        help="Restore the missing files under _log/ from a backup. A table with a gap in its "
+        help=f"Restore the missing files under {LOG_DIR}/ from a backup. A table with a gap in its "
         "log is not read, written or vacuumed until the log is whole again.",
     )
 
@@ -129,13 +167,15 @@ def list_log(io: FileIO, root: str, *, complete: bool = False) -> tuple[list[int
     starts at the checkpoint that ``_last_checkpoint`` names (older versions are left out).
     Raises TableNotFound if there is no committed version, FormatError if a version is missing
     in the range returned."""
+    if is_legacy(io, root):
+        return legacy_log.list_log(io, root, complete=complete)
     return _list(io, root, None if complete else read_hint(io, root))
 
 
 def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int]]:
     start = hint.version if hint else 0
     versions, checkpoints = _scan(io, root, start)
-    where = join(log_dir(root), LAST_CHECKPOINT)
+    where = join(aux_dir(root), LAST_CHECKPOINT)
     if start and not versions:  # a hint beyond the newest version
         found = _list(io, root, None)
         warn_once(where, f"{where} names version {start}, beyond the newest version of the log: ignored")
@@ -146,7 +186,7 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
         warn_once(where, f"{where} names checkpoint {hint.version}, which is missing: ignored")
     first = versions[0]
     if first > start and first in checkpoints:
-        start = first  # a log that begins at a checkpoint (an adopted Delta table's may)
+        start = first  # a log whose older versions were cleaned up begins at a checkpoint
     missing = _gaps(versions, start, versions[-1])
     if missing:
         raise _missing_error(root, missing, versions)
@@ -154,12 +194,14 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
 
 
 def has_version(io: FileIO, root: str) -> bool:
-    """Whether ``root`` holds a tablet table (a committed version of ``_log``)."""
+    """Whether ``root`` holds a tablet table: a log whose metadata a tablets writer wrote (a
+    Delta table no tablets writer has adopted is not one yet)."""
+    if is_legacy(io, root):
+        return True
     try:
-        list_log(io, root)
+        return load_snapshot(io, root).metadata.owned
     except TableNotFound:
         return False
-    return True
 
 
 def latest_version(io: FileIO, root: str) -> int:
@@ -167,63 +209,116 @@ def latest_version(io: FileIO, root: str) -> int:
     return versions[-1]
 
 
-def version_path(root: str, version: int) -> str:
-    return join(log_dir(root), version_name(version))
-
-
 def _no_version(root: str, version: int) -> TableNotFound:
     return TableNotFound(f"version {version} of {root} does not exist")
 
 
-def read_version(io: FileIO, root: str, version: int) -> tuple[Action, ...]:
+def read_lines(io: FileIO, root: str, version: int) -> list[dict[str, Any]]:
     path = version_path(root, version)
     try:
         data = io.read(path)
     except FileNotFoundError:
         raise _no_version(root, version) from None
-    return decode_actions(data, where=path)
+    return delta_codec.parse_lines(data, path)
 
 
-def read_versions(io: FileIO, root: str, versions: Iterable[int]) -> Iterator[tuple[int, tuple[Action, ...]]]:
-    """``(version, actions)`` of each of ``versions`` in order, read ahead on object stores
-    (``FileIO.read_many``); ``TableNotFound`` at the first that does not exist."""
-    paths = [(v, version_path(root, v)) for v in versions]
-    data = io.read_many(path for _, path in paths)
-    for v, path in paths:
+def decode(
+    io: FileIO, root: str, version: int, lines: list[dict[str, Any]], before: Snapshot | None
+) -> tuple[Action, ...]:
+    return delta_codec.decode_version(
+        io,
+        root,
+        version,
+        lines,
+        before.metadata if before else None,
+        before.tablets if before else {},
+        version_path(root, version),
+    )
+
+
+def read_version(io: FileIO, root: str, version: int, before: Snapshot | None = None) -> tuple[Action, ...]:
+    """The actions of ``version``, read on ``before`` (the state of the version before it; read
+    from the log when not given)."""
+    if before is None and version > 0 and not is_legacy(io, root):
+        before = load_snapshot(io, root, version - 1)
+    if is_legacy(io, root):
+        return legacy_log.read_version(io, root, version)
+    return read_version_delta(io, root, version, before)
+
+
+def read_version_delta(io: FileIO, root: str, version: int, before: Snapshot | None) -> tuple[Action, ...]:
+    """``read_version`` of the Delta log, whatever the table's layout (``upgrade`` reads both)."""
+    return decode(io, root, version, read_lines(io, root, version), before)
+
+
+def walk(
+    io: FileIO, root: str, versions: Iterable[int], snap: Snapshot | None
+) -> Iterator[tuple[int, tuple[Action, ...], Snapshot]]:
+    """``(version, actions, state after it)`` of each of ``versions`` (consecutive, the first one
+    after ``snap``'s), each checked against its commit's state record; read ahead on object
+    stores (``FileIO.read_many``)."""
+    if is_legacy(io, root):
+        for v, actions in legacy_log.read_versions(io, root, versions):
+            snap = legacy_log.advance(snap, v, actions, root)
+            yield v, actions, snap
+        return
+    yield from _walk_delta(io, root, versions, snap)
+
+
+def _walk_delta(
+    io: FileIO, root: str, versions: Iterable[int], snap: Snapshot | None
+) -> Iterator[tuple[int, tuple[Action, ...], Snapshot]]:
+    wanted = list(versions)
+    data = io.read_many(version_path(root, v) for v in wanted)
+    for v in wanted:
         try:
             raw = next(data)
         except FileNotFoundError:
             raise _no_version(root, v) from None
-        yield v, decode_actions(raw, where=path)
+        actions = decode(io, root, v, delta_codec.parse_lines(raw, version_path(root, v)), snap)
+        snap = advance(snap, v, actions, root)
+        yield v, actions, snap
 
 
 def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
     """The ``commit_info`` of ``version`` (``TableNotFound`` if the log does not hold it)."""
-    return next((a for a in read_version(io, root, version) if isinstance(a, CommitInfo)), None)
+    if is_legacy(io, root):
+        return legacy_log.read_commit(io, root, version)
+    lines = read_lines(io, root, version)
+    body = next((line["commitInfo"] for line in lines if "commitInfo" in line), None)
+    return delta_codec.decode_commit(body, version)
 
 
-def write_version(io: FileIO, root: str, version: int, actions: list[Action]) -> bool:
-    """Commit ``actions`` as ``version``; False if the version exists (another writer's, or this
-    very commit's whose answer was lost: ``transaction`` tells which when it reads the version)."""
-    return io.create(version_path(root, version), encode_actions(actions))
+def write_version(io: FileIO, root: str, before: Snapshot | None, after: Snapshot, actions: list[Action]) -> bool:
+    """Commit ``actions`` (which take ``before`` to ``after``) as version ``after.version``;
+    False if the version exists (another writer's, or this very commit's whose answer was lost:
+    ``transaction`` tells which when it reads the version)."""
+    lines = delta_log.delta_actions(root, before, after, actions)
+    return io.create(version_path(root, after.version), delta_log.encode(lines))
 
 
 def write_checkpoint(io: FileIO, root: str, snapshot: Snapshot) -> bool:
-    """Create the checkpoint of ``snapshot`` (a state proven to be its version's: writers pass
-    the state they just committed) and point ``_last_checkpoint`` at it; False if one exists."""
+    """Create the checkpoints of ``snapshot`` (a state proven to be its version's: writers pass
+    the state they just committed): tablets' own, then Delta's; False if ours exists."""
     data = ckpt.encode(snapshot)
-    if not io.create(join(log_dir(root), checkpoint_name(snapshot.version)), data):
+    if not io.create(checkpoint_path(root, snapshot.version), data):
         return False
     hint = read_hint(io, root)
     if hint is None or hint.version < snapshot.version:
-        io.write(join(log_dir(root), LAST_CHECKPOINT), Hint(snapshot.version, len(data), ckpt.crc(data)).encode())
+        io.write(join(aux_dir(root), LAST_CHECKPOINT), Hint(snapshot.version, len(data), ckpt.crc(data)).encode())
+    try:
+        delta_log.write_checkpoint(io, root, snapshot)
+    except OSError as e:  # a reader's shortcut only: the version is committed
+        logging.getLogger("tablets").warning(
+            "the Delta checkpoint of %s at %d was not written (%s)", root, snapshot.version, e
+        )
     return True
 
 
 def read_checkpoint(io: FileIO, root: str, version: int, hint: Hint | None = None) -> Snapshot:
     """The snapshot in the checkpoint at ``version`` with what the file alone proves (its hint,
     header and checksum: ``checkpoint.decode``); ``Rejected`` if it fails."""
-    path = join(log_dir(root), checkpoint_name(version))
+    path = checkpoint_path(root, version)
     try:
         data = io.read(path)
     except FileNotFoundError:
@@ -231,50 +326,44 @@ def read_checkpoint(io: FileIO, root: str, version: int, hint: Hint | None = Non
     return ckpt.decode(data, path, version, hint)
 
 
-def _on_checkpoint(
-    io: FileIO, root: str, cp: int, target: int, hint: Hint | None, trust_unproven: bool
-) -> Snapshot | None:
+def _on_checkpoint(io: FileIO, root: str, cp: int, target: int, hint: Hint | None) -> Snapshot:
     """The snapshot at ``target`` built on the checkpoint at ``cp`` and proven (``Rejected`` if
-    the checkpoint fails its proof); None for an unproven old checkpoint that is not trusted."""
+    the checkpoint fails its proof, or no commit's record reaches it)."""
     base = read_checkpoint(io, root, cp, hint)
     snap, proven = base, False
-    for v, actions in read_versions(io, root, range(cp + 1, target + 1)):
-        snap = apply_version(snap, v, actions, where=f"version {v}")
-        try:
-            snap = check_record(snap, f"version {v}")
-        except StateMismatch as e:  # the checkpoint, or version v: a replay without it tells
-            raise Rejected(f"the state it leads to disagrees with the record of version {v} ({e.diff})") from None
-        proven = proven or bool(snap.commit and snap.commit.state)
+    try:
+        for v, _, snap in _walk_delta(io, root, range(cp + 1, target + 1), base):
+            proven = proven or bool(snap.commit and snap.commit.state)
+    except FormatError as e:  # the checkpoint, or version v: a replay without it tells
+        raise Rejected(f"the state it leads to disagrees with the log ({e})") from None
     if not proven:  # nothing replayed on top records a state: its own version's commit must
         commit = read_commit(io, root, cp)
-        if commit is not None and commit.state:
-            recorded = StateSummary.from_record(commit.state)
-            diff = base.summary().differences(recorded)
-            if diff:
-                raise Rejected(f"it is not the state its version's commit records ({'; '.join(diff)})")
-            if target == cp and snap.metadata_version is None:
-                snap = replace(snap, metadata_version=recorded.metadata_version)
-            proven = True
-    if proven or snap.verified:
-        return replace(snap, verified=True)
-    if not trust_unproven:
-        return None
-    path = join(log_dir(root), checkpoint_name(cp))
-    warn_once(
-        path, f"checkpoint {path} has no proof (written before checkpoints had headers): read as it is", logging.INFO
-    )
-    return snap
+        if commit is None or not commit.state:
+            raise Rejected(f"version {cp} records no state to prove it by")
+        recorded = StateSummary.from_record(commit.state)
+        diff = base.summary().differences(recorded)
+        if diff:
+            raise Rejected(f"it is not the state its version's commit records ({'; '.join(diff)})")
+        if target == cp and snap.metadata_version is None:
+            snap = replace(snap, metadata_version=recorded.metadata_version)
+    return replace(snap, verified=True)
 
 
 def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_unproven: bool = True) -> Snapshot:
     """The snapshot at ``version`` (default: the latest committed one), from the newest
     checkpoint at or below it that passes its proof (the others are ignored with a warning),
-    else from version 0. ``trust_unproven=False`` (writers) passes over checkpoints written
-    before checkpoints had proofs unless a commit's state record proves them."""
+    else from version 0."""
+    if is_legacy(io, root):
+        return legacy_log.load_snapshot(io, root, version, trust_unproven=trust_unproven)
+    return load_snapshot_delta(io, root, version)
+
+
+def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Snapshot:
+    """``load_snapshot`` of the Delta log, whatever the table's layout."""
     hint = read_hint(io, root)
     versions, checkpoints = _list(io, root, hint)
     if version is not None and version < versions[0]:
-        versions, checkpoints = list_log(io, root, complete=True)  # time travel before the hint
+        versions, checkpoints = _list(io, root, None)  # time travel before the hint
     target = versions[-1] if version is None else version
     if target not in versions:
         raise TableNotFound(
@@ -289,14 +378,11 @@ def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_un
                 continue
             tried.add(cp)
             try:
-                snap = _on_checkpoint(io, root, cp, target, hint, trust_unproven)
+                return _on_checkpoint(io, root, cp, target, hint)
             except Rejected as e:
-                path = join(log_dir(root), checkpoint_name(cp))
+                path = checkpoint_path(root, cp)
                 rejected.append((path, str(e)))
                 warn_once(path, f"checkpoint {path} is not used: {e}; the reader replays the log instead")
-                continue
-            if snap is not None:
-                return snap
         if attempt or versions[0] == 0:
             break
         versions, checkpoints = _scan(io, root, 0)  # the listing began at the hint: older checkpoints, version 0
@@ -309,10 +395,14 @@ def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_un
             f"the log of {root} cannot be read at version {target}: checkpoint {names} failed its proof "
             f"({'; '.join(r for _, r in rejected)}) and version(s) {_runs(missing)}, needed to replay the log "
             "without it, are missing",
-            help=f"Restore {names} from a backup (or the missing versions under _log/); until then the table "
-            "cannot be read or written at this version.",
+            help=f"Restore {names} from a backup (or the missing versions under {LOG_DIR}/); until then the "
+            "table cannot be read or written at this version.",
         )
-    return _replay_all(io, root, target)
+    snap: Snapshot | None = None
+    for _, _, snap in _walk_delta(io, root, range(target + 1), None):
+        pass
+    assert snap is not None
+    return snap
 
 
 def advance(snap: Snapshot | None, version: int, actions: tuple[Action, ...], root: str) -> Snapshot:
@@ -321,19 +411,8 @@ def advance(snap: Snapshot | None, version: int, actions: tuple[Action, ...], ro
     try:
         return check_record(apply_version(snap, version, actions, where=f"version {version}"), f"version {version}")
     except StateMismatch as e:
-        raise _damaged(root, e) from None
-
-
-def _damaged(root: str, e: StateMismatch) -> FormatError:
-    path = version_path(root, e.version)
-    return FormatError(
-        f"log {path}: {e.detail} (a damaged version file)",
-        help="Restore the version file from a copy, or time-travel to the version before it.",
-    )
-
-
-def _replay_all(io: FileIO, root: str, target: int) -> Snapshot:
-    try:
-        return replay(None, read_versions(io, root, range(target + 1)))
-    except StateMismatch as e:
-        raise _damaged(root, e) from None
+        path = version_path(root, e.version)
+        raise FormatError(
+            f"log {path}: {e.detail} (a damaged version file)",
+            help="Restore the version file from a copy, or time-travel to the version before it.",
+        ) from None

@@ -201,11 +201,14 @@ def apply_version(base: Snapshot | None, version: int, actions: Iterable[Action]
         if isinstance(a, Metadata):
             metadata, metadata_version = a, version
         elif isinstance(a, AddTablet):
+            dv = None
             if (old := tablets.get(a.tablet_id)) is not None:
                 rows, digest = rows - old.add.rows, digest - tablet_hash(old.add)
-                if old.dv is not None:
+                if old.add.path == a.path:  # the same file restated (its statistics): its vector stays
+                    dv = old.dv
+                elif old.dv is not None:
                     deleted, dvs, digest = deleted - old.dv.cardinality, dvs - 1, digest - dv_hash(old.dv)
-            tablets[a.tablet_id] = TabletState(a)
+            tablets[a.tablet_id] = TabletState(a, dv)
             rows, digest = rows + a.rows, digest + tablet_hash(a)
         elif isinstance(a, RemoveTablet):
             if (old := tablets.pop(a.tablet_id, None)) is not None:

@@ -28,7 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
-from tablets.storage import clone, delta_log, log, transaction, vacuum
+from tablets.storage import clone, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
 from tablets.storage.constraints import refuse_losing_columns
 from tablets.storage.fileio import FileIO, io_for, join, normalize
@@ -106,11 +106,10 @@ class TabletTable:
         meta = new_metadata(new_id(), schema, key_columns, properties, comment, column_comments)
         info = CommitInfo("CREATE TABLE", new_id(), meta.created_ms, -1)
         info = replace(info, state=log.apply_version(None, 0, [meta]).summary().record())
-        if not log.write_version(table.io, table.root, 0, [meta, info]):
+        if not log.write_version(table.io, table.root, None, log.apply_version(None, 0, [meta, info]), [meta, info]):
             if exist_ok:
                 return table
             raise TableAlreadyExists(f"a tablet table was created at {table.root} concurrently")
-        delta_log.publish(table.io, table.root, 0, [meta, info], None)
         return table
 
     @classmethod
@@ -493,7 +492,7 @@ class TabletTable:
             params = {vacuum.RETENTION: f"{retention_hours:g}", "retention_check": str(enforce_retention).lower()}
             start = self._record(vacuum.VACUUM_START, params, {"num_files_to_delete": float(len(found))})
             # the store's clock: a file written after START is never older than its timestamp
-            listed = self.io.list(log.log_dir(self.root), start_after=log.version_name(start - 1))
+            listed = self.io.list(log.log_dir(self.root), start_after=log.version_name(start - 1))  # (one version)
             started = next((f.mtime_ms for f in listed if f.name == log.version_name(start)), time.time() * 1000)
             found = self._unreferenced(min(time.time() * 1000, started) - retention_ms)  # the log as of START
             for rel in found:
@@ -522,9 +521,8 @@ class TabletTable:
             snap = self.snapshot(versions[-1])
             keep = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
             versions = []
-        for v, actions in log.read_versions(self.io, self.root, versions):
+        for _, actions, snap in log.walk(self.io, self.root, versions, snap):
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
-            snap = log.advance(snap, v, actions, self.root)
             live = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
             if ts >= cutoff_ms:
                 keep |= live  # every retained version stays readable
@@ -538,9 +536,10 @@ class TabletTable:
         for f in self.io.list(self.root):  # data files of an adopted Delta table (delta_adopt)
             if f.name.endswith(".parquet") and f.name[0] not in "_." and f.name not in keep and f.mtime_ms < cutoff_ms:
                 found.append(f.name)
-        for f in self.io.list(log.log_dir(self.root)):
-            if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
-                found.append(f"{log.LOG_DIR}/{f.name}")
+        for sub in (log.LOG_DIR, log.AUX_DIR, "_log"):  # temp files of creates a crash interrupted
+            for f in self.io.list(join(self.root, sub)):
+                if f.name.startswith(".tmp-") and f.mtime_ms < cutoff_ms:
+                    found.append(f"{sub}/{f.name}")
         return sorted(found)
 
 

@@ -39,7 +39,7 @@ from tablets.exceptions import (
     MetadataChanged,
     TableNotFound,
 )
-from tablets.storage import delta_adopt, delta_log, log, vacuum
+from tablets.storage import log, upgrade, vacuum
 from tablets.storage.actions import (
     Action,
     AddTablet,
@@ -172,6 +172,8 @@ def begin(
     sort_by: Sequence[str] = (),
     io: FileIO,
 ) -> WriteHandle:
+    if log.is_legacy(io, root):  # a table of the earlier layout: its first write moves it
+        snapshot = upgrade.before_write(io, root, snapshot)
     if not snapshot.verified:
         snapshot = _verified(snapshot, root, io)
     ids = snapshot.tablets.keys() if delete_from is None else delete_from
@@ -217,7 +219,7 @@ def _verified(snapshot: Snapshot, root: str, io: FileIO) -> Snapshot:
         proven = log.load_snapshot(io, root, snapshot.version, trust_unproven=False)
         diff = proven.summary().differences(snapshot.summary())
         if diff or proven.metadata != snapshot.metadata:
-            path = join(log.log_dir(root), log.checkpoint_name(snapshot.checkpoint or 0))
+            path = log.checkpoint_path(root, snapshot.checkpoint or 0)
             raise FormatError(
                 f"checkpoint {path} is not the state of version {snapshot.checkpoint} that the log replays to "
                 f"({'; '.join(diff) or 'metadata differs'}): nothing was committed",
@@ -379,7 +381,7 @@ class _Validation:
         first = version
         while True:
             try:
-                actions = log.read_version(self.handle.io, self.handle.root, version)
+                actions = log.read_version(self.handle.io, self.handle.root, version, self.state)
             except TableNotFound:
                 break
             if version == first and any(isinstance(a, CommitInfo) and a.txid == self.handle.txid for a in actions):
@@ -400,6 +402,9 @@ class _Validation:
                     f"version {version} changed the table's schema or properties while {op} ran", version
                 )
             if isinstance(a, AddTablet):
+                old = self.state.tablets.get(a.tablet_id)
+                if old is not None and old.add.path == a.path:
+                    continue  # the same file restated (its statistics): no rows added or removed
                 named = a.named(h.mapping) if h.mapping is not None else a
                 if h.reads_appends and not (h.append_ranges is not None and outside(named, h.append_ranges)):
                     self.appended[a.tablet_id] = (version, a)
@@ -522,9 +527,6 @@ def commit_state(
     check = _Validation(handle, writes, dvs, depends, may_match, base, (staged, bool(foreign)))
     version = handle.read_version + 1
     try:
-        # versions another Delta writer appended to _delta_log: into _log first, then judged
-        # below like any concurrent commit (docs/FORMAT.md, "A Delta table at its root")
-        delta_adopt.take_in(io, handle.root, version, base)
         while True:
             if foreign:
                 vacuum.check_foreign(io, handle.root, foreign, handle.operation)
@@ -542,7 +544,7 @@ def commit_state(
             final = check.actions(actions)
             after = apply_version(check.state, version, [*final, info])
             info = replace(info, state=after.summary().record())  # what proves a checkpoint of this state
-            if log.write_version(io, handle.root, version, [*final, info]):
+            if log.write_version(io, handle.root, check.state, after, [*final, info]):
                 break
             caught_up = check.catch_up(version)
             if caught_up is None:
@@ -559,5 +561,4 @@ def commit_state(
             io.delete(join(handle.root, rel))
     if version % log.CHECKPOINT_INTERVAL == 0:
         log.write_checkpoint(io, handle.root, after)
-    delta_log.publish(io, handle.root, version, [*final, info], check.state, after)  # the table as Delta sees it
     return after

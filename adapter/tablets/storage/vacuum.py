@@ -36,10 +36,11 @@ MARKER_PREFIX = "_vacuum-"
 # clocks: a statement's age is measured on its own clock, file ages on the store's; this covers
 # the store's timestamp granularity (a second on S3) with room to spare
 SKEW_MS = 60_000.0
+AUX_DIR = "_tablets"  # (tablets.storage.log's: the table's derived files)
 
 
 def marker_path(root: str, txid: str) -> str:
-    return join(root, "_log", f"{MARKER_PREFIX}{txid}.json")
+    return join(root, AUX_DIR, f"{MARKER_PREFIX}{txid}.json")
 
 
 def put_marker(io: FileIO, root: str, txid: str, retention_hours: float) -> str:
@@ -52,7 +53,12 @@ def put_marker(io: FileIO, root: str, txid: str, retention_hours: float) -> str:
 
 def markers(io: FileIO, root: str) -> list[str]:
     """The markers of VACUUMs in progress (or killed: their markers stay until removed)."""
-    return [f.path for f in io.list(join(root, "_log"), start_after=MARKER_PREFIX) if f.name.startswith(MARKER_PREFIX)]
+    return [
+        f.path
+        for sub in (AUX_DIR, "_log")  # (and markers of an earlier release's VACUUM)
+        for f in io.list(join(root, sub), start_after=MARKER_PREFIX)
+        if f.name.startswith(MARKER_PREFIX)
+    ]
 
 
 def retention_ms(info: CommitInfo) -> float:
