@@ -16,6 +16,7 @@ with the same statistics and a new vector is a ``set_dv``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 import zlib
@@ -252,10 +253,8 @@ def decode_metadata(m: dict[str, Any], before: Metadata | None) -> Metadata:
             ids, known = listed, True
     keys = tuple(json.loads(config[KEY_COLUMNS])) if KEY_COLUMNS in config else (before.key_columns if before else ())
     table_id = str(m.get("id") or "")
-    try:
+    with contextlib.suppress(ValueError):
         table_id = uuid.UUID(table_id).hex
-    except ValueError:
-        pass
     dropped = {*LOG_KEYS, *_ADDED_BY_US}
     return Metadata(
         table_id=table_id,

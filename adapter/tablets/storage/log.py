@@ -332,7 +332,7 @@ def _on_checkpoint(io: FileIO, root: str, cp: int, target: int, hint: Hint | Non
     base = read_checkpoint(io, root, cp, hint)
     snap, proven = base, False
     try:
-        for v, _, snap in _walk_delta(io, root, range(cp + 1, target + 1), base):
+        for _, _, snap in _walk_delta(io, root, range(cp + 1, target + 1), base):
             proven = proven or bool(snap.commit and snap.commit.state)
     except FormatError as e:  # the checkpoint, or version v: a replay without it tells
         raise Rejected(f"the state it leads to disagrees with the log ({e})") from None
@@ -398,11 +398,8 @@ def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Sn
             help=f"Restore {names} from a backup (or the missing versions under {LOG_DIR}/); until then the "
             "table cannot be read or written at this version.",
         )
-    snap: Snapshot | None = None
-    for _, _, snap in _walk_delta(io, root, range(target + 1), None):
-        pass
-    assert snap is not None
-    return snap
+    *_, (_, _, last) = _walk_delta(io, root, range(target + 1), None)
+    return last
 
 
 def advance(snap: Snapshot | None, version: int, actions: tuple[Action, ...], root: str) -> Snapshot:

@@ -521,9 +521,11 @@ class TabletTable:
             snap = self.snapshot(versions[-1])
             keep = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
             versions = []
-        for _, actions, snap in log.walk(self.io, self.root, versions, snap):
+        for _, actions, state in log.walk(self.io, self.root, versions, snap):
             ts = next((a.timestamp_ms for a in actions if isinstance(a, CommitInfo)), 0)
-            live = {st.add.path for st in snap.tablets.values()} | {st.dv.path for st in snap.tablets.values() if st.dv}
+            live = {st.add.path for st in state.tablets.values()} | {
+                st.dv.path for st in state.tablets.values() if st.dv
+            }
             if ts >= cutoff_ms:
                 keep |= live  # every retained version stays readable
         keep |= live
