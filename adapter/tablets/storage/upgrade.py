@@ -29,8 +29,10 @@ from tablets.storage.tablet import new_id
 OPERATION = "UPGRADE"
 
 
-def _complete_delta_log(io: log.FileIO, root: str, old: Snapshot) -> Snapshot:
-    """The Delta log's state at ``old.version``, after writing the versions it lacks up to it."""
+def _complete_delta_log(io: log.FileIO, root: str, old: Snapshot) -> None:
+    """Write the versions the Delta log lacks up to ``old.version`` (from ``_log``), after
+    checking, version by version, that it holds the same files as ``_log``: ``FormatError``
+    (nothing written) where the two histories part."""
     snap: Snapshot | None = None
     legacy: Snapshot | None = None
     for v, actions in legacy_log.read_versions(io, root, range(old.version + 1)):
@@ -38,8 +40,15 @@ def _complete_delta_log(io: log.FileIO, root: str, old: Snapshot) -> Snapshot:
         if not io.exists(log.version_path(root, v)):
             log.write_version(io, root, snap, legacy, list(actions))
         snap = log.advance(snap, v, log.read_version_delta(io, root, v, snap), root)
-    assert snap is not None
-    return snap
+        diff = _same_files(legacy, snap)
+        if diff:
+            raise FormatError(
+                f"the table at {root} has two histories: at version {v}, {'; '.join(diff)} (another Delta "
+                "writer committed to its Delta log while an earlier release of tablets wrote _log): nothing was "
+                "written",
+                help="Compare the two (DESCRIBE HISTORY, and a Delta reader's history), keep the table you want "
+                "and copy it into a new tablet table (CREATE TABLE ... USING tablets AS SELECT ...).",
+            )
 
 
 def _same_files(a: Snapshot, b: Snapshot) -> list[str]:
@@ -88,16 +97,7 @@ def upgrade(io: log.FileIO, root: str) -> Snapshot:
     """Move the table at ``root`` to the Delta log (if it is not moved yet); the state after."""
     while legacy_log.unmoved(io, root):
         old = legacy_log.load_snapshot(io, root, trust_unproven=False)
-        delta = _complete_delta_log(io, root, old)
-        diff = _same_files(old, delta)
-        if diff:
-            raise FormatError(
-                f"the table at {root} has two histories: at version {old.version}, {'; '.join(diff)} "
-                "(another Delta writer committed to its Delta log while an earlier release of tablets wrote "
-                "_log): nothing was written",
-                help="Compare the two (DESCRIBE HISTORY, and a Delta reader's history), keep the table you want "
-                "and copy it into a new tablet table (CREATE TABLE ... USING tablets AS SELECT ...).",
-            )
+        _complete_delta_log(io, root, old)
         if legacy_log.end_log(io, root, old.version + 1):
             log.forget_layout(io, root)
             return restate(io, root, old, "_log")
