@@ -202,7 +202,11 @@ def has_log(spark: SparkSession, root: str) -> bool:
     """Cheap: one existence check of version 0 (or, where the versions before a checkpoint
     are gone, of the checkpoint hint)."""
     io = io_for(root, storage(spark).options)
-    return io.exists(join(log_dir(root), version_name(0))) or io.exists(join(log_dir(root), LAST_CHECKPOINT))
+    return (
+        io.exists(join(log_dir(root), version_name(0)))
+        or io.exists(join(log_dir(root), LAST_CHECKPOINT))
+        or io.exists(join(root, "_log", version_name(0)))  # a table of format version 1, not yet moved
+    )
 
 
 def _registry_of(spark: SparkSession) -> set[str]:

@@ -23,7 +23,7 @@ from tablets.spark.registry import (
     storage,
 )
 from tablets.storage.fileio import io_for, join, normalize
-from tablets.storage.log import log_dir, version_name
+from tablets.storage.log import LOG_DIR, log_dir, version_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -53,19 +53,18 @@ def describe_path(spark: SparkSession, path: str) -> str:
     io = io_for(path, storage(spark).options)
     if io.local and os.path.isfile(path):
         return f"{path} is a file, not a table directory"
-    if io.list(join(path, "_delta_log")):
+    if io.list(log_dir(path)):
         return (
-            f"{path} is a Delta table (it has _delta_log/): adopt it with CREATE TABLE tablets.`{path}` USING tablets"
+            f"{path} is a Delta table no tablets writer has adopted (its {LOG_DIR}/ has no tablets metadata): "
+            f"adopt it with CREATE TABLE tablets.`{path}` USING tablets"
         )
     if io.list(join(path, "metadata")):
         return f"{path} looks like an Iceberg table (it has metadata/)"
-    if io.list(log_dir(path)):
-        return f"{path} has a tablets log (_log/) without its first version"
     files = io.list(path)
     if any(f.name.endswith(".parquet") for f in files):
-        return f"{path} is a directory of Parquet files, not a tablet table (no _log/)"
+        return f"{path} is a directory of Parquet files, not a tablet table (no {LOG_DIR}/)"
     if files or (io.local and os.path.isdir(path) and os.listdir(path)):
-        return f"{path} is a directory, but not a tablet table (no _log/{version_name(0)})"
+        return f"{path} is a directory, but not a tablet table (no {LOG_DIR}/{version_name(0)})"
     return f"nothing is at {path}"
 
 
