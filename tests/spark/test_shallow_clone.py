@@ -105,4 +105,4 @@ def test_clone_of_a_version_replace_if_not_exists_and_location(db, tmp_path):
     with pytest.raises(TabletsError, match="DEEP CLONE of a tablet table is not supported"):
         db.sql("CREATE TABLE cln.d DEEP CLONE cln.s2")
     db.sql("DROP TABLE cln.c3")
-    assert os.path.exists(os.path.join(loc, "_log"))
+    assert os.path.exists(os.path.join(loc, "_delta_log"))

@@ -1,10 +1,13 @@
 """Damage a tablet file the ways disks, copies and people do, through the table's FileIO (local
-disk or a bucket), and put it back.
+disk or a bucket), and put it back; below, the same for a checkpoint (or its hint) under
+``_tablets/`` and for the Delta log itself.
 
-Each case leaves the log untouched: it still describes the original tablet.
+Each tablet case leaves the log untouched: it still describes the original tablet.
 """
 
 from __future__ import annotations
+
+import json
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -104,8 +107,9 @@ def _commit(t: TabletTable, add: AddTablet) -> AddTablet:
 
 # --- checkpoints and the _last_checkpoint hint -----------------------------------------------
 #
-# Each damages the checkpoint (or hint) of ``checkpointed``'s table; the versions stay intact, so
-# a reader that ignores what it cannot prove reads the table exactly.
+# Each damages the checkpoint (or hint) of ``checkpointed``'s table, under ``_tablets/`` (a cache
+# derived from the Delta log); the versions in ``_delta_log/`` stay intact, so a reader that
+# ignores what it cannot prove reads the table exactly.
 
 CHECKPOINT_CASES = [
     "truncated",  # cut in the middle of a line
@@ -159,12 +163,10 @@ def damage_checkpoint(t: TabletTable, case: str, hint_follows: bool = False) -> 
     """Damage the checkpoint at 50 (or the hint); returns the file's original bytes. With
     ``hint_follows`` the hint names the damaged file's size and checksum (as if its writer had
     written it so): then only the checkpoint's own proof can tell."""
-    import json
-
     from tablets.storage import checkpoint, log
 
-    cp = join(log.log_dir(t.root), log.checkpoint_name(CHECKPOINT_VERSION))
-    hint = join(log.log_dir(t.root), log.LAST_CHECKPOINT)
+    cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
+    hint = join(log.aux_dir(t.root), log.LAST_CHECKPOINT)
     if case.startswith("hint_"):
         good = t.io.read(hint)
         if case == "hint_older":
@@ -230,7 +232,7 @@ def restore_checkpoint(t: TabletTable, case: str, good: bytes) -> None:
     from tablets.storage import log
 
     name = log.LAST_CHECKPOINT if case.startswith("hint_") else log.checkpoint_name(CHECKPOINT_VERSION)
-    t.io.write(join(log.log_dir(t.root), name), good)
+    t.io.write(join(log.aux_dir(t.root), name), good)
 
 
 def replayed(t: TabletTable, version: int | None = None) -> pa.Table:
@@ -239,8 +241,75 @@ def replayed(t: TabletTable, version: int | None = None) -> pa.Table:
     from tablets.storage import log
 
     snap = None
-    for v in range(log.latest_version(t.io, t.root) + 1 if version is None else version + 1):
-        snap = log.advance(snap, v, log.read_version(t.io, t.root, v), t.root)
+    newest = log.latest_version(t.io, t.root) if version is None else version
+    for _, _, snap in log.walk(t.io, t.root, range(newest + 1), None):
+        pass
     assert snap is not None
     parts = list(t.scan(snap))
     return pa.concat_tables(parts) if parts else t.arrow_schema(snap).empty_table()
+
+
+# --- the Delta log itself ---------------------------------------------------------------------
+#
+# Each damages ``_delta_log/`` of ``checkpointed``'s table, the table's one commit point: a
+# reader must say which file is wrong (a FormatError), never return a shorter or other table,
+# and a writer must not commit on it.
+
+LOG_CASES = [
+    "emptied_newest",  # version 53 emptied (0 bytes)
+    "garbled",  # one bit flipped in version 52's second line: not JSON any more
+    "middle_deleted",  # version 51 gone (50 and 52 are there)
+    "lost_last_lines",  # version 52 cut after its commitInfo (its remove and add gone): still parses
+    "stray_beyond_gap",  # a version 56 (a copy of 53's file) with 54 and 55 missing
+]
+# what the FormatError says, for the version ``damage_log`` returns the path of
+LOG_ERRORS = {
+    "emptied_newest": "log {path}: an empty version file",
+    "garbled": "log {path}: unreadable action line",
+    "middle_deleted": "the log of {root} is missing version(s) 51 (the next one present is 52)",
+    "lost_last_lines": "log {path}: version 52: the state replayed is not the one its commit records",
+    "stray_beyond_gap": "the log of {root} is missing version(s) 54..55 (the next one present is 56)",
+}
+# the cases that change a version's content (the versions before it still read)
+LOG_CONTENT_CASES = ("emptied_newest", "garbled", "lost_last_lines")
+
+
+def damage_log(t: TabletTable, case: str) -> str:
+    """Damage ``t``'s Delta log; returns the path of the version file concerned (the damaged,
+    deleted or stray one)."""
+    from tablets.storage import log
+
+    if case == "emptied_newest":
+        path = log.version_path(t.root, 53)
+        t.io.write(path, b"")
+    elif case == "garbled":
+        path = log.version_path(t.root, 52)
+        body = bytearray(t.io.read(path))
+        body[body.index(b"\n") + 1] ^= 0x01  # '{' -> 'z'
+        t.io.write(path, bytes(body))
+    elif case == "middle_deleted":
+        path = log.version_path(t.root, 51)
+        t.io.delete(path)
+    elif case == "lost_last_lines":
+        path = log.version_path(t.root, 52)
+        lines = _lines(t.io.read(path))
+        assert [next(iter(json.loads(x))) for x in lines] == ["commitInfo", "remove", "add"]
+        t.io.write(path, lines[0])
+    elif case == "stray_beyond_gap":
+        path = log.version_path(t.root, 56)
+        t.io.write(path, t.io.read(log.version_path(t.root, 53)))
+    else:
+        raise ValueError(case)
+    return path
+
+
+def table_files(t: TabletTable) -> dict[str, bytes]:
+    """Every file of ``t``'s log, its derived files and its data, by path (what a refused writer
+    must leave as it was)."""
+    from tablets.storage import log
+
+    return {
+        f.path: t.io.read(f.path)
+        for sub in (log.LOG_DIR, log.AUX_DIR, "tablets", "dv")
+        for f in t.io.list(join(t.root, sub))
+    }

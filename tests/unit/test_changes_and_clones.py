@@ -134,7 +134,7 @@ def test_clone_references_writes_vacuums_and_drops(tmp_path):
         shallow_clone(src, join(src.root, "sub"))
 
     src.drop()  # keeps what the clone reads
-    assert not os.path.exists(os.path.join(src.root, "_log"))
+    assert not any(os.path.exists(os.path.join(src.root, sub)) for sub in ("_delta_log", "_tablets"))
     assert sorted(c.read().column("id").to_pylist()) == [1, 2]
     c.drop()  # the last clone: the source's leftovers go too
     assert not os.path.exists(src.root) and not os.path.exists(c.root)
@@ -201,7 +201,8 @@ def test_a_clone_being_made_keeps_its_files(tmp_path):
     a = TabletTable.open(str(tmp_path / "a"))
     update(a, 1, "A")
     shallow_clone(a, str(tmp_path / "b"))
-    TabletTable(str(tmp_path / "b")).io.delete_tree(os.path.join(str(tmp_path / "b"), "_log"))  # "not committed yet"
+    b = str(tmp_path / "b")
+    TabletTable(b).io.delete_tree(os.path.join(b, "_delta_log"))  # "not committed yet"
     a.overwrite(pa.table({"id": [7], "v": ["q"]}))  # a no longer reads src's tablet: only b's version does
     before = files(src.root)
     src.overwrite(pa.table({"id": [9], "v": ["z"]}))

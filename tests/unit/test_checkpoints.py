@@ -6,6 +6,7 @@ bucket of a real S3-compatible server (``base``)."""
 
 import json
 import logging
+from dataclasses import replace
 
 import pyarrow as pa
 import pytest
@@ -13,13 +14,18 @@ from support.damage import (
     CHECKPOINT_CASES,
     CHECKPOINT_VERSION,
     HINT_CASES,
+    LOG_CASES,
+    LOG_CONTENT_CASES,
+    LOG_ERRORS,
     checkpointed,
     damage_checkpoint,
+    damage_log,
     replayed,
+    table_files,
 )
-from tablets.exceptions import FormatError
-from tablets.storage import RowLevelSink, TabletTable, log
-from tablets.storage.actions import CommitInfo, decode_actions, encode_actions
+from tablets.exceptions import CommitConflict, FormatError
+from tablets.storage import RowLevelSink, TabletTable, delta_log, log
+from tablets.storage.actions import CommitInfo
 from tablets.storage.fileio import join
 
 pytestmark = pytest.mark.unit
@@ -40,24 +46,31 @@ _pristine: dict[str, str] = {}
 
 
 def _copy(t: TabletTable, to: str) -> TabletTable:
-    for sub in ("_log", "tablets", "dv"):
+    for sub in (log.LOG_DIR, log.AUX_DIR, "tablets", "dv"):
         for f in t.io.list(join(t.root, sub)):
             t.io.write(join(to, sub, f.name), t.io.read(f.path))
     return TabletTable(to)
 
 
-def _table(where: str, request) -> TabletTable:
-    """A copy of ``checkpointed``'s table (built once per store: 53 commits cost seconds in a bucket)."""
+def _base(where: str, request) -> str:
     if where == "local":
-        base = str(request.getfixturevalue("tmp_path_factory").mktemp("ckpt"))
-    else:
-        base = request.getfixturevalue("s3_server").location()
+        return str(request.getfixturevalue("tmp_path_factory").mktemp("ckpt"))
+    return request.getfixturevalue("s3_server").location()
+
+
+def _pristine_table(where: str, request) -> TabletTable:
+    """``checkpointed``'s table (built once per store: 53 commits cost seconds in a bucket)."""
     if where not in _pristine:
-        t = TabletTable.create(join(base, "pristine"), SCHEMA)
+        t = TabletTable.create(join(_base(where, request), "pristine"), SCHEMA)
         checkpointed(t, make_rows)
         assert log.list_log(t.io, t.root)[1] == [CHECKPOINT_VERSION]
         _pristine[where] = t.root
-    return _copy(TabletTable(_pristine[where]), join(base, "t"))
+    return TabletTable(_pristine[where])
+
+
+def _table(where: str, request) -> TabletTable:
+    """A copy of ``checkpointed``'s table."""
+    return _copy(_pristine_table(where, request), join(_base(where, request), "t"))
 
 
 @pytest.fixture
@@ -75,7 +88,7 @@ def test_issue_repro_checkpoint_missing_its_last_add_tablet(tmp_path):
     t = TabletTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int32())]))
     for k in range(50):
         t.append(pa.table({"id": pa.array([k], pa.int32())}))
-    p = join(t.root, "_log", log.checkpoint_name(50))
+    p = log.checkpoint_path(t.root, 50)
     lines = t.io.read(p).splitlines(keepends=True)
     t.io.write(p, b"".join(lines[:-1]))
     assert t.read().num_rows == 50  # was 49, no error
@@ -136,8 +149,8 @@ def test_damaged_checkpoint_without_the_versions_before_it(table, case):
     t = table
     damage_checkpoint(t, case)
     for v in range(CHECKPOINT_VERSION):
-        t.io.delete(join(t.root, "_log", log.version_name(v)))
-    cp = join(t.root, "_log", log.checkpoint_name(CHECKPOINT_VERSION))
+        t.io.delete(log.version_path(t.root, v))
+    cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
     for attempt in (t.read, lambda: t.append(make_rows(77))):
         with pytest.raises(FormatError) as err:
             attempt()
@@ -162,7 +175,7 @@ def test_stale_checkpoint_of_the_same_counts_is_caught_by_the_digest(base):
     head = json.loads(lines[0])
     head["checkpoint"]["version"] = 2  # forged: only the commit's record can tell
     t.io.write(
-        join(t.root, "_log", log.checkpoint_name(2)),
+        log.checkpoint_path(t.root, 2),
         json.dumps(head, separators=(",", ":"), sort_keys=True).encode() + b"\n" + b"".join(lines[1:]),
     )
     assert t.snapshot().metadata.property("p") == "1"
@@ -171,9 +184,9 @@ def test_stale_checkpoint_of_the_same_counts_is_caught_by_the_digest(base):
 def test_version_file_not_utf8_is_a_format_error_naming_it(table):
     t = table
     for v in (10, 52):
-        path = join(t.root, "_log", log.version_name(v))
+        path = log.version_path(t.root, v)
         good = t.io.read(path)
-        t.io.write(path, b'{"commit_info":\xff}\n')
+        t.io.write(path, b'{"commitInfo":\xff}\n')
         with pytest.raises(FormatError, match=rf"log {path}: not UTF-8 text"):
             t.read(v)
         if v == 52:
@@ -188,10 +201,10 @@ def test_version_file_missing_a_line_is_caught_by_its_record(table):
     """A version file cut at a line boundary still parses; its commit's state record does not
     match what it replays to."""
     t = table
-    path = join(t.root, "_log", log.version_name(53))
-    actions = decode_actions(t.io.read(path))
-    assert [type(a).__name__ for a in actions] == ["AddTablet", "CommitInfo"]
-    t.io.write(path, encode_actions([actions[1]]))
+    path = log.version_path(t.root, 53)
+    lines = log.read_lines(t.io, t.root, 53)
+    assert [next(iter(x)) for x in lines] == ["commitInfo", "add"]
+    t.io.write(path, delta_log.encode(lines[:1]))
     with pytest.raises(
         FormatError, match=rf"log {path}: version 53: the state replayed is not the one its commit records"
     ):
@@ -207,50 +220,183 @@ def test_every_commit_records_the_state_after_it(base):
         info = log.read_commit(t.io, t.root, v)
         snap = t.snapshot(v)
         assert dict(info.state) == dict(snap.summary().record())
+        # where it travels: the Delta version file's commitInfo (its first line), under "tablets"
+        (first, *_) = log.read_lines(t.io, t.root, v)
+        assert first["commitInfo"]["tablets"]["state"] == [list(p) for p in info.state]
     assert dict(log.read_commit(t.io, t.root, 1).state)["live_rows"] == ROWS
 
 
+# --- the Delta log itself ----------------------------------------------------------------------
+
+
+def _listing(t: TabletTable) -> list[str]:
+    return [f.name for f in t.io.list(log.log_dir(t.root))]
+
+
+@pytest.mark.parametrize("case", LOG_CASES)
+def test_damaged_delta_log_is_a_format_error_and_stops_writers(table, case):
+    """Damage to ``_delta_log/`` (the one commit point: nothing else holds the versions) is a
+    FormatError naming the damaged file or the missing versions, for every read the damage
+    reaches, never a shorter or other table; an append is refused with it and writes nothing
+    (no version, in a gap or after it; no tablet, vector or checkpoint)."""
+    t = table
+    want = _expected(t, 51, 52)
+    path = damage_log(t, case)
+    said = LOG_ERRORS[case].format(path=path, root=t.root)
+    damaged = int(path.rsplit("/", 1)[1].split(".")[0])
+    reads = [t.read, t.snapshot, lambda: t.read(min(damaged, 53))]
+    if case not in LOG_CONTENT_CASES:  # a gap: the listing itself is refused, at any version
+        reads += [lambda: log.latest_version(t.io, t.root), lambda: t.read(CHECKPOINT_VERSION)]
+    for attempt in reads:
+        with pytest.raises(FormatError) as err:
+            attempt()
+        assert said in str(err.value), str(err.value)
+    if case in LOG_CONTENT_CASES:  # time travel to before the damaged version still reads
+        assert ids(t, damaged - 1) == want[damaged - 1]
+    before, files = _listing(t), table_files(t)
+    for _ in range(2):  # the second finds what the first left: nothing
+        with pytest.raises(FormatError) as err:
+            t.append(make_rows(77))
+        assert said in str(err.value), str(err.value)
+        assert _listing(t) == before
+        assert table_files(t) == files
+
+
+@pytest.mark.parametrize("gone", ["checkpoint", "hint", "both", "damaged_and_hint_gone", "delta_checkpoint"])
+def test_missing_checkpoint_or_hint_is_replayed(table, gone):
+    """``_tablets/`` is a cache derived from the Delta log: its checkpoint or ``_last_checkpoint``
+    gone (or the checkpoint damaged with no hint to name it) makes a reader replay, with the same
+    rows at every version, and a writer commit on the replayed state. Delta's own checkpoint
+    (``_delta_log/<N>.checkpoint.parquet`` and its ``_last_checkpoint``), for Delta readers, is
+    not what tablets reads a table by."""
+    t = table
+    want = _expected(t, CHECKPOINT_VERSION, 52, 53)
+    cp, hint = log.checkpoint_path(t.root, CHECKPOINT_VERSION), join(log.aux_dir(t.root), log.LAST_CHECKPOINT)
+    if gone in ("checkpoint", "both"):
+        t.io.delete(cp)
+    if gone in ("hint", "both", "damaged_and_hint_gone"):
+        t.io.delete(hint)
+    if gone == "damaged_and_hint_gone":
+        damage_checkpoint(t, "missing_dv")
+    if gone == "delta_checkpoint":
+        parquet = join(log.log_dir(t.root), f"{CHECKPOINT_VERSION:020d}.checkpoint.parquet")
+        assert t.io.exists(parquet)
+        t.io.write(parquet, b"PAR1 not a checkpoint")
+        t.io.write(join(log.log_dir(t.root), log.LAST_CHECKPOINT), b"{nonsense")
+    for v in (53, CHECKPOINT_VERSION, 52):
+        assert ids(t, v) == want[v]
+    assert ids(t) == want[53]
+    v = t.append(make_rows(99))
+    assert _expected(t, v)[v] == ids(t) == sorted(want[53] + make_rows(99).column("id").to_pylist())
+
+
+# --- checkpoints and versions written before checkpoints had proofs ------------------------------
+
+
 def _strip(t: TabletTable) -> None:
-    """Rewrite the log as a writer before checkpoint proofs wrote it: no state records, a
-    checkpoint without header, a hint with the version only."""
+    """Rewrite the Delta log as if no writer had recorded states (as another Delta writer's
+    versions are), with a checkpoint without header and a hint with the version only."""
     from tablets.storage import checkpoint
 
     for v in range(t.version + 1):
-        path = join(t.root, "_log", log.version_name(v))
-        acts = [
-            CommitInfo(**{**a.__dict__, "state": ()}) if isinstance(a, CommitInfo) else a
-            for a in decode_actions(t.io.read(path))
-        ]
-        t.io.write(path, encode_actions(acts))
-    cp = join(t.root, "_log", log.checkpoint_name(CHECKPOINT_VERSION))
+        lines = log.read_lines(t.io, t.root, v)
+        for line in lines:
+            line.get("commitInfo", {}).pop(delta_log.COMMIT_KEY, None)
+        t.io.write(log.version_path(t.root, v), delta_log.encode(lines))
+    cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
     t.io.write(cp, t.io.read(cp).split(b"\n", 1)[1])
-    t.io.write(join(t.root, "_log", log.LAST_CHECKPOINT), checkpoint.Hint(CHECKPOINT_VERSION).encode())
+    t.io.write(join(log.aux_dir(t.root), log.LAST_CHECKPOINT), checkpoint.Hint(CHECKPOINT_VERSION).encode())
 
 
-def test_old_checkpoint_is_read_and_a_writer_verifies_it(table, caplog):
+@pytest.mark.parametrize("damaged", [False, True], ids=["whole", "last_line_cut"])
+def test_unproven_checkpoint_on_the_delta_log_is_not_used(table, damaged, caplog):
+    """On the Delta log a checkpoint nothing proves (no header, no commit's record reaches it)
+    is never read: one warning and a replay, so even a line lost from it is no wrong read; a
+    writer commits on the replayed state, with its record."""
     t = table
     want = _expected(t)
     _strip(t)
+    cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
+    if damaged:
+        lines = t.io.read(cp).splitlines(keepends=True)
+        t.io.write(cp, b"".join(lines[:-1]))
+    with caplog.at_level(logging.WARNING, logger="tablets"):
+        snap = t.snapshot()
+        assert ids(t) == want[53]
+    assert snap.verified and snap.checkpoint is None
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and f"checkpoint {cp} is not used" in warnings[0], warnings
+    v = t.append(make_rows(60))
+    assert dict(log.read_commit(t.io, t.root, v).state)["live_rows"] == len(want[53]) + ROWS
+    assert ids(t) == _expected(t, v)[v]
+
+
+def _legacy_copy(where: str, request, strip: bool) -> TabletTable:
+    """A copy of ``checkpointed``'s table in the earlier layout (tablets' own actions in
+    ``_log/``, its checkpoint and hint there, ``_delta_log`` the copy that layout derived), as
+    the earlier release left it; ``strip``: as a writer before checkpoint proofs left it (no
+    state records, a checkpoint without header, a hint with the version only)."""
+    from tablets.storage import checkpoint, legacy_log
+
+    src = _pristine_table(where, request)
+    to, io = join(_base(where, request), "t"), src.io
+    for sub in (log.LOG_DIR, "tablets", "dv"):
+        for f in io.list(join(src.root, sub)):
+            io.write(join(to, sub, f.name), io.read(f.path))
+    for v, actions, _ in log.walk(io, src.root, range(src.version + 1), None):
+        if strip:
+            actions = tuple(replace(a, state=()) if isinstance(a, CommitInfo) else a for a in actions)
+        legacy_log.write_version(io, to, v, list(actions))
+    body = io.read(log.checkpoint_path(src.root, CHECKPOINT_VERSION))
+    old_dir = legacy_log.log_dir(to)
+    io.write(join(old_dir, legacy_log.checkpoint_name(CHECKPOINT_VERSION)), body.split(b"\n", 1)[1] if strip else body)
+    hint = (
+        checkpoint.Hint(CHECKPOINT_VERSION)
+        if strip
+        else checkpoint.Hint(CHECKPOINT_VERSION, len(body), checkpoint.crc(body))
+    )
+    io.write(join(old_dir, legacy_log.LAST_CHECKPOINT), hint.encode())
+    t = TabletTable(to)
+    assert log.is_legacy(t.io, t.root)
+    return t
+
+
+@pytest.fixture
+def legacy(base, request):
+    return _legacy_copy("local" if "://" not in base else "s3", request, strip=True)
+
+
+def test_old_checkpoint_is_read_and_a_writer_verifies_it(legacy, caplog):
+    """A table of the earlier layout, written before checkpoint proofs: readers read its old
+    checkpoint as it is (the earlier format's limit); the first writer verifies it by a replay,
+    moves the table to the Delta log (``UPGRADE``) and commits with its record."""
+    t = legacy
+    want = _expected(t)
+    cp = join(t.root, "_log", log.checkpoint_name(CHECKPOINT_VERSION))
     with caplog.at_level(logging.INFO, logger="tablets"):
         snap = t.snapshot()
     assert not snap.verified and snap.checkpoint == CHECKPOINT_VERSION
-    assert any("has no proof" in r.getMessage() for r in caplog.records)
+    assert any(f"checkpoint {cp} has no proof" in r.getMessage() for r in caplog.records)
     assert ids(t) == want[53]
     v = t.append(make_rows(60))  # verified by a replay first, then committed with its record
+    assert not log.is_legacy(t.io, t.root) and log.read_commit(t.io, t.root, v - 1).operation == "UPGRADE"
     assert dict(log.read_commit(t.io, t.root, v).state)["live_rows"] == len(want[53]) + ROWS
-    assert t.snapshot().verified  # the record proves the old checkpoint for every later read
+    assert t.snapshot().verified  # the record proves the state for every later read
+    assert ids(t) == sorted(want[53] + make_rows(60).column("id").to_pylist())
 
 
-def test_old_damaged_checkpoint_stops_writers(table):
+def test_old_damaged_checkpoint_stops_writers(legacy):
     """Without a header or records nothing proves an old checkpoint to a reader (the limit of
-    the old format: it reads what it says); a writer replays the log first and refuses."""
-    t = table
+    the earlier format: it reads what it says); a writer replays the log first and does not
+    commit on it: the statement is refused, nothing of it is committed, and the table moves to
+    the Delta log with the state the log replays to."""
+    t = legacy
     want = _expected(t)
-    _strip(t)
     cp = join(t.root, "_log", log.checkpoint_name(CHECKPOINT_VERSION))
     lines = t.io.read(cp).splitlines(keepends=True)
     t.io.write(cp, b"".join(lines[:-1]))  # its last tablet (or vector) gone
     assert ids(t) != want[53]
-    with pytest.raises(FormatError, match=rf"checkpoint {cp} is not the state of version 50"):
+    with pytest.raises(CommitConflict, match="changed while it moved to the Delta log"):
         t.append(make_rows(61))
-    assert t.version == 53
+    assert log.read_commit(t.io, t.root, t.version).operation == "UPGRADE"  # the move, on the replayed state
+    assert ids(t) == want[53]  # nothing of the refused append

@@ -10,9 +10,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tablets.exceptions import MetadataChanged, SchemaMismatch
-from tablets.storage import RowLevelSink, TabletTable, log
+from tablets.storage import RowLevelSink, TabletTable, delta_codec, delta_log, log
 from tablets.storage.actions import Metadata, action_from_json, action_to_json
 from tablets.storage.columns import FIELD_ID, PHYSICAL_PREFIX
+from tablets.storage.delta_schema import to_delta
 from tablets.storage.metadata import MetadataChange
 from tablets.storage.pruning import Pred, prune
 from tablets.storage.select import KeySet, select_rows
@@ -77,6 +78,22 @@ def test_metadata_json_round_trip_and_logs_without_ids():
     # a log written before ids: 1..n, physical name = name
     old = action_from_json('{"metadata":{"table_id":"x","schema":[["a","int",true],["b","string",false]]}}')
     assert old.column_ids == (1, 2) and old.physical_names == ("a", "b") and old.max_column_id == 2
+    # the Delta version file: ids in tablets' configuration without column mapping, in the fields with it
+    md = delta_log.metadata(plain, to_delta(plain))
+    assert json.loads(md["configuration"]["tablets.columnIds"]) == [1, 2]
+    assert md["configuration"]["tablets.maxColumnId"] == "2" and "delta.columnMapping.mode" not in md["configuration"]
+    assert delta_codec.decode_metadata(md, None) == plain
+    md = delta_log.metadata(mapped, to_delta(mapped))
+    fields = json.loads(md["schemaString"])["fields"]
+    assert [f["metadata"]["delta.columnMapping.id"] for f in fields] == [1, 3]
+    assert fields[1]["metadata"]["delta.columnMapping.physicalName"] == mapped.physical_names[1]
+    assert md["configuration"]["tablets.maxColumnId"] == "3"
+    assert delta_codec.decode_metadata(md, None) == mapped
+    # a Delta log without ids (another Delta writer's, or one an earlier release derived): 1..n, made up
+    md = delta_log.metadata(plain, to_delta(plain))
+    del md["configuration"]["tablets.columnIds"]
+    made_up = delta_codec.decode_metadata(md, None)
+    assert made_up.column_ids == (1, 2) and made_up.physical_names == ("id", "c") and not made_up.ids_in_log
 
 
 def test_rename_then_add_the_old_name(table):
@@ -226,6 +243,45 @@ def golden(tmp_path):
     root = str(tmp_path / "old")
     shutil.copytree(GOLDEN, root)
     return TabletTable(root)
+
+
+def test_a_table_of_the_earlier_layout_reads_every_version_and_its_first_write_moves_it(golden):
+    """The golden table keeps the earlier layout (versions in ``_log/``, no Delta log): it opens
+    and reads every version as it is, and its first write moves it to the Delta log in one
+    commit (``UPGRADE`` from ``_log``) before its own; ``_log`` ends with a version saying so."""
+    root = golden.root
+    assert not os.path.exists(os.path.join(root, "_delta_log"))
+    assert [h.commit.operation for h in golden.history()] == [
+        "CREATE TABLE",
+        "APPEND",
+        "APPEND",
+        "DELETE",
+        "SET SCHEMA",
+    ]
+    expected = [
+        [],
+        [{"id": 1, "c": 10, "v": "a"}, {"id": 2, "c": 20, "v": "b"}],
+        [{"id": 1, "c": 10, "v": "a"}, {"id": 2, "c": 20, "v": "b"}, {"id": 3, "c": 30, "v": "c"}],
+        [{"id": 1, "c": 10, "v": "a"}, {"id": 3, "c": 30, "v": "c"}],
+        [{"id": 1, "c": 10}, {"id": 3, "c": 30}],
+    ]
+    assert [rows(golden, v) for v in range(5)] == expected
+    assert not os.path.exists(os.path.join(root, "_delta_log"))  # reading wrote nothing
+    assert golden.append(pa.table({"id": [4], "c": pa.array([40], pa.int32())})) == 6
+    history = golden.history()
+    assert [h.version for h in history] == list(range(7))
+    assert [h.commit.operation for h in history[4:]] == ["SET SCHEMA", "UPGRADE", "APPEND"]  # the move: one commit
+    assert dict(history[5].commit.parameters)["from"] == "_log"
+    assert log.list_log(golden.io, root, complete=True)[0] == list(range(7))
+    assert os.path.exists(log.version_path(root, 6))  # the Delta log is the commit point now
+    with open(os.path.join(root, "_log", "00000000000000000005.json")) as f:
+        assert "moved" in json.loads(f.readline())  # _log ends: a writer of the earlier release stops there
+    assert not os.path.exists(os.path.join(root, "_log", "00000000000000000006.json"))
+    assert [rows(golden, v) for v in range(5)] == expected  # the history reads alike from the Delta log
+    assert rows(golden, 5) == expected[4]
+    assert rows(golden) == [*expected[4][:2], {"id": 4, "c": 40}]
+    reopened = TabletTable(root)
+    assert reopened.version == 6 and rows(reopened) == rows(golden)
 
 
 def test_a_log_written_before_ids_reads_writes_and_evolves(golden):

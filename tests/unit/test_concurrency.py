@@ -63,7 +63,7 @@ def test_a_commit_whose_answer_was_lost_is_not_committed_twice(base, monkeypatch
     lost = []
 
     def landed_unanswered(io, path, data):
-        if not lost and "/_log/" in path:
+        if not lost and "/_delta_log/" in path and path.endswith(".json"):
             lost.append(path)
             create(io, path, data)
             return False
@@ -180,12 +180,12 @@ def test_writer_killed_while_writing_log(tmp_path):
     )
     assert t.version == 1
     assert sorted(t.read().column("id").to_pylist()) == [1, 2]
-    hidden = [n for n in os.listdir(os.path.join(root, "_log")) if n.startswith(".tmp-")]
+    hidden = [n for n in os.listdir(os.path.join(root, "_delta_log")) if n.startswith(".tmp-")]
     assert len(hidden) == 1  # the half-written version never got its name
     t.append(pa.table({"id": [3], "writer": pa.array([0], pa.int32())}))  # the table moves on
     assert t.version == 2
     removed = t.vacuum(retention_hours=0, enforce_retention=False)
-    assert f"_log/{hidden[0]}" in removed
+    assert f"_delta_log/{hidden[0]}" in removed
     assert any(r.startswith("tablets/") for r in removed)
     assert sorted(t.read().column("id").to_pylist()) == [1, 2, 3]
 

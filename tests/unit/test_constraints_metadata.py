@@ -1,5 +1,5 @@
-"""Constraints in a table's metadata (no JVM): kept as Delta keeps them, published to the Delta
-log with the checkConstraints writer feature, and a constraint's commit conflicts with rows
+"""Constraints in a table's metadata (no JVM): kept as Delta keeps them, in the Delta log's
+metaData with the checkConstraints writer feature, and a constraint's commit conflicts with rows
 appended after the version whose rows were checked."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from tablets.exceptions import CommitConflict, SchemaMismatch
 from tablets.storage import TabletTable
 from tablets.storage.constraints import add_check, checks, drop_check, not_null, set_not_null
-from tablets.storage.delta_adopt import check_metadata
+from tablets.storage.delta_codec import check_metadata
 from tablets.storage.transaction import begin, commit
 
 
@@ -27,7 +27,7 @@ def _constrain(t, snap):
     return commit(handle, [], extra_actions=[meta])
 
 
-def test_constraints_are_kept_and_published_as_delta_does(tmp_path):
+def test_constraints_are_kept_in_the_delta_log_as_delta_does(tmp_path):
     t = _table(tmp_path)
     _constrain(t, t.snapshot())
     meta = t.snapshot().metadata

@@ -2,6 +2,7 @@
 Every test runs on local disk and in a bucket of a real S3-compatible server (``base``)."""
 
 import json
+import re
 import threading
 import time
 
@@ -181,17 +182,18 @@ def test_checkpoints_bound_replay(base, monkeypatch):
     versions, checkpoints = log.list_log(t.io, t.root)
     assert checkpoints == [log.CHECKPOINT_INTERVAL]
     read = []
-    real = log.read_versions
+    real = type(t.io).read
+    version_file = re.compile(r"/_delta_log/(\d{20})\.json$")
 
-    def spy(io, root, versions):
-        versions = list(versions)
-        read.extend(versions)
-        return real(io, root, versions)
+    def spy(io, path):
+        if m := version_file.search(path):
+            read.append(int(m.group(1)))
+        return real(io, path)
 
-    monkeypatch.setattr(log, "read_versions", spy)
+    monkeypatch.setattr(type(t.io), "read", spy)
     snap = t.snapshot()
     assert snap.live_rows == log.CHECKPOINT_INTERVAL + 5
-    assert read == list(range(log.CHECKPOINT_INTERVAL + 1, versions[-1] + 1))
+    assert sorted(read) == list(range(log.CHECKPOINT_INTERVAL + 1, versions[-1] + 1))
 
 
 def test_a_replay_reads_versions_ahead_in_a_bucket_in_order(base, monkeypatch):
@@ -220,16 +222,19 @@ def test_a_replay_reads_versions_ahead_in_a_bucket_in_order(base, monkeypatch):
     assert log.load_snapshot(t.io, t.root).live_rows == len(want)  # no checkpoint yet: the whole log
     newest = t.version
     assert most[0] == (1 if t.io.local else min(fileio.READ_AHEAD, newest + 1)), most
-    ahead = list(log.read_versions(t.io, t.root, range(newest + 1)))
-    assert ahead == [(v, log.read_version(t.io, t.root, v)) for v in range(newest + 1)]  # in order
-    t.io.delete(join(t.root, "_log", log.version_name(7)))
+    ahead = list(log.walk(t.io, t.root, range(newest + 1), None))
+    assert [v for v, _, _ in ahead] == list(range(newest + 1))  # in order
+    states = [None] + [snap for _, _, snap in ahead]
+    assert [a for _, a, _ in ahead] == [log.read_version(t.io, t.root, v, states[v]) for v in range(newest + 1)]
+    assert states[-1].live_rows == len(want)
+    t.io.delete(log.version_path(t.root, 7))
     with pytest.raises(TableNotFound, match="version 7 of"):
-        list(log.read_versions(t.io, t.root, range(newest + 1)))
+        list(log.walk(t.io, t.root, range(newest + 1), None))
 
 
 def test_truncated_version_is_format_error(base):
     t = make(base, 2)
-    path = join(t.root, "_log", log.version_name(1))
+    path = log.version_path(t.root, 1)
     t.io.write(path, t.io.read(path)[:-5])
     with pytest.raises(FormatError):
         t.snapshot()
@@ -267,17 +272,26 @@ def test_compact_and_vacuum(base):
 
 
 def test_log_lines_are_json_actions(base):
+    """A version is a Delta version file (one JSON action a line, its commitInfo first), the
+    only copy of it: a new table has no ``_log/``."""
     t = make(base, 1)
-    lines = t.io.read(join(t.root, "_log", log.version_name(1))).decode().splitlines()
-    kinds = [next(iter(json.loads(line))) for line in lines]
-    assert kinds == ["add_tablet", "commit_info"]
+    kinds = {}
+    for v in (0, 1):
+        lines = t.io.read(join(t.root, "_delta_log", log.version_name(v))).decode().splitlines()
+        kinds[v] = [next(iter(json.loads(line))) for line in lines]
+        info = json.loads(lines[0])["commitInfo"]
+        assert info["engineInfo"] == "dbt-tablets" and dict(info["tablets"]["state"])["tablets"] == v
+    assert kinds == {0: ["commitInfo", "protocol", "metaData"], 1: ["commitInfo", "add"]}
+    (add,) = [json.loads(line)["add"] for line in lines[1:]]
+    assert {"tablets.stats", "tablets.txid"} <= set(add["tags"]) and json.loads(add["stats"])["numRecords"] == 1
+    assert t.io.list(join(t.root, "_log")) == []
 
 
 def test_missing_version_is_format_error_not_a_shorter_table(base):
     t = make(base, 2)
     t.append(pa.table({"id": [7], "v": ["x"]}, schema=SCHEMA))
     t.append(pa.table({"id": [8], "v": ["y"]}, schema=SCHEMA))
-    t.io.delete(join(t.root, "_log", log.version_name(2)))
+    t.io.delete(log.version_path(t.root, 2))
     with pytest.raises(FormatError, match="missing version"):
         t.snapshot()
     with pytest.raises(FormatError, match="missing version"):
@@ -288,7 +302,7 @@ def test_missing_version_is_format_error_not_a_shorter_table(base):
 
 def test_missing_first_versions_is_format_error(base):
     t = make(base, 2)
-    t.io.delete(join(t.root, "_log", log.version_name(0)))
+    t.io.delete(log.version_path(t.root, 0))
     with pytest.raises(FormatError, match="missing version"):
         t.snapshot()
 
@@ -300,7 +314,7 @@ def test_checkpoint_hint_lists_from_the_checkpoint(base):
     versions, checkpoints = log.list_log(t.io, t.root)
     assert versions[0] == log.CHECKPOINT_INTERVAL and checkpoints == [log.CHECKPOINT_INTERVAL]
     # a gap before the checkpoint still spoils time travel to those versions, not the latest
-    t.io.delete(join(t.root, "_log", log.version_name(3)))
+    t.io.delete(log.version_path(t.root, 3))
     assert t.snapshot().live_rows == log.CHECKPOINT_INTERVAL + 2
     with pytest.raises(FormatError, match="missing version"):
         t.read(version=10)
@@ -371,9 +385,9 @@ def test_outside_compares_timestamps_as_instants_and_decimals_as_numbers():
 
 def test_version_file_not_utf8_is_a_format_error_naming_it(base):
     t = make(base, 2)
-    path = join(t.root, "_log", log.version_name(1))
-    t.io.write(path, b'{"add_tablet":\xff}\n')
-    with pytest.raises(FormatError, match=rf"log {path}: not UTF-8 text \(byte 14 is b'\\xff'\)"):
+    path = log.version_path(t.root, 1)
+    t.io.write(path, b'{"add":\xff}\n')
+    with pytest.raises(FormatError, match=rf"log {path}: not UTF-8 text \(byte 7 is b'\\xff'\)"):
         t.snapshot()
 
 

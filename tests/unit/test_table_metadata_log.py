@@ -1,5 +1,6 @@
-"""Properties and comments in the tablet log (no Spark): one metadata commit per change, kept
-across schema changes, restore and checkpoints, readable by and from older logs."""
+"""Properties and comments in the table's log (no Spark): one metadata commit per change, kept
+across schema changes, restore and checkpoints, written only when set (the version files and
+checkpoints of tables without comments are as they were)."""
 
 import json
 
@@ -91,9 +92,24 @@ def test_concurrent_metadata_commit_is_applied_on_top(table, monkeypatch):
     assert [h.commit.operation for h in table.history()][-2:] == ["SET TBLPROPERTIES", "SET TBLPROPERTIES"]
 
 
-def test_json_writes_comments_only_when_set():
+def _delta_metadata(t: TabletTable, version: int) -> tuple[dict, list[dict]]:
+    """The ``metaData`` of a Delta version file, and its schema's fields."""
+    md = next(line["metaData"] for line in log.read_lines(t.io, t.root, version) if "metaData" in line)
+    return md, json.loads(md["schemaString"])["fields"]
+
+
+def test_json_writes_comments_only_when_set(table):
+    md, fields = _delta_metadata(table, 0)  # the version files of tables without comments have none
+    assert "description" not in md and all("comment" not in f["metadata"] for f in fields)
+    version = table.alter_metadata(MetadataChange(comment="c\n'\"", column_comments=(("Id", "k"),)), "COMMENT")
+    md, fields = _delta_metadata(table, version)
+    assert md["description"] == "c\n'\""  # Delta's table comment
+    assert fields[0]["metadata"]["comment"] == "k" and "comment" not in fields[1]["metadata"]  # Delta's column comments
+    meta = TabletTable(table.root).snapshot().metadata  # read back from the version file
+    assert meta.comment == "c\n'\"" and meta.column_comments == (("Id", "k"),)
+    # checkpoints keep tablets' own JSON of the metadata: comments there only when set too
     plain = Metadata("x", (("id", "bigint", True),), created_ms=5)
-    assert "comment" not in action_to_json(plain)  # the bytes of logs without comments are unchanged
+    assert "comment" not in action_to_json(plain)
     assert action_from_json(action_to_json(plain)) == plain
     full = Metadata("x", (("id", "bigint", True),), comment="c\n'\"", column_comments=(("id", "k"),))
     body = json.loads(action_to_json(full))["metadata"]

@@ -3,6 +3,7 @@
 ``VacuumConflict``, on local disk and in a bucket of a real S3-compatible server, with the
 storage API in one process and with real processes racing (``TABLETS_SLOW=1``: the long soak)."""
 
+import json
 import multiprocessing as mp
 import os
 import random
@@ -91,10 +92,18 @@ def test_restore_waits_for_a_vacuum_in_progress(base):
     t.append(pa.table({"id": pa.array([100], pa.int32())}))
     t.overwrite(pa.table({"id": pa.array([7], pa.int32())}))
     marker = vacuum.put_marker(t.io, t.root, "f" * 32, 0)
+    assert marker == join(t.root, "_tablets", "_vacuum-" + "f" * 32 + ".json")  # beside the Delta log, not in it
     with pytest.raises(VacuumConflict, match="a VACUUM of .* is in progress") as err:
         t.restore(2)
     assert marker in str(err.value) and "delete the marker file" in str(err.value)
     t.io.delete(marker)
+    # an earlier release's VACUUM (begun before the table moved to the Delta log) put its marker in _log
+    earlier = join(t.root, "_log", "_vacuum-" + "e" * 32 + ".json")
+    body = {"txid": "e" * 32, "started_ms": int(time.time() * 1000), vacuum.RETENTION: 0}
+    t.io.write(earlier, json.dumps(body).encode())
+    with pytest.raises(VacuumConflict, match="a VACUUM of .* is in progress"):
+        t.restore(2)
+    t.io.delete(earlier)
     assert t.restore(2) == 4
     assert sorted(t.read().column("id").to_pylist()) == [*range(9), 100]
 

@@ -171,7 +171,7 @@ def metadata(meta: Metadata, ds: DeltaSchema) -> dict[str, Any]:
     config[FORMAT_KEY] = FORMAT_VERSION
     if meta.key_columns:
         config[KEY_COLUMNS] = json.dumps(list(meta.key_columns))
-    if not ds.mapping:
+    if not ds.mapping and meta.ids_in_log:  # (ids made up on reading a log without them are not recorded)
         config[COLUMN_IDS] = json.dumps(list(meta.column_ids))
     config[MAX_ID] = str(meta.max_column_id)
     body: dict[str, Any] = {

@@ -3,7 +3,7 @@
 Retention alone cannot do it here (``VACUUM ... RETAIN 0 HOURS`` is allowed once the check is
 off), so a VACUUM that will delete anything serializes itself in the log:
 
-1. it writes a marker ``_log/_vacuum-<txid>.json`` (read by commits that reference old files
+1. it writes a marker ``_tablets/_vacuum-<txid>.json`` (read by commits that reference old files
    again, i.e. RESTORE), then commits a version ``VACUUM START`` (its retention as a parameter);
 2. only then it reads the log (every version up to the newest, START included) and lists the
    files: a file is deleted if no retained version references it and it is older than the
