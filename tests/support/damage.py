@@ -240,11 +240,8 @@ def replayed(t: TabletTable, version: int | None = None) -> pa.Table:
     checkpoint: what a reader must return whatever a checkpoint says."""
     from tablets.storage import log
 
-    snap = None
     newest = log.latest_version(t.io, t.root) if version is None else version
-    for _, _, snap in log.walk(t.io, t.root, range(newest + 1), None):
-        pass
-    assert snap is not None
+    *_, (_, _, snap) = log.walk(t.io, t.root, range(newest + 1), None)
     parts = list(t.scan(snap))
     return pa.concat_tables(parts) if parts else t.arrow_schema(snap).empty_table()
 

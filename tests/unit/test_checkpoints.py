@@ -262,14 +262,39 @@ def test_damaged_delta_log_is_a_format_error_and_stops_writers(table, case):
         assert table_files(t) == files
 
 
-@pytest.mark.parametrize("gone", ["checkpoint", "hint", "both", "damaged_and_hint_gone", "delta_checkpoint"])
-def test_missing_checkpoint_or_hint_is_replayed(table, gone):
+@pytest.mark.parametrize("case", ["emptied_newest", "garbled"])
+def test_unreadable_version_after_the_checkpoint_is_not_blamed_on_it(table, case, caplog):
+    """A version file that does not parse is its own damage, whatever checkpoint precedes it: no
+    warning says the (sound) checkpoint is not used, and with the versions before the checkpoint
+    gone the error still names the version file, not the checkpoint (whose restore would not
+    help)."""
+    t = table
+    path = damage_log(t, case)
+    said = LOG_ERRORS[case].format(path=path, root=t.root)
+    with caplog.at_level(logging.WARNING, logger="tablets"), pytest.raises(FormatError) as err:
+        t.read()
+    assert str(err.value).startswith(said), str(err.value)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    for v in range(CHECKPOINT_VERSION):
+        t.io.delete(log.version_path(t.root, v))
+    with pytest.raises(FormatError) as err:
+        t.read()
+    assert str(err.value).startswith(said) and "failed its proof" not in str(err.value), str(err.value)
+    assert warnings == []
+
+
+GONE = ["checkpoint", "hint", "both", "damaged_and_hint_gone", "delta_checkpoint"]
+GONE_RUNS = [("local", g) for g in GONE] + [("s3", g) for g in ("checkpoint", "hint")]
+
+
+@pytest.mark.parametrize(("where", "gone"), GONE_RUNS, ids=[f"{w}-{g}" for w, g in GONE_RUNS])
+def test_missing_checkpoint_or_hint_is_replayed(where, gone, request):
     """``_tablets/`` is a cache derived from the Delta log: its checkpoint or ``_last_checkpoint``
     gone (or the checkpoint damaged with no hint to name it) makes a reader replay, with the same
     rows at every version, and a writer commit on the replayed state. Delta's own checkpoint
     (``_delta_log/<N>.checkpoint.parquet`` and its ``_last_checkpoint``), for Delta readers, is
     not what tablets reads a table by."""
-    t = table
+    t = _table(where, request)
     want = _expected(t, CHECKPOINT_VERSION, 52, 53)
     cp, hint = log.checkpoint_path(t.root, CHECKPOINT_VERSION), join(log.aux_dir(t.root), log.LAST_CHECKPOINT)
     if gone in ("checkpoint", "both"):
@@ -331,11 +356,11 @@ def test_unproven_checkpoint_on_the_delta_log_is_not_used(table, damaged, caplog
     assert ids(t) == _expected(t, v)[v]
 
 
-def _legacy_copy(where: str, request, strip: bool) -> TabletTable:
+def _legacy_copy(where: str, request) -> TabletTable:
     """A copy of ``checkpointed``'s table in the earlier layout (tablets' own actions in
-    ``_log/``, its checkpoint and hint there, ``_delta_log`` the copy that layout derived), as
-    the earlier release left it; ``strip``: as a writer before checkpoint proofs left it (no
-    state records, a checkpoint without header, a hint with the version only)."""
+    ``_log/``, its checkpoint and hint there, ``_delta_log`` the copy that layout derived) as a
+    writer before checkpoint proofs left it: no state records, a checkpoint without header, a
+    hint with the version only."""
     from tablets.storage import checkpoint, legacy_log
 
     src = _pristine_table(where, request)
@@ -344,18 +369,10 @@ def _legacy_copy(where: str, request, strip: bool) -> TabletTable:
         for f in io.list(join(src.root, sub)):
             io.write(join(to, sub, f.name), io.read(f.path))
     for v, actions, _ in log.walk(io, src.root, range(src.version + 1), None):
-        if strip:
-            actions = tuple(replace(a, state=()) if isinstance(a, CommitInfo) else a for a in actions)
-        legacy_log.write_version(io, to, v, list(actions))
-    body = io.read(log.checkpoint_path(src.root, CHECKPOINT_VERSION))
-    old_dir = legacy_log.log_dir(to)
-    io.write(join(old_dir, legacy_log.checkpoint_name(CHECKPOINT_VERSION)), body.split(b"\n", 1)[1] if strip else body)
-    hint = (
-        checkpoint.Hint(CHECKPOINT_VERSION)
-        if strip
-        else checkpoint.Hint(CHECKPOINT_VERSION, len(body), checkpoint.crc(body))
-    )
-    io.write(join(old_dir, legacy_log.LAST_CHECKPOINT), hint.encode())
+        legacy_log.write_version(io, to, v, [replace(a, state=()) if isinstance(a, CommitInfo) else a for a in actions])
+    body = io.read(log.checkpoint_path(src.root, CHECKPOINT_VERSION)).split(b"\n", 1)[1]
+    io.write(join(legacy_log.log_dir(to), legacy_log.checkpoint_name(CHECKPOINT_VERSION)), body)
+    io.write(join(legacy_log.log_dir(to), legacy_log.LAST_CHECKPOINT), checkpoint.Hint(CHECKPOINT_VERSION).encode())
     t = TabletTable(to)
     assert log.is_legacy(t.io, t.root)
     return t
@@ -363,7 +380,7 @@ def _legacy_copy(where: str, request, strip: bool) -> TabletTable:
 
 @pytest.fixture
 def legacy(base, request):
-    return _legacy_copy("local" if "://" not in base else "s3", request, strip=True)
+    return _legacy_copy("local" if "://" not in base else "s3", request)
 
 
 def test_old_checkpoint_is_read_and_a_writer_verifies_it(legacy, caplog):
