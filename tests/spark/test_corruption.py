@@ -258,7 +258,7 @@ def test_damaged_checkpoint_without_the_versions_before_it_through_spark(db, spa
     damage_checkpoint(t, case, hint_follows=True)
     for v in range(CHECKPOINT_VERSION):
         t.io.delete(log.log_dir(t.root) + f"/{log.version_name(v)}")
-    cp = f"{log.log_dir(t.root)}/{log.checkpoint_name(CHECKPOINT_VERSION)}"
+    cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
     gone = f"the log of {t.root} cannot be read at version 53: checkpoint {cp} failed its proof"
     with pytest.raises(FormatError, match=gone):
         db.sql(f"SELECT count(*) FROM corrupt.{name}").collect()
