@@ -32,7 +32,7 @@ def test_integration_project_on_a_bucket(s3_server, tmp_path):
     assert "MERGE 3 (inserted 1, updated 1, deleted 1, unchanged 0)" in job.stdout  # stock
     keys = s3_server.keys("dbt/")
     assert any(k.startswith("dbt/_tablets_registry/") for k in keys)
-    assert any("/stock/_log/" in k for k in keys) and any("/stock/dv/" in k for k in keys)
+    assert any("/stock/_delta_log/" in k for k in keys) and any("/stock/dv/" in k for k in keys)
     local_tablets = [
         os.path.join(d, f)
         for d, _, files in os.walk(tmp_path / "project")

@@ -9,8 +9,8 @@ while the current one runs, so start-up overlaps. Two windows:
 - staging: the test watches the table's ``tablets/`` and ``dv/`` (inotify) and kills the victim
   as soon as a file appears there (the first staged tablet or deletion vector, or its temp file);
 - the log version: the victim's driver is traced with ``strace -e inject=link:delay_enter=...``,
-  which holds its ``link(2)`` calls (the one that publishes ``_log/<v>.json`` from its fsynced
-  ``_log/.tmp-*``) for 60 s without changing the process; the test kills it when the temp file
+  which holds its ``link(2)`` calls (the one that commits ``_delta_log/<v>.json`` from its fsynced
+  ``_delta_log/.tmp-*``) for 60 s without changing the process; the test kills it when the temp file
   appears, so every kill lands between the temp file and its link. Needs strace and ptrace
   permission (skipped without).
 
@@ -37,6 +37,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from support.delta_check import assert_delta_agrees, delta_rs_append
 from support.victims import Victim, reaped, spawn
 from tablets.storage import TabletTable, log
 from tablets.storage.actions import AddTablet, SetDV
@@ -129,8 +130,8 @@ def _spawn(tmp, k: int) -> Victim:
 def _referenced(t: TabletTable) -> set[str]:
     """Every file that any version of the table references."""
     out = set()
-    for v in log.list_log(t.io, t.root, complete=True)[0]:
-        for a in log.read_version(t.io, t.root, v):
+    for _, actions, _ in log.walk(t.io, t.root, log.list_log(t.io, t.root, complete=True)[0], None):
+        for a in actions:
             if isinstance(a, (AddTablet, SetDV)):
                 out.add(a.path)
     return out
@@ -138,7 +139,8 @@ def _referenced(t: TabletTable) -> set[str]:
 
 def _present(t: TabletTable) -> set[str]:
     files = {f"{sub}/{f.name}" for sub in ("tablets", "dv") for f in t.io.list(os.path.join(t.root, sub))}
-    return files | {f"_log/{f.name}" for f in t.io.list(os.path.join(t.root, "_log")) if f.name.startswith(".tmp-")}
+    temps = t.io.list(log.log_dir(t.root))
+    return files | {f"{log.LOG_DIR}/{f.name}" for f in temps if f.name.startswith(".tmp-")}
 
 
 def _rows(t: TabletTable) -> list[tuple]:
@@ -206,7 +208,7 @@ def _crash(tmp, window: str, kills: int, max_delay: float = 0.0) -> list[str]:
         watch = Watch(
             [os.path.join(victim.root, "tablets"), os.path.join(victim.root, "dv")]
             if window == "staging"
-            else [os.path.join(victim.root, "_log")]
+            else [log.log_dir(victim.root)]
         )
         go = time.time()
         victim.send("GO")
@@ -239,7 +241,7 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
     version, rows = t.version, _rows(t)
     assert (version, rows) in ((2, BEFORE), (3, AFTER)), f"{what}: version {version}, {rows}"
     if window == "log":  # held at link(2): the version's temp file is there, the version is not
-        assert version == 2 and any(n.startswith("_log/.tmp-") for n in _present(t)), what
+        assert version == 2 and any(n.startswith(f"{log.LOG_DIR}/.tmp-") for n in _present(t)), what
     referenced = _referenced(t)
     orphans = _present(t) - referenced
     if version == 2:  # killed before its commit: what it staged is left behind
@@ -252,6 +254,9 @@ def _check(t: TabletTable, window: str, before_files: set[str], what: str) -> st
     assert (t.version, _rows(t)) == (version + len(recorded), rows), what
     t.append(pa.table({"id": [1000], "cnt": [0]}, schema=SCHEMA))  # the table moves on
     assert t.version == version + len(recorded) + 1 and (1000, 0) in _rows(t)
+    delta_rs_append(t.root, pa.table({"id": [2000], "cnt": [0]}, schema=SCHEMA))  # another Delta writer, after
+    assert (2000, 0) in _rows(t)
+    assert_delta_agrees(t)
     state = "after" if version == 3 else "before"
     return f"{what}: {state}, {len(orphans)} orphan(s) removed"
 

@@ -93,7 +93,7 @@ def _staged(root: str) -> bool:
 
 
 def _committed(root: str) -> bool:
-    return os.path.exists(os.path.join(root, "_log", f"{1:020d}.json"))
+    return os.path.exists(os.path.join(root, "_delta_log", f"{1:020d}.json"))
 
 
 def _wait_for(victim: Victim, cond, timeout: float = 300) -> None:

@@ -65,7 +65,7 @@ def test_warehouse_in_a_bucket(s3_server, tmp_path):
     assert proc.stderr.count("read by the tablets Arrow reader") == 1
     keys = s3_server.keys("wh/")
     for table in ("t", "u"):
-        assert f"wh/{table}/_log/00000000000000000000.json" in keys
+        assert f"wh/{table}/_delta_log/00000000000000000000.json" in keys
         assert any(k.startswith(f"wh/{table}/tablets/") for k in keys)
     assert any(k.startswith("wh/t/dv/") for k in keys)
     assert any(k.startswith("wh/_tablets_registry/") for k in keys)

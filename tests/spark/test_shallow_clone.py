@@ -77,7 +77,7 @@ def test_clone_reads_the_source_and_then_lives_its_own_life(db):
     # DROP of the source keeps what the clone reads; DROP of the clone then takes the rest
     db.sql("DROP TABLE cln.s")
     assert rows(db, "SELECT * FROM cln.c") == [(1, "a"), (2, "B"), (4, "d")]
-    assert not os.path.exists(os.path.join(src_root, "_log"))
+    assert not os.path.exists(os.path.join(src_root, "_delta_log"))  # no Delta reader opens the dropped table
     db.sql("DROP TABLE cln.c")
     assert not os.path.exists(src_root) and not os.path.exists(c_root)
 

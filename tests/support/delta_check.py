@@ -91,3 +91,25 @@ def assert_delta_agrees(db_or_path, table: str | None = None, versions=None) -> 
         assert got[1] == ours[1], (
             f"version {v}: delta-rs rows {sorted(got[1].items(), key=repr)[:10]} != tablets {sorted(ours[1].items(), key=repr)[:10]}"
         )
+
+
+def delta_rs_append(root: str, data: pa.Table) -> None:
+    """``write_deltalake(root, data, mode='append')`` in a process of its own, as another engine
+    would append to the table (its rows passed as an Arrow IPC stream on stdin)."""
+    import json
+    import subprocess
+    import sys
+
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as w:
+        w.write_table(data)
+    code = (
+        "import json, sys, pyarrow as pa\n"
+        "from deltalake import write_deltalake\n"
+        "data = pa.ipc.open_stream(sys.stdin.buffer.read()).read_all()\n"
+        "write_deltalake(sys.argv[1], data, mode='append', storage_options=json.loads(sys.argv[2]) or None)\n"
+    )
+    opts = json.dumps(storage_options(root) or {})
+    subprocess.run(
+        [sys.executable, "-c", code, root, opts], input=sink.getvalue().to_pybytes(), check=True, timeout=120
+    )

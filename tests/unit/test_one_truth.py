@@ -5,7 +5,6 @@ local disk and in a bucket of a real S3-compatible server (``base``)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,6 +14,7 @@ from collections import Counter
 import pyarrow as pa
 import pytest
 from support.delta_check import delta_read, storage_options
+from support.delta_check import delta_rs_append as append
 from tablets.storage import RowLevelSink, TabletTable, log
 from tablets.storage.clone import shallow_clone
 from tablets.storage.fileio import join
@@ -30,18 +30,7 @@ def rows_of(t: pa.Table) -> Counter:
 
 
 def delta_rs_append(root: str, ids: list[int]) -> None:
-    """``write_deltalake(mode='append')`` in a process of its own, as another engine would."""
-    code = textwrap.dedent(
-        f"""
-        import json, sys, pyarrow as pa
-        from deltalake import write_deltalake
-        ids = {ids!r}
-        data = pa.table({{"id": pa.array(ids, pa.int64()), "v": [f"d{{i}}" for i in ids]}})
-        write_deltalake({root!r}, data, mode="append", storage_options=json.loads(sys.argv[1]) or None)
-        """
-    )
-    opts = json.dumps(storage_options(root) or {})
-    subprocess.run([sys.executable, "-c", code, opts], check=True, timeout=120)
+    append(root, pa.table({"id": pa.array(ids, pa.int64()), "v": [f"d{i}" for i in ids]}))
 
 
 def make(base: str, n: int = 10) -> TabletTable:

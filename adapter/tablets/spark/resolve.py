@@ -79,7 +79,7 @@ def require(spark: SparkSession, name: str) -> str:
         raise TableNotFound(f"{name} is not a tablet table", help="Create it with CREATE TABLE ... USING tablets.")
     raise TableNotFound(
         f"tablets.`{path}` is not a tablet table: {describe_path(spark, path)}",
-        help=f"Name the directory of a tablet table (the one holding _log/), or create one there: "
+        help=f"Name the directory of a tablet table (the one holding _delta_log/ with a tablets version), or create one there: "
         f"CREATE TABLE tablets.`{path}` (id BIGINT, ...) USING tablets. To read other formats, use "
         "their own reader (spark.read.parquet(...), delta.`...`).",
     )

@@ -1,6 +1,6 @@
 """Checkpoints and the ``_last_checkpoint`` hint, and how a reader proves a checkpoint.
 
-A checkpoint ``_log/<N>.checkpoint.json`` is a header line, then the state's actions (one
+A checkpoint ``_tablets/<N>.checkpoint.json`` is a header line, then the state's actions (one
 ``metadata``, each live tablet's ``add_tablet`` and its ``set_dv``)::
 
     {"checkpoint":{"crc":"<CRC-32 of the lines after this one>","digest":...,"dvs":...,
