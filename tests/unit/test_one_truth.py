@@ -205,3 +205,21 @@ def test_a_clone_names_its_sources_files_by_uris_and_polars_reads_tablet_tables(
     assert all(a["deletionVector"]["pathOrInlineDv"].startswith("file:///") for a in adds if a.get("deletionVector"))
     assert sorted(delta_read(clone_root).column("id").to_pylist()) == list(range(1, 10))
     assert sorted(TabletTable(clone_root).read().column("id").to_pylist()) == list(range(1, 10))
+
+
+def test_a_log_another_delta_writer_checkpointed_and_cleaned_up_still_reads(tmp_path):
+    """delta-rs checkpoints the table and its older JSON versions are removed (a Delta writer's
+    log retention): tablets starts from Delta's checkpoint, reads the same rows as delta-rs,
+    and commits on top."""
+    from deltalake import DeltaTable
+
+    t = make(str(tmp_path))
+    delete_ids(t, {3})
+    delta_rs_append(t.root, [50])
+    DeltaTable(t.root).create_checkpoint()
+    for v in range(t.version):
+        os.remove(log.version_path(t.root, v))
+    assert sorted(t.read().column("id").to_pylist()) == [*(i for i in range(10) if i != 3), 50]
+    delete_ids(t, {4})
+    assert sorted(t.read().column("id").to_pylist()) == [*(i for i in range(10) if i not in (3, 4)), 50]
+    assert rows_of(t.read()) == rows_of(delta_read(t.root))

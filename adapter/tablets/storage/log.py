@@ -29,7 +29,7 @@ from typing import Any
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage import checkpoint as ckpt
-from tablets.storage import delta_codec, delta_log, legacy_log
+from tablets.storage import delta_checkpoint, delta_codec, delta_log, legacy_log
 from tablets.storage.actions import Action, CommitInfo
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
@@ -185,7 +185,7 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
     if hint is not None and hint.version not in checkpoints:
         warn_once(where, f"{where} names checkpoint {hint.version}, which is missing: ignored")
     first = versions[0]
-    if first > start and first in checkpoints:
+    if first > start and (first in checkpoints or _delta_checkpoint_below(io, root, first) is not None):
         start = first  # a log whose older versions were cleaned up begins at a checkpoint
     missing = _gaps(versions, start, versions[-1])
     if missing:
@@ -362,6 +362,48 @@ def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_un
     return load_snapshot_delta(io, root, version)
 
 
+def _delta_checkpoint_below(io: FileIO, root: str, first: int) -> int | None:
+    """The version of Delta's checkpoint a log starting at ``first`` begins from (one at
+    ``first`` or ``first - 1``), if there is one."""
+    for v in (first, first - 1):
+        if v >= 0 and io.exists(join(log_dir(root), delta_checkpoint.name(v))):
+            return v
+    return None
+
+
+def _on_delta_checkpoint(io: FileIO, root: str, cp: int, target: int) -> Snapshot:
+    """The snapshot at ``target`` from Delta's checkpoint at ``cp``: what a log whose older
+    versions another Delta writer cleaned up starts from. Proven by the state record of version
+    ``cp`` where the log still holds one, else read as the only account of those versions."""
+    where = join(log_dir(root), delta_checkpoint.name(cp))
+    try:
+        lines = delta_checkpoint.read(io, root, cp)
+    except (OSError, ValueError) as e:
+        raise FormatError(f"log {where}: unreadable Delta checkpoint ({e})") from None
+    actions = [a for a in decode(io, root, cp, lines, None) if not isinstance(a, CommitInfo)]
+    snap = replace(apply_version(None, cp, actions, where=where), checkpoint=cp)
+    try:
+        commit = read_commit(io, root, cp)
+    except TableNotFound:
+        commit = None
+    if commit is not None and commit.state:
+        diff = snap.summary().differences(StateSummary.from_record(commit.state))
+        if diff:
+            raise FormatError(
+                f"log {where}: not the state version {cp} records ({'; '.join(diff)})",
+                help=f"Delete {where} if the versions before it are still in {LOG_DIR}/; else restore it.",
+            )
+    return _replayed(io, root, range(cp + 1, target + 1), snap)
+
+
+def _replayed(io: FileIO, root: str, versions: range, snap: Snapshot | None) -> Snapshot:
+    """``snap`` with ``versions`` replayed on it (each checked against its commit's record)."""
+    for _, _, after in _walk_delta(io, root, versions, snap):
+        snap = after
+    assert snap is not None
+    return snap
+
+
 def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Snapshot:
     """``load_snapshot`` of the Delta log, whatever the table's layout."""
     hint = read_hint(io, root)
@@ -391,6 +433,9 @@ def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Sn
             break
         versions, checkpoints = _scan(io, root, 0)  # the listing began at the hint: older checkpoints, version 0
     missing = _gaps(versions, 0, target)
+    dcp = _delta_checkpoint_below(io, root, versions[0]) if missing else None
+    if dcp is not None and dcp <= target:  # older versions cleaned up (by a Delta writer): Delta's checkpoint
+        return _on_delta_checkpoint(io, root, dcp, target)
     if missing:
         if not rejected:
             raise _missing_error(root, missing, versions)
@@ -402,8 +447,7 @@ def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Sn
             help=f"Restore {names} from a backup (or the missing versions under {LOG_DIR}/); until then the "
             "table cannot be read or written at this version.",
         )
-    *_, (_, _, last) = _walk_delta(io, root, range(target + 1), None)
-    return last
+    return _replayed(io, root, range(target + 1), None)
 
 
 def advance(snap: Snapshot | None, version: int, actions: tuple[Action, ...], root: str) -> Snapshot:
