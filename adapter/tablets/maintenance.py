@@ -39,6 +39,7 @@ from tablets.settings import conf_flag
 from tablets.spark import catalog
 from tablets.spec import (
     AsOf,
+    CheckSpec,
     HistorySpec,
     MaintenanceSpec,
     OptimizeSpec,
@@ -130,7 +131,18 @@ def _run(spark: SparkSession, spec: MaintenanceSpec, table: TabletTable) -> Data
         return restore(spark, spec, table)
     if isinstance(spec, VacuumSpec):
         return vacuum(spark, spec, table)
+    if isinstance(spec, CheckSpec):
+        return check(spark, spec, table)
     return optimize(spark, spec, table)
+
+
+CHECK_DDL = "path STRING, problem STRING, fix STRING, repaired BOOLEAN"
+
+
+def check(spark: SparkSession, spec: CheckSpec, table: TabletTable) -> DataFrame:
+    """One row per problem found (none: a healthy table)."""
+    rows = [(p.path, p.problem, p.fix, p.repaired) for p in table.check(repair=spec.repair)]
+    return spark.createDataFrame(rows, CHECK_DDL)
 
 
 # --- DESCRIBE HISTORY --------------------------------------------------------------------------

@@ -112,6 +112,31 @@ def test_table_by_path(db, tmp_path):
     assert rows(db, f"SELECT * FROM tablets.`{path}`") == [(1, "a")]
 
 
+def test_check_table_reports_and_repairs(db, tmp_path):
+    """CHECK TABLE: no rows for a healthy table; a damaged version is named (and a SELECT fails
+    with the same FormatError); REPAIR rebuilds a damaged checkpoint, never the log."""
+    from tablets.storage import log
+
+    path = str(tmp_path / "chk")
+    db.sql(f"CREATE TABLE tablets.`{path}` (id INT, v STRING) USING tablets")
+    db.sql(f"INSERT INTO tablets.`{path}` VALUES (1, 'a')")
+    assert db.sql(f"CHECK TABLE tablets.`{path}`").columns == ["path", "problem", "fix", "repaired"]
+    assert db.sql(f"CHECK TABLE tablets.`{path}`").collect() == []
+    version = log.version_path(path, 1)
+    good = open(version, "rb").read()
+    with open(version, "wb"):
+        pass  # emptied
+    (row,) = db.sql(f"CHECK TABLE tablets.`{path}` REPAIR").collect()
+    assert row.path == version and "empty version file" in row.problem and not row.repaired
+    with pytest.raises(FormatError, match="empty version file"):
+        db.sql(f"SELECT * FROM tablets.`{path}`").collect()
+    with open(version, "wb") as f:
+        f.write(good)
+    assert rows(db, f"SELECT * FROM tablets.`{path}`") == [(1, "a")]
+    with pytest.raises(StatementParseError, match="CHECK TABLE t \\[REPAIR\\]"):
+        db.sql(f"CHECK TABLE tablets.`{path}` FAST")
+
+
 def test_vacuum_and_restore_of_a_vacuumed_version(db):
     fresh(db, "maint.vac")
     db.sql("INSERT INTO maint.vac VALUES (1, 'a')")

@@ -229,4 +229,13 @@ class OptimizeSpec:
     target: str
 
 
-MaintenanceSpec = HistorySpec | RestoreSpec | VacuumSpec | OptimizeSpec
+@dataclass(frozen=True)
+class CheckSpec:
+    """``CHECK TABLE t [REPAIR]``: what is wrong with the table's log and files; ``REPAIR``
+    rebuilds the files derived from the log (checkpoints) found damaged."""
+
+    target: str
+    repair: bool = False
+
+
+MaintenanceSpec = HistorySpec | RestoreSpec | VacuumSpec | OptimizeSpec | CheckSpec

@@ -12,6 +12,7 @@ from sqlglot import exp
 from tablets.exceptions import StatementParseError
 from tablets.spec import (
     AsOf,
+    CheckSpec,
     HistorySpec,
     MaintenanceSpec,
     OptimizeSpec,
@@ -26,7 +27,7 @@ from tablets.sqltext import DIALECT
 # so the leading words pick the statement and sqlglot's tokenizer reads the rest.
 
 _MAINTENANCE_START = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?P<kind>DESCRIBE\s+HISTORY|RESTORE(?:\s+TABLE)?|VACUUM|OPTIMIZE)\b",
+    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?P<kind>DESCRIBE\s+HISTORY|RESTORE(?:\s+TABLE)?|VACUUM|OPTIMIZE|CHECK\s+TABLE)\b",
     re.IGNORECASE | re.DOTALL,
 )
 _AS_OF = re.compile(r"\b(?:VERSION|TIMESTAMP)\s+AS\s+OF\b", re.IGNORECASE)
@@ -147,6 +148,10 @@ def parse_maintenance(text: str) -> MaintenanceSpec:
                     f"{head}: unexpected {words[0]!r}", help="Write VACUUM t [RETAIN <hours> HOURS] [DRY RUN]."
                 )
         return VacuumSpec(name, retain, dry)
+    if kind == "CHECK TABLE":
+        if words not in ([], ["REPAIR"]):
+            raise StatementParseError(f"{head}: unexpected {words[0]!r}", help="Write CHECK TABLE t [REPAIR].")
+        return CheckSpec(name, repair=bool(words))
     if words:
         what = {"WHERE": "OPTIMIZE ... WHERE", "ZORDER": "OPTIMIZE ... ZORDER BY"}.get(words[0], f"{words[0]!r}")
         raise StatementParseError(

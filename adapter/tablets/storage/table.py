@@ -28,6 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
+from tablets.storage import check as check_log
 from tablets.storage import clone, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
 from tablets.storage.constraints import refuse_losing_columns
@@ -121,6 +122,11 @@ class TabletTable:
 
     def exists(self) -> bool:
         return log.has_version(self.io, self.root)
+
+    def check(self, *, repair: bool = False) -> list[check_log.Problem]:
+        """What is wrong with the table's log and files (``tablets.storage.check``): empty for a
+        healthy table; ``repair`` rebuilds the derived files found damaged."""
+        return check_log.check(self.io, self.root, repair=repair)
 
     def drop(self) -> None:
         """Delete the table directory (or prefix) and everything in it, except the files its
