@@ -123,7 +123,8 @@ def test_check_table_reports_and_repairs(db, tmp_path):
     assert db.sql(f"CHECK TABLE tablets.`{path}`").columns == ["path", "problem", "fix", "repaired"]
     assert db.sql(f"CHECK TABLE tablets.`{path}`").collect() == []
     version = log.version_path(path, 1)
-    good = open(version, "rb").read()
+    with open(version, "rb") as f:
+        good = f.read()
     with open(version, "wb"):
         pass  # emptied
     (row,) = db.sql(f"CHECK TABLE tablets.`{path}` REPAIR").collect()
