@@ -144,12 +144,17 @@ def test_damaged_checkpoint_or_hint_is_never_read(where, case, hint_follows, req
 
 @pytest.mark.parametrize("case", ["missing_add", "missing_dv", "stale", "stale_forged", "not_utf8"])
 def test_damaged_checkpoint_without_the_versions_before_it(table, case):
-    """Nothing to replay instead: a FormatError naming the checkpoint, with a Help line; nothing
-    is committed."""
+    """Nothing to replay instead: the reader starts from Delta's checkpoint of the same version
+    (proven by the version's state record); without that one too, a FormatError naming the
+    checkpoint, with a Help line, and nothing is committed."""
     t = table
+    want = _expected(t)
     damage_checkpoint(t, case)
     for v in range(CHECKPOINT_VERSION):
         t.io.delete(log.version_path(t.root, v))
+    assert {t.version: ids(t)} == want
+    delta_cp = join(log.log_dir(t.root), f"{CHECKPOINT_VERSION:020d}.checkpoint.parquet")
+    t.io.delete(delta_cp)
     cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
     for attempt in (t.read, lambda: t.append(make_rows(77))):
         with pytest.raises(FormatError) as err:

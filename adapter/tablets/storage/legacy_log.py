@@ -16,6 +16,7 @@ from dataclasses import replace
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage import checkpoint as ckpt
+from tablets.storage import listing
 from tablets.storage.actions import Action, CommitInfo, decode_actions, encode_actions
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
@@ -88,20 +89,12 @@ def log_dir(root: str) -> str:
 
 
 def read_hint(io: FileIO, root: str) -> Hint | None:
-    """What ``_last_checkpoint`` says (only a hint: None, with a warning, if unreadable)."""
-    path = join(log_dir(root), LAST_CHECKPOINT)
-    try:
-        return Hint.decode(io.read(path))
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError, AttributeError):
-        warn_once(path, f"{path} is unreadable: ignored (the reader lists the whole log)")
-        return None
+    """What ``_last_checkpoint`` says (only a hint)."""
+    return listing.read_hint(io, join(log_dir(root), LAST_CHECKPOINT))
 
 
 def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
-    """(versions, checkpoints) at or above ``start``, sorted, with the versions a lagging
-    listing left out (asked for one by one after the newest)."""
+    """(versions, checkpoints) at or above ``start``, sorted."""
     # "<v>.checkpoint.json" sorts before "<v>.json" ('.c' < '.j'); "~" sorts after both
     after = f"{start - 1:020d}.json~" if start else None
     versions, checkpoints = [], []
@@ -110,34 +103,8 @@ def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
             versions.append(int(m.group(1)))
         elif m := _CHECKPOINT_RE.match(f.name):
             checkpoints.append(int(m.group(1)))
-    versions.sort()
     checkpoints.sort()
-    nxt = (versions[-1] + 1) if versions else start
-    while io.exists(version_path(root, nxt)):
-        versions.append(nxt)
-        nxt += 1
-    return versions, checkpoints
-
-
-def _gaps(present: list[int], lo: int, hi: int) -> list[int]:
-    have = set(present)
-    return [v for v in range(lo, hi + 1) if v not in have]
-
-
-def _runs(missing: list[int]) -> str:
-    if missing[-1] - missing[0] + 1 == len(missing):
-        return f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}..{missing[-1]}"
-    return ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
-
-
-def _missing_error(root: str, missing: list[int], present: list[int]) -> FormatError:
-    nxt = next((v for v in present if v > missing[0]), None)
-    return FormatError(
-        f"the log of {root} is missing version(s) {_runs(missing)}"
-        + (f" (the next one present is {nxt})" if nxt is not None else ""),
-        help="Restore the missing files under _log/ from a backup. A table with a gap in its "
-        "log is not read, written or vacuumed until the log is whole again.",
-    )
+    return listing.confirmed(io, sorted(versions), start, lambda v: version_path(root, v)), checkpoints
 
 
 def list_log(io: FileIO, root: str, *, complete: bool = False) -> tuple[list[int], list[int]]:
@@ -149,24 +116,9 @@ def list_log(io: FileIO, root: str, *, complete: bool = False) -> tuple[list[int
 
 
 def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int]]:
-    start = hint.version if hint else 0
-    versions, checkpoints = _scan(io, root, start)
-    where = join(log_dir(root), LAST_CHECKPOINT)
-    if start and not versions:  # a hint beyond the newest version
-        found = _list(io, root, None)
-        warn_once(where, f"{where} names version {start}, beyond the newest version of the log: ignored")
-        return found
-    if not versions:
-        raise TableNotFound(f"no tablet table at {root} (no {LOG_DIR}/ with a committed version)")
-    if hint is not None and hint.version not in checkpoints:
-        warn_once(where, f"{where} names checkpoint {hint.version}, which is missing: ignored")
-    first = versions[0]
-    if first > start and first in checkpoints:
-        start = first  # a log that begins at a checkpoint (an adopted Delta table's may)
-    missing = _gaps(versions, start, versions[-1])
-    if missing:
-        raise _missing_error(root, missing, versions)
-    return versions, [c for c in checkpoints if c <= versions[-1]]
+    return listing.checked(
+        root, LOG_DIR, lambda start: _scan(io, root, start), hint, join(log_dir(root), LAST_CHECKPOINT), lambda _: False
+    )
 
 
 def has_version(io: FileIO, root: str) -> bool:
@@ -301,7 +253,7 @@ def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_un
     tried: set[int] = set()
     for attempt in range(2):
         for cp in reversed(checkpoints):
-            if cp > target or cp in tried or _gaps(versions, cp + 1, target):
+            if cp > target or cp in tried or listing.gaps(versions, cp + 1, target):
                 continue
             tried.add(cp)
             try:
@@ -316,14 +268,14 @@ def load_snapshot(io: FileIO, root: str, version: int | None = None, *, trust_un
         if attempt or versions[0] == 0:
             break
         versions, checkpoints = _scan(io, root, 0)  # the listing began at the hint: older checkpoints, version 0
-    missing = _gaps(versions, 0, target)
+    missing = listing.gaps(versions, 0, target)
     if missing:
         if not rejected:
-            raise _missing_error(root, missing, versions)
+            raise listing.missing_error(root, missing, versions, LOG_DIR)
         names = ", ".join(p for p, _ in rejected)
         raise FormatError(
             f"the log of {root} cannot be read at version {target}: checkpoint {names} failed its proof "
-            f"({'; '.join(r for _, r in rejected)}) and version(s) {_runs(missing)}, needed to replay the log "
+            f"({'; '.join(r for _, r in rejected)}) and version(s) {listing.runs(missing)}, needed to replay the log "
             "without it, are missing",
             help=f"Restore {names} from a backup (or the missing versions under _log/); until then the table "
             "cannot be read or written at this version.",

@@ -29,7 +29,7 @@ from typing import Any
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage import checkpoint as ckpt
-from tablets.storage import delta_checkpoint, delta_codec, delta_log, legacy_log
+from tablets.storage import delta_checkpoint, delta_codec, delta_log, legacy_log, listing
 from tablets.storage.actions import Action, CommitInfo
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
@@ -111,20 +111,12 @@ def forget_layout(io: FileIO, root: str) -> None:
 
 
 def read_hint(io: FileIO, root: str) -> Hint | None:
-    """What ``_tablets/_last_checkpoint`` says (only a hint: None, with a warning, if unreadable)."""
-    path = join(aux_dir(root), LAST_CHECKPOINT)
-    try:
-        return Hint.decode(io.read(path))
-    except FileNotFoundError:
-        return None
-    except (ValueError, KeyError, TypeError, AttributeError):
-        warn_once(path, f"{path} is unreadable: ignored (the reader lists the whole log)")
-        return None
+    """What ``_tablets/_last_checkpoint`` says (only a hint)."""
+    return listing.read_hint(io, join(aux_dir(root), LAST_CHECKPOINT))
 
 
 def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
-    """(versions, checkpoints) at or above ``start``, sorted, with the versions a lagging
-    listing left out (asked for one by one after the newest)."""
+    """(versions, checkpoints) at or above ``start``, sorted."""
     after = f"{start - 1:020d}.json~" if start else None
     versions = sorted(
         int(m.group(1)) for f in io.list(log_dir(root), start_after=after) if (m := _VERSION_RE.match(f.name))
@@ -134,32 +126,7 @@ def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
         for f in io.list(aux_dir(root))
         if (m := _CHECKPOINT_RE.match(f.name)) and int(m.group(1)) >= start
     )
-    nxt = (versions[-1] + 1) if versions else start
-    while io.exists(version_path(root, nxt)):
-        versions.append(nxt)
-        nxt += 1
-    return versions, checkpoints
-
-
-def _gaps(present: list[int], lo: int, hi: int) -> list[int]:
-    have = set(present)
-    return [v for v in range(lo, hi + 1) if v not in have]
-
-
-def _runs(missing: list[int]) -> str:
-    if missing[-1] - missing[0] + 1 == len(missing):
-        return f"{missing[0]}" if len(missing) == 1 else f"{missing[0]}..{missing[-1]}"
-    return ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
-
-
-def _missing_error(root: str, missing: list[int], present: list[int]) -> FormatError:
-    nxt = next((v for v in present if v > missing[0]), None)
-    return FormatError(
-        f"the log of {root} is missing version(s) {_runs(missing)}"
-        + (f" (the next one present is {nxt})" if nxt is not None else ""),
-        help=f"Restore the missing files under {LOG_DIR}/ from a backup. A table with a gap in its "
-        "log is not read, written or vacuumed until the log is whole again.",
-    )
+    return listing.confirmed(io, versions, start, lambda v: version_path(root, v)), checkpoints
 
 
 def list_log(io: FileIO, root: str, *, complete: bool = False) -> tuple[list[int], list[int]]:
@@ -173,24 +140,14 @@ def list_log(io: FileIO, root: str, *, complete: bool = False) -> tuple[list[int
 
 
 def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int]]:
-    start = hint.version if hint else 0
-    versions, checkpoints = _scan(io, root, start)
-    where = join(aux_dir(root), LAST_CHECKPOINT)
-    if start and not versions:  # a hint beyond the newest version
-        found = _list(io, root, None)
-        warn_once(where, f"{where} names version {start}, beyond the newest version of the log: ignored")
-        return found
-    if not versions:
-        raise TableNotFound(f"no tablet table at {root} (no {LOG_DIR}/ with a committed version)")
-    if hint is not None and hint.version not in checkpoints:
-        warn_once(where, f"{where} names checkpoint {hint.version}, which is missing: ignored")
-    first = versions[0]
-    if first > start and (first in checkpoints or _delta_checkpoint_below(io, root, first) is not None):
-        start = first  # a log whose older versions were cleaned up begins at a checkpoint
-    missing = _gaps(versions, start, versions[-1])
-    if missing:
-        raise _missing_error(root, missing, versions)
-    return versions, [c for c in checkpoints if c <= versions[-1]]
+    return listing.checked(
+        root,
+        LOG_DIR,
+        lambda start: _scan(io, root, start),
+        hint,
+        join(aux_dir(root), LAST_CHECKPOINT),
+        lambda first: _delta_checkpoint_below(io, root, first) is not None,
+    )
 
 
 def has_version(io: FileIO, root: str) -> bool:
@@ -381,7 +338,7 @@ def _on_delta_checkpoint(io: FileIO, root: str, cp: int, target: int) -> Snapsho
     except (OSError, ValueError) as e:
         raise FormatError(f"log {where}: unreadable Delta checkpoint ({e})") from None
     actions = [a for a in decode(io, root, cp, lines, None) if not isinstance(a, CommitInfo)]
-    snap = replace(apply_version(None, cp, actions, where=where), checkpoint=cp)
+    snap = replace(apply_version(None, cp, actions, where=where), checkpoint=cp, metadata_version=None)
     try:
         commit = read_commit(io, root, cp)
     except TableNotFound:
@@ -393,6 +350,7 @@ def _on_delta_checkpoint(io: FileIO, root: str, cp: int, target: int) -> Snapsho
                 f"log {where}: not the state version {cp} records ({'; '.join(diff)})",
                 help=f"Delete {where} if the versions before it are still in {LOG_DIR}/; else restore it.",
             )
+        snap = replace(snap, metadata_version=StateSummary.from_record(commit.state).metadata_version)
     return _replayed(io, root, range(cp + 1, target + 1), snap)
 
 
@@ -420,7 +378,7 @@ def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Sn
     tried: set[int] = set()
     for attempt in range(2):
         for cp in reversed(checkpoints):
-            if cp > target or cp in tried or _gaps(versions, cp + 1, target):
+            if cp > target or cp in tried or listing.gaps(versions, cp + 1, target):
                 continue
             tried.add(cp)
             try:
@@ -432,17 +390,17 @@ def load_snapshot_delta(io: FileIO, root: str, version: int | None = None) -> Sn
         if attempt or versions[0] == 0:
             break
         versions, checkpoints = _scan(io, root, 0)  # the listing began at the hint: older checkpoints, version 0
-    missing = _gaps(versions, 0, target)
+    missing = listing.gaps(versions, 0, target)
     dcp = _delta_checkpoint_below(io, root, versions[0]) if missing else None
     if dcp is not None and dcp <= target:  # older versions cleaned up (by a Delta writer): Delta's checkpoint
         return _on_delta_checkpoint(io, root, dcp, target)
     if missing:
         if not rejected:
-            raise _missing_error(root, missing, versions)
+            raise listing.missing_error(root, missing, versions, LOG_DIR)
         names = ", ".join(p for p, _ in rejected)
         raise FormatError(
             f"the log of {root} cannot be read at version {target}: checkpoint {names} failed its proof "
-            f"({'; '.join(r for _, r in rejected)}) and version(s) {_runs(missing)}, needed to replay the log "
+            f"({'; '.join(r for _, r in rejected)}) and version(s) {listing.runs(missing)}, needed to replay the log "
             "without it, are missing",
             help=f"Restore {names} from a backup (or the missing versions under {LOG_DIR}/); until then the "
             "table cannot be read or written at this version.",
