@@ -29,6 +29,11 @@ class FormatError(TabletsError):
     help = "The file was damaged or written by something else; restore it from a copy or time-travel to an earlier version."
 
 
+class WarehouseCopied(TabletsError):
+    """A warehouse copied (or moved) from another root: its registry and metastore name the
+    original's tables, so tablets uses neither."""
+
+
 class TableNotFound(TabletsError):
     help = "Check the path or table name, or create the table first."
 

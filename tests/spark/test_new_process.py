@@ -97,3 +97,33 @@ def test_a_lost_registry_is_a_clear_error(tmp_path):
     out = run(LOST_REGISTRY.format(wh=wh), tmp_path)
     assert "ERROR TableNotFound a catalog table is a tablet table (provider tablets_" in out, out
     assert "delete the warehouse (its embedded metastore is inside it, in _metastore/)" in out
+
+
+COPY = """
+import tablets
+from tablets.spark.session import build_session
+try:
+    spark = build_session({wh!r}, master="local[1]", shuffle_partitions=1)
+    tablets.connect(spark=spark).sql("DROP TABLE np.t")
+    print("DROPPED")
+except tablets.TabletsError as e:
+    print("ERROR", type(e).__name__, str(e).replace(chr(10), " "))
+"""
+
+
+def test_a_copied_warehouse_refuses_and_leaves_the_original_alone(tmp_path):
+    """``cp -r`` of a project (its warehouse inside): the copy's registry and metastore name the
+    original's tables; the copy refuses by name, and the original keeps every file and row."""
+    import shutil
+
+    wh = str(tmp_path / "project" / "warehouse")
+    run(WRITER.format(wh=wh), tmp_path)
+    run(READER.format(wh=wh), tmp_path)  # (the registry gets its marker)
+    before = sorted(str(p.relative_to(wh)) for p in (tmp_path / "project" / "warehouse").rglob("*") if p.is_file())
+    shutil.copytree(tmp_path / "project", tmp_path / "copy")
+    out = run(COPY.format(wh=str(tmp_path / "copy" / "warehouse")), tmp_path)
+    assert f"ERROR WarehouseCopied the warehouse at {tmp_path / 'copy' / 'warehouse'} is a copy of" in out, out
+    assert f"delete {tmp_path / 'copy' / 'warehouse'}" in out
+    after = sorted(str(p.relative_to(wh)) for p in (tmp_path / "project" / "warehouse").rglob("*") if p.is_file())
+    assert [p for p in after if "_metastore" not in p] == [p for p in before if "_metastore" not in p]
+    assert "ROWS [(1, 'a'), (3, 'c')]" in run(READER.format(wh=wh), tmp_path)

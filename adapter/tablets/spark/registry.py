@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from tablets.exceptions import WarehouseCopied
 from tablets.spark import native
 from tablets.spark.backend import context_key
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
@@ -150,15 +151,47 @@ def registry_dir(spark: SparkSession) -> str:
     return join(warehouse_dir(spark), REGISTRY_DIR)
 
 
+WAREHOUSE_MARKER = "_warehouse.json"  # {"root": <the warehouse's own root>}: what a copy is told by
+
+
+def check_warehouse(io: FileIO, warehouse: str, names_tables: bool) -> None:
+    """Refuse a warehouse whose registry was written for another root (a ``cp -r`` of a dbt
+    project's ``target/``, a moved directory): its entries and Spark's metastore name the
+    original's tables as managed, and a DROP or INSERT here would change them. A registry
+    without its marker (``names_tables``: it has entries) is given one, naming this root."""
+    path = join(warehouse, REGISTRY_DIR, WAREHOUSE_MARKER)
+    try:
+        marked = json.loads(io.read(path)).get("root")
+    except FileNotFoundError:
+        if names_tables:
+            io.write(path, json.dumps({"root": warehouse}).encode(), sync=True)
+        return
+    except (ValueError, AttributeError):
+        marked = None
+    if marked != warehouse:
+        raise WarehouseCopied(
+            f"the warehouse at {warehouse} is a copy of (or was moved from) {marked}: its registry and "
+            f"metastore name the tables at {marked}, so tablets uses neither here (nothing done in a copy may "
+            "write to or delete the original's files)",
+            help=f"To start afresh here, delete {warehouse} (dbt builds it again: dbt build). To keep using the "
+            f"original, point the profile (or spark.tablets.warehouse) back at {marked}.",
+        )
+
+
 def load_registry(spark: SparkSession) -> _Registry:
     st = storage(spark)
     directory = join(st.warehouse, REGISTRY_DIR)
-    files = [f for f in st.io.list(directory) if f.name.endswith(".json") and not f.name.startswith(".")]
+    files = [
+        f
+        for f in st.io.list(directory)
+        if f.name.endswith(".json") and not f.name.startswith(".") and f.name != WAREHOUSE_MARKER
+    ]
     listing = tuple((f.name, f.size, f.mtime_ms) for f in files)
     with _lock:
         cached = _registries.get(directory)
         if cached is not None and cached.listing == listing:
             return cached
+    check_warehouse(st.io, st.warehouse, bool(files))
     by_name: dict[str, RegistryEntry] = {}
     by_provider: dict[str, RegistryEntry] = {}
     for f in files:

@@ -150,6 +150,8 @@ def _attach(directory: str, digest: str, warehouse: str, keep_alive: float) -> S
     state = _read(os.path.join(directory, STATE))
     if not state or "port" not in state or not process_alive(state.get("pid")):
         return None
+    if not _own(state, directory):
+        return None
     if state.get("fingerprint") != digest:
         _retire(directory, state, warehouse)
         return None
@@ -236,10 +238,21 @@ def _retire(directory: str, state: Mapping[str, Any], warehouse: str) -> None:
             os.close(fd)
 
 
+def _own(state: Mapping[str, Any], directory: str) -> bool:
+    """Whether ``state`` is of the server of ``directory``'s warehouse. A state file copied with
+    its warehouse (a copied dbt project's target/) names the original's server: the copy drops
+    the file and neither joins nor stops that server."""
+    if "warehouse" not in state or server_dir(state["warehouse"]) == directory:
+        return True
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(os.path.join(directory, STATE))
+    return False
+
+
 def stop(directory: str, timeout: float = 60.0) -> bool:
     """Ask the server whose state is in ``directory`` to stop, and wait for it; whether one ran."""
     state = _read(os.path.join(directory, STATE))
-    pid = state.get("pid") if state else None
+    pid = state.get("pid") if state and _own(state, directory) else None
     if not process_alive(pid):
         return False
     assert pid is not None
@@ -351,7 +364,13 @@ def serve(directory: str, spec_path: str) -> int:
     lease = os.open(os.path.join(directory, LEASE), os.O_RDWR | os.O_CREAT, 0o600)
     _write(
         state_path,
-        {"pid": os.getpid(), "port": params.port, "secret": params.auth_token, "fingerprint": spec["fingerprint"]},
+        {
+            "pid": os.getpid(),
+            "port": params.port,
+            "secret": params.auth_token,
+            "fingerprint": spec["fingerprint"],
+            "warehouse": spec["warehouse"],
+        },
     )
     idle_since, used, keep_alive = time.monotonic(), False, START_TIMEOUT_S  # the first process joins meanwhile
     try:
