@@ -109,8 +109,16 @@ def before_write(io: log.FileIO, root: str, snapshot: Snapshot) -> Snapshot:
     """The snapshot a write on a table of the earlier layout begins on: the table moved, at the
     version of the move. A statement that read an older state than the moved one runs again."""
     after = upgrade(io, root)
-    if snapshot.version != after.version - 1 or _same_files(snapshot, after):
+    if snapshot.version != after.version - 1:
         raise CommitConflict(
             f"the table at {root} changed while it moved to the Delta log (version {after.version})", after.version
+        )
+    diff = _same_files(snapshot, after)
+    if diff:  # what it read came from a _log checkpoint that the versions of _log contradict
+        raise CommitConflict(
+            f"the state this statement read of {root} (checkpoint {snapshot.checkpoint} of _log) is not the one "
+            f"_log's versions replay to ({'; '.join(diff)}); the table moved to the Delta log with the replayed "
+            "state: the statement runs again on it",
+            after.version,
         )
     return after
