@@ -159,6 +159,11 @@ def has_version(io: FileIO, root: str) -> bool:
         return load_snapshot(io, root).metadata.owned
     except TableNotFound:
         return False
+    except FormatError:  # a damaged tablet table is one (its error follows); another's Delta log is not
+        try:
+            return delta_codec.is_ours(read_lines(io, root, 0))
+        except (FormatError, TableNotFound):
+            return False
 
 
 def latest_version(io: FileIO, root: str) -> int:
