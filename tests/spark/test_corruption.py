@@ -251,13 +251,17 @@ def test_damaged_checkpoint_or_hint_through_spark(db, spark, ck_pristine, tmp_pa
 
 @pytest.mark.parametrize("case", ["missing_add", "stale_forged", "not_utf8"])
 def test_damaged_checkpoint_without_the_versions_before_it_through_spark(db, spark, ck_pristine, tmp_path, case):
-    """Nothing to replay instead: the read and the MERGE (either plan) fail with the
-    FormatError naming the checkpoint, and nothing is committed."""
+    """Nothing to replay instead: the reader starts from Delta's checkpoint of that version;
+    without it too, the read and the MERGE (either plan) fail with the FormatError naming the
+    checkpoint, and nothing is committed."""
     name = f"ckgone_{case}"
     t = ck_table(db, ck_pristine, name, tmp_path)
+    want = db.sql(f"SELECT count(*) FROM corrupt.{name}").collect()[0][0]
     damage_checkpoint(t, case, hint_follows=True)
     for v in range(CHECKPOINT_VERSION):
         t.io.delete(log.log_dir(t.root) + f"/{log.version_name(v)}")
+    assert db.sql(f"SELECT count(*) FROM corrupt.{name}").collect()[0][0] == want
+    t.io.delete(log.log_dir(t.root) + f"/{CHECKPOINT_VERSION:020d}.checkpoint.parquet")
     cp = log.checkpoint_path(t.root, CHECKPOINT_VERSION)
     gone = f"the log of {t.root} cannot be read at version 53: checkpoint {cp} failed its proof"
     with pytest.raises(FormatError, match=gone):

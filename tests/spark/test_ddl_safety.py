@@ -7,7 +7,7 @@ time travel kept)."""
 import re
 
 import pytest
-from tablets.exceptions import StatementParseError, TableAlreadyExists, TabletsError
+from tablets.exceptions import SchemaMismatch, StatementParseError, TableAlreadyExists, TabletsError
 from tablets.spark import catalog
 from tablets.storage import TabletTable
 
@@ -85,7 +85,9 @@ def test_ctas_writes_the_rows_before_the_table_has_its_name(db, monkeypatch):
 def test_a_failed_ctas_leaves_no_table_and_no_files(db, spark):
     root = catalog.default_location(spark, "ddl", "failed")
     with pytest.raises(Exception, match="boom"):  # the query fails in the job that writes the rows
-        db.sql("CREATE TABLE ddl.failed USING tablets AS SELECT id, raise_error('boom') AS v FROM range(3)")
+        db.sql(
+            "CREATE TABLE ddl.failed USING tablets AS SELECT id, CAST(raise_error('boom') AS STRING) AS v FROM range(3)"
+        )
     assert not spark.catalog.tableExists("ddl.failed")
     assert not db.is_tablet_table("ddl.failed")
     assert not TabletTable(root).exists()
@@ -93,6 +95,11 @@ def test_a_failed_ctas_leaves_no_table_and_no_files(db, spark):
     assert rows(db, "SELECT * FROM ddl.failed") == [(0,), (1,)]
     assert db.table_of("ddl.failed").root == root
     db.sql("DROP TABLE ddl.failed")
+    with pytest.raises(
+        SchemaMismatch, match="column v: column type 'void' has no Delta type \\(a NULL with no type\\)"
+    ):
+        db.sql("CREATE TABLE ddl.failed USING tablets AS SELECT id, NULL AS v FROM range(3)")  # no column type
+    assert not spark.catalog.tableExists("ddl.failed") and not TabletTable(root).exists()
 
 
 class Killed(BaseException):

@@ -23,7 +23,7 @@ from tablets.spark.registry import (
     storage,
 )
 from tablets.storage.fileio import io_for, join, normalize
-from tablets.storage.log import LOG_DIR, log_dir, version_name
+from tablets.storage.log import LOG_DIR, is_tablet_table, log_dir, version_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -190,7 +190,7 @@ def lookup(spark: SparkSession, name: str) -> str | None:
     the registry directory and a dict lookup (plus the current database for unqualified names)."""
     path = path_of(name)
     if path is not None:
-        return path if has_log(spark, path) else None
+        return path if has_log(spark, path) and is_tablet_table(io_for(path, storage(spark).options), path) else None
     try:
         parts = split_name(name)
     except TabletsError:

@@ -135,7 +135,14 @@ def to_delta(meta: Metadata) -> DeltaSchema:
         changes.setdefault(physical, []).append({"fromType": delta_type(old), "toType": delta_type(new)})
     ntz = False
     for (name, t, nullable), physical, cid in zip(meta.schema, meta.physical_names, meta.column_ids, strict=True):
-        dtype = delta_type(t)
+        try:
+            dtype = delta_type(t)
+        except SchemaMismatch as e:
+            raise SchemaMismatch(
+                f"column {name}: {e.detail}"
+                + (" (a NULL with no type)" if t.strip().lower() in ("void", "null") else ""),
+                help=f"Cast the column to a type a Delta table has: CAST(... AS STRING) AS {name}, say.",
+            ) from None
         ntz = ntz or "timestamp_ntz" in json.dumps(dtype)
         md: dict[str, Any] = {}
         if name in comments:

@@ -150,6 +150,17 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
     )
 
 
+def is_tablet_table(io: FileIO, root: str) -> bool:
+    """Cheap, for a root that has a log: whether a tablets writer wrote it (its ``_tablets/``, or
+    its version 0), not only another Delta writer (a Delta table to adopt first)."""
+    if is_legacy(io, root) or io.list(aux_dir(root)):
+        return True
+    try:
+        return delta_codec.is_ours(read_lines(io, root, 0))
+    except (FormatError, TableNotFound):
+        return False
+
+
 def has_version(io: FileIO, root: str) -> bool:
     """Whether ``root`` holds a tablet table: a log whose metadata a tablets writer wrote (a
     Delta table no tablets writer has adopted is not one yet)."""
@@ -160,10 +171,7 @@ def has_version(io: FileIO, root: str) -> bool:
     except TableNotFound:
         return False
     except FormatError:  # a damaged tablet table is one (its error follows); another's Delta log is not
-        try:
-            return delta_codec.is_ours(read_lines(io, root, 0))
-        except (FormatError, TableNotFound):
-            return False
+        return is_tablet_table(io, root)
 
 
 def latest_version(io: FileIO, root: str) -> int:
