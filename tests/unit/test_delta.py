@@ -426,16 +426,17 @@ def test_a_shallow_clones_delta_log_names_its_sources_files_by_file_uri(tmp_path
     assert sorted(polars.read_delta(src.root)["id"].to_list()) == [1, 2, 3]  # the source, its vector applied
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=FileNotFoundError,
-    reason="delta-rs 1.6 DeltaTable.file_uris(), which Polars' scan reads, joins the table root onto an "
-    "absolute path (delta-io/delta-rs#865); delta-rs' own query engine reads the clone",
-)
-def test_polars_reads_a_shallow_clone(tmp_path):
-    polars = pytest.importorskip("polars")
+def test_polars_does_not_read_a_shallow_clone_until_delta_rs_joins_absolute_uris(tmp_path):
+    """A known limit of the readers, held here so that its fix is noticed: delta-rs 1.6's
+    ``DeltaTable.file_uris()``, which Polars' scan reads, joins the table root onto an absolute
+    ``add.path`` (delta-io/delta-rs#865), so Polars looks for the clone's files under the clone;
+    delta-rs' own query engine reads the clone (``test_one_truth.py``).
+    When this starts reading the rows, turn it into the assertion that it does."""
+    import polars
+
     _, c = _source_and_clone(tmp_path)
-    assert sorted(polars.read_delta(c.root)["id"].to_list()) == [1, 2, 3]
+    with pytest.raises(FileNotFoundError):
+        polars.read_delta(c.root)
 
 
 @pytest.mark.parametrize(

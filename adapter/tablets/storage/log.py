@@ -90,24 +90,23 @@ def version_path(root: str, version: int) -> str:
 
 # --- the layout ----------------------------------------------------------------------------
 
-_moved: set[tuple[int, str]] = set()  # (store, root) known to have no unmoved _log (a table never goes back)
+_moved: set[str] = set()  # roots known to have no unmoved _log (a table never goes back)
 
 
 def is_legacy(io: FileIO, root: str) -> bool:
     """Whether ``root`` is a table of the earlier layout whose versions are still in ``_log/``
     (not yet moved by a write: ``tablets.storage.upgrade``)."""
-    key = (id(io), root)
-    if key in _moved:
+    if root in _moved:
         return False
     legacy = legacy_log.unmoved(io, root)
     if not legacy and io.exists(version_path(root, 0)):
-        _moved.add(key)
+        _moved.add(root)
     return legacy
 
 
 def forget_layout(io: FileIO, root: str) -> None:
     """``root`` moved to the Delta log (``tablets.storage.upgrade``)."""
-    _moved.add((id(io), root))
+    _moved.add(root)
 
 
 def read_hint(io: FileIO, root: str) -> Hint | None:
