@@ -161,16 +161,17 @@ def is_tablet_table(io: FileIO, root: str) -> bool:
 
 
 def has_version(io: FileIO, root: str) -> bool:
-    """Whether ``root`` holds a tablet table: a log whose metadata a tablets writer wrote (a
-    Delta table no tablets writer has adopted is not one yet)."""
+    """Whether ``root`` holds a tablet table: a log that a tablets writer wrote (a Delta table no
+    tablets writer has adopted is not one yet). Cheap: a listing, and ``is_tablet_table``."""
     if is_legacy(io, root):
         return True
     try:
-        return load_snapshot(io, root).metadata.owned
+        list_log(io, root)
     except TableNotFound:
         return False
     except FormatError:  # a damaged tablet table is one (its error follows); another's Delta log is not
         return is_tablet_table(io, root)
+    return is_tablet_table(io, root)
 
 
 def latest_version(io: FileIO, root: str) -> int:
