@@ -25,7 +25,7 @@ from support.damage import (
 )
 from tablets.exceptions import CommitConflict, FormatError
 from tablets.storage import RowLevelSink, TabletTable, delta_log, log
-from tablets.storage.actions import CommitInfo
+from tablets.storage.actions import CommitInfo, encode_actions
 from tablets.storage.fileio import join
 
 pytestmark = pytest.mark.unit
@@ -374,10 +374,11 @@ def _legacy_copy(where: str, request) -> TabletTable:
         for f in io.list(join(src.root, sub)):
             io.write(join(to, sub, f.name), io.read(f.path))
     for v, actions, _ in log.walk(io, src.root, range(src.version + 1), None):
-        legacy_log.write_version(io, to, v, [replace(a, state=()) if isinstance(a, CommitInfo) else a for a in actions])
+        old = [replace(a, state=()) if isinstance(a, CommitInfo) else a for a in actions]  # as the earlier format wrote
+        assert io.create(join(legacy_log.log_dir(to), log.version_name(v)), encode_actions(old))
     body = io.read(log.checkpoint_path(src.root, CHECKPOINT_VERSION)).split(b"\n", 1)[1]
-    io.write(join(legacy_log.log_dir(to), legacy_log.checkpoint_name(CHECKPOINT_VERSION)), body)
-    io.write(join(legacy_log.log_dir(to), legacy_log.LAST_CHECKPOINT), checkpoint.Hint(CHECKPOINT_VERSION).encode())
+    io.write(join(legacy_log.log_dir(to), log.checkpoint_name(CHECKPOINT_VERSION)), body)
+    io.write(join(legacy_log.log_dir(to), log.LAST_CHECKPOINT), checkpoint.Hint(CHECKPOINT_VERSION).encode())
     t = TabletTable(to)
     assert log.is_legacy(t.io, t.root)
     return t

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage import checkpoint as ckpt
 from tablets.storage import listing
-from tablets.storage.actions import Action, CommitInfo, decode_actions, encode_actions
+from tablets.storage.actions import Action, CommitInfo, decode_actions
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
+from tablets.storage.listing import CHECKPOINT_RE, LAST_CHECKPOINT, VERSION_RE, checkpoint_name, version_name
 from tablets.storage.snapshot import (
     Snapshot,
     StateMismatch,
@@ -30,25 +30,7 @@ from tablets.storage.snapshot import (
 )
 
 LOG_DIR = "_log"
-LAST_CHECKPOINT = "_last_checkpoint"
-CHECKPOINT_INTERVAL = 50
-_VERSION_RE = re.compile(r"^(\d{20})\.json$")
-_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.json$")
-
-__all__ = [
-    "CHECKPOINT_INTERVAL",
-    "LOG_DIR",
-    "apply_version",
-    "latest_version",
-    "list_log",
-    "load_snapshot",
-    "log_dir",
-    "read_version",
-    "read_versions",
-    "version_path",
-    "write_checkpoint",
-    "write_version",
-]
+__all__ = ["end_log", "list_log", "load_snapshot", "read_commit", "read_version", "read_versions", "unmoved"]
 
 
 MOVED = "moved"  # the action of the version that ends _log: {"moved": {"to": "_delta_log"}}
@@ -56,7 +38,7 @@ MOVED = "moved"  # the action of the version that ends _log: {"moved": {"to": "_
 
 def unmoved(io: FileIO, root: str) -> bool:
     """Whether ``_log`` holds versions and was not moved to the Delta log."""
-    names = sorted(f.name for f in io.list(log_dir(root)) if _VERSION_RE.match(f.name))
+    names = sorted(f.name for f in io.list(log_dir(root)) if VERSION_RE.match(f.name))
     if not names:
         return False
     return not _moved(io.read(join(log_dir(root), names[-1])))
@@ -76,14 +58,6 @@ def end_log(io: FileIO, root: str, version: int) -> bool:
     return io.create(version_path(root, version), body.encode())
 
 
-def version_name(version: int) -> str:
-    return f"{version:020d}.json"
-
-
-def checkpoint_name(version: int) -> str:
-    return f"{version:020d}.checkpoint.json"
-
-
 def log_dir(root: str) -> str:
     return join(root, LOG_DIR)
 
@@ -99,9 +73,9 @@ def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
     after = f"{start - 1:020d}.json~" if start else None
     versions, checkpoints = [], []
     for f in io.list(log_dir(root), start_after=after):
-        if m := _VERSION_RE.match(f.name):
+        if m := VERSION_RE.match(f.name):
             versions.append(int(m.group(1)))
-        elif m := _CHECKPOINT_RE.match(f.name):
+        elif m := CHECKPOINT_RE.match(f.name):
             checkpoints.append(int(m.group(1)))
     checkpoints.sort()
     return listing.confirmed(io, sorted(versions), start, lambda v: version_path(root, v)), checkpoints
@@ -119,20 +93,6 @@ def _list(io: FileIO, root: str, hint: Hint | None) -> tuple[list[int], list[int
     return listing.checked(
         root, LOG_DIR, lambda start: _scan(io, root, start), hint, join(log_dir(root), LAST_CHECKPOINT), lambda _: False
     )
-
-
-def has_version(io: FileIO, root: str) -> bool:
-    """Whether ``root`` holds a tablet table (a committed version of ``_log``)."""
-    try:
-        list_log(io, root)
-    except TableNotFound:
-        return False
-    return True
-
-
-def latest_version(io: FileIO, root: str) -> int:
-    versions, _ = list_log(io, root)
-    return versions[-1]
 
 
 def version_path(root: str, version: int) -> str:
@@ -168,24 +128,6 @@ def read_versions(io: FileIO, root: str, versions: Iterable[int]) -> Iterator[tu
 def read_commit(io: FileIO, root: str, version: int) -> CommitInfo | None:
     """The ``commit_info`` of ``version`` (``TableNotFound`` if the log does not hold it)."""
     return next((a for a in read_version(io, root, version) if isinstance(a, CommitInfo)), None)
-
-
-def write_version(io: FileIO, root: str, version: int, actions: list[Action]) -> bool:
-    """Commit ``actions`` as ``version``; False if the version exists (another writer's, or this
-    very commit's whose answer was lost: ``transaction`` tells which when it reads the version)."""
-    return io.create(version_path(root, version), encode_actions(actions))
-
-
-def write_checkpoint(io: FileIO, root: str, snapshot: Snapshot) -> bool:
-    """Create the checkpoint of ``snapshot`` (a state proven to be its version's: writers pass
-    the state they just committed) and point ``_last_checkpoint`` at it; False if one exists."""
-    data = ckpt.encode(snapshot)
-    if not io.create(join(log_dir(root), checkpoint_name(snapshot.version)), data):
-        return False
-    hint = read_hint(io, root)
-    if hint is None or hint.version < snapshot.version:
-        io.write(join(log_dir(root), LAST_CHECKPOINT), Hint(snapshot.version, len(data), ckpt.crc(data)).encode())
-    return True
 
 
 def read_checkpoint(io: FileIO, root: str, version: int, hint: Hint | None = None) -> Snapshot:

@@ -6,11 +6,24 @@ confirmed by asking for the next one, and a version missing in the range read is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from tablets.exceptions import FormatError, TableNotFound
 from tablets.storage.checkpoint import Hint, warn_once
 from tablets.storage.fileio import FileIO
+
+LAST_CHECKPOINT = "_last_checkpoint"
+VERSION_RE = re.compile(r"^(\d{20})\.json$")
+CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.json$")
+
+
+def version_name(version: int) -> str:
+    return f"{version:020d}.json"
+
+
+def checkpoint_name(version: int) -> str:
+    return f"{version:020d}.checkpoint.json"
 
 
 def read_hint(io: FileIO, path: str) -> Hint | None:

@@ -22,7 +22,6 @@ there until its first write moves it (``tablets.storage.upgrade``).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -33,6 +32,7 @@ from tablets.storage import delta_checkpoint, delta_codec, delta_log, legacy_log
 from tablets.storage.actions import Action, CommitInfo
 from tablets.storage.checkpoint import Hint, Rejected, warn_once
 from tablets.storage.fileio import FileIO, join
+from tablets.storage.listing import CHECKPOINT_RE, LAST_CHECKPOINT, VERSION_RE, checkpoint_name, version_name
 from tablets.storage.snapshot import (
     Snapshot,
     StateMismatch,
@@ -43,10 +43,7 @@ from tablets.storage.snapshot import (
 
 LOG_DIR = delta_log.DELTA_LOG
 AUX_DIR = "_tablets"  # derived files: checkpoints, their hint, markers of VACUUMs in progress
-LAST_CHECKPOINT = "_last_checkpoint"
 CHECKPOINT_INTERVAL = 50
-_VERSION_RE = re.compile(r"^(\d{20})\.json$")
-_CHECKPOINT_RE = re.compile(r"^(\d{20})\.checkpoint\.json$")
 
 __all__ = [
     "CHECKPOINT_INTERVAL",
@@ -62,14 +59,6 @@ __all__ = [
     "write_checkpoint",
     "write_version",
 ]
-
-
-def version_name(version: int) -> str:
-    return f"{version:020d}.json"
-
-
-def checkpoint_name(version: int) -> str:
-    return f"{version:020d}.checkpoint.json"
 
 
 def log_dir(root: str) -> str:
@@ -118,12 +107,12 @@ def _scan(io: FileIO, root: str, start: int) -> tuple[list[int], list[int]]:
     """(versions, checkpoints) at or above ``start``, sorted."""
     after = f"{start - 1:020d}.json~" if start else None
     versions = sorted(
-        int(m.group(1)) for f in io.list(log_dir(root), start_after=after) if (m := _VERSION_RE.match(f.name))
+        int(m.group(1)) for f in io.list(log_dir(root), start_after=after) if (m := VERSION_RE.match(f.name))
     )
     checkpoints = sorted(
         int(m.group(1))
         for f in io.list(aux_dir(root))
-        if (m := _CHECKPOINT_RE.match(f.name)) and int(m.group(1)) >= start
+        if (m := CHECKPOINT_RE.match(f.name)) and int(m.group(1)) >= start
     )
     return listing.confirmed(io, versions, start, lambda v: version_path(root, v)), checkpoints
 
