@@ -33,9 +33,10 @@ import time
 
 import numpy as np
 
+import log_compat
 from tablets.storage import log, transaction
 from tablets.storage.actions import AddTablet, ColumnStats, CommitInfo, Metadata, SetDV
-from tablets.storage.fileio import LOCAL, join
+from tablets.storage.fileio import LOCAL
 from tablets.storage.transaction import DVFragment, TabletFragment
 
 COLUMNS = 5
@@ -65,7 +66,7 @@ def dv(tid: str, v: int, rng: np.random.Generator) -> SetDV:
 def commit(root: str, snap, fragments):  # noqa: ANN001, ANN201
     h = transaction.begin(snap, root, "MERGE", delete_from=(), io=LOCAL)
     v = transaction.commit(h, fragments)
-    return log.apply_version(snap, v, log.read_version(LOCAL, root, v))
+    return log.apply_version(snap, v, log_compat.read_version(LOCAL, root, v, snap))
 
 
 def median(fn, repeat: int) -> float:  # noqa: ANN001
@@ -82,8 +83,8 @@ def run(tablets: int, repeat: int) -> dict[str, float | int | bool]:
     root = tempfile.mkdtemp(prefix="tablets-ckpt-bench-")
     try:
         meta = Metadata("0" * 32, tuple((f"c{c}", "bigint", True) for c in range(COLUMNS)), ("c0",), (), 0)
-        log.write_version(LOCAL, root, 0, [meta, CommitInfo("CREATE TABLE", "0" * 32, 0, -1)])
-        snap = log.apply_version(None, 0, log.read_version(LOCAL, root, 0))
+        log_compat.write_version(LOCAL, root, 0, [meta, CommitInfo("CREATE TABLE", "0" * 32, 0, -1)])
+        snap = log.apply_version(None, 0, log_compat.read_version(LOCAL, root, 0))
         snap = commit(root, snap, [TabletFragment(add(i, rng)) for i in range(tablets)])
         ids = list(snap.tablets)
         for v in range(2, 61):
@@ -92,7 +93,7 @@ def run(tablets: int, repeat: int) -> dict[str, float | int | bool]:
             frags += [DVFragment(ids[j], dv(ids[j], v, rng), 1) for j in picks]
             snap = commit(root, snap, frags)
         assert snap.version == 60 and log.list_log(LOCAL, root)[1] == [50]
-        cp = join(log.log_dir(root), log.checkpoint_name(50))
+        cp = log_compat.checkpoint_file(root, 50)
         out: dict[str, float | int | bool] = {"tablets": tablets, "proofs": PROOFS}
         out["checkpoint_bytes"] = os.path.getsize(cp)
         out["open_at_50"] = median(lambda: log.load_snapshot(LOCAL, root, 50), repeat)

@@ -791,16 +791,21 @@ def run_synthetic(tablets: int, columns: int, repeat: int) -> dict[str, object]:
     try:
         schema = synthetic_schema(columns)
         meta = Metadata("0" * 32, schema, ("id",), (("target_tablet_rows", "1000000"),), 0)
-        log.write_version(io, root, 0, [meta, CommitInfo("CREATE TABLE", "0" * 32, 0, -1)])
+        v0 = [meta, CommitInfo("CREATE TABLE", "0" * 32, 0, -1)]
+        log.write_version(io, root, None, snap := log.apply_version(None, 0, v0), v0)
         adds = [synthetic_add(i, schema, rng) for i in range(tablets)]
         t0 = time.perf_counter()
-        log.write_version(io, root, 1, [*adds, CommitInfo("APPEND", "1" * 32, 0, 0)])
+        v1 = [*adds, CommitInfo("APPEND", "1" * 32, 0, 0)]
+        log.write_version(io, root, snap, after := log.apply_version(snap, 1, v1), v1)
         write_v1 = time.perf_counter() - t0
+        snap = after
         ids = [a.tablet_id for a in adds]
         for v in range(2, 51):
             new = synthetic_add(tablets + v, schema, rng, rows=5000)
             dvs = [synthetic_dv(ids[j], v, rng) for j in rng.choice(len(ids), min(10, len(ids)), replace=False)]
-            log.write_version(io, root, v, [new, *dvs, CommitInfo("MERGE", f"{v:032x}", 0, v - 1)])
+            acts = [new, *dvs, CommitInfo("MERGE", f"{v:032x}", 0, v - 1)]
+            log.write_version(io, root, snap, after := log.apply_version(snap, v, acts), acts)
+            snap = after
             ids.append(new.tablet_id)
         v1_bytes = os.path.getsize(join(log.log_dir(root), log.version_name(1)))
         small = os.path.getsize(join(log.log_dir(root), log.version_name(2)))

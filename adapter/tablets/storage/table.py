@@ -498,7 +498,7 @@ class TabletTable:
             params = {vacuum.RETENTION: f"{retention_hours:g}", "retention_check": str(enforce_retention).lower()}
             start = self._record(vacuum.VACUUM_START, params, {"num_files_to_delete": float(len(found))})
             # the store's clock: a file written after START is never older than its timestamp
-            listed = self.io.list(log.log_dir(self.root), start_after=log.version_name(start - 1))  # (one version)
+            listed = self.io.list(log.log_dir(self.root), start_after=log.version_name(start - 1))
             started = next((f.mtime_ms for f in listed if f.name == log.version_name(start)), time.time() * 1000)
             found = self._unreferenced(min(time.time() * 1000, started) - retention_ms)  # the log as of START
             for rel in found:
