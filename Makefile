@@ -10,11 +10,12 @@ TEST_WORKERS ?= 2
 java:
 	@bash scripts/check-java.sh
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/duckdb-delta-env.sh
 	@bash scripts/check-java.sh
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -e '.[test]'
+	bash scripts/duckdb-delta-env.sh $(PYTHON) $(VENV)/duckdb-delta
 	@touch $(STAMP)
 
 main: java $(STAMP)

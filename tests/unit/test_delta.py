@@ -13,6 +13,7 @@ import shutil
 import pyarrow as pa
 import pytest
 from support.delta_check import assert_delta_agrees, delta_read, storage_options
+from support.duckdb_delta import DuckDBDeltaError, duckdb_read
 from tablets.exceptions import ConcurrentAppend, ConcurrentDeleteDelete, FormatError
 from tablets.storage import TabletTable, delta_log, log
 from tablets.storage.delta_adopt import adopt
@@ -437,6 +438,15 @@ def test_polars_does_not_read_a_shallow_clone_until_delta_rs_joins_absolute_uris
     _, c = _source_and_clone(tmp_path)
     with pytest.raises(FileNotFoundError):
         polars.read_delta(c.root)
+
+
+def test_duckdb_does_not_read_a_shallow_clone_until_its_delta_extension_takes_absolute_uris(tmp_path):
+    """The same limit in DuckDB 1.4's delta extension: it opens ``<root>/file:///...`` for an
+    absolute ``add.path``. When this starts reading the rows, turn it into the assertion that it does."""
+    src, c = _source_and_clone(tmp_path)
+    assert sorted(duckdb_read(src.root).column("id").to_pylist()) == [1, 2, 3]
+    with pytest.raises(DuckDBDeltaError, match="No such file"):
+        duckdb_read(c.root)
 
 
 @pytest.mark.parametrize(
