@@ -117,8 +117,7 @@ def test_a_copied_warehouse_refuses_and_leaves_the_original_alone(tmp_path):
     import shutil
 
     wh = str(tmp_path / "project" / "warehouse")
-    run(WRITER.format(wh=wh), tmp_path)
-    run(READER.format(wh=wh), tmp_path)  # (the registry gets its marker)
+    run(WRITER.format(wh=wh), tmp_path)  # (the registry gets its marker with its first entry)
     before = sorted(str(p.relative_to(wh)) for p in (tmp_path / "project" / "warehouse").rglob("*") if p.is_file())
     shutil.copytree(tmp_path / "project", tmp_path / "copy")
     out = run(COPY.format(wh=str(tmp_path / "copy" / "warehouse")), tmp_path)
@@ -127,3 +126,19 @@ def test_a_copied_warehouse_refuses_and_leaves_the_original_alone(tmp_path):
     after = sorted(str(p.relative_to(wh)) for p in (tmp_path / "project" / "warehouse").rglob("*") if p.is_file())
     assert [p for p in after if "_metastore" not in p] == [p for p in before if "_metastore" not in p]
     assert "ROWS [(1, 'a'), (3, 'c')]" in run(READER.format(wh=wh), tmp_path)
+
+
+def test_a_warehouse_copied_before_it_had_a_marker_refuses_too(tmp_path):
+    """A warehouse that older code wrote has no marker; a copy of it is told by its entries, which
+    name managed tables in the original's layout, and refuses before anything is written."""
+    import shutil
+
+    wh = tmp_path / "project" / "warehouse"
+    run(WRITER.format(wh=str(wh)), tmp_path)
+    (wh / "_tablets_registry" / "_warehouse.json").unlink()  # as older code left it
+    shutil.copytree(tmp_path / "project", tmp_path / "copy")
+    out = run(COPY.format(wh=str(tmp_path / "copy" / "warehouse")), tmp_path)
+    assert f"is a copy of (or was moved from) {wh}:" in out, out
+    assert not (tmp_path / "copy" / "warehouse" / "_tablets_registry" / "_warehouse.json").exists()
+    assert "ROWS [(1, 'a'), (3, 'c')]" in run(READER.format(wh=str(wh)), tmp_path)
+    assert (wh / "_tablets_registry" / "_warehouse.json").exists()  # the original, read, gets its marker

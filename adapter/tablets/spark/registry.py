@@ -154,18 +154,21 @@ def registry_dir(spark: SparkSession) -> str:
 WAREHOUSE_MARKER = "_warehouse.json"  # {"root": <the warehouse's own root>}: what a copy is told by
 
 
-def check_warehouse(io: FileIO, warehouse: str, names_tables: bool) -> None:
+def check_warehouse(io: FileIO, warehouse: str, entries: Sequence[RegistryEntry]) -> None:
     """Refuse a warehouse whose registry was written for another root (a ``cp -r`` of a dbt
     project's ``target/``, a moved directory): its entries and Spark's metastore name the
     original's tables as managed, and a DROP or INSERT here would change them. A registry
-    without its marker (``names_tables``: it has entries) is given one, naming this root."""
+    without its marker is given one naming this root, unless its managed entries name tables
+    of another warehouse (a copy made before markers were written)."""
     path = join(warehouse, REGISTRY_DIR, WAREHOUSE_MARKER)
     try:
         marked = json.loads(io.read(path)).get("root")
     except FileNotFoundError:
-        if names_tables:
-            io.write(path, json.dumps({"root": warehouse}).encode(), sync=True)
-        return
+        marked = _copied_from(warehouse, entries)
+        if marked is None:
+            if entries:
+                io.write(path, json.dumps({"root": warehouse}).encode(), sync=True)
+            return
     except (ValueError, AttributeError):
         marked = None
     if marked != warehouse:
@@ -176,6 +179,20 @@ def check_warehouse(io: FileIO, warehouse: str, names_tables: bool) -> None:
             help=f"To start afresh here, delete {warehouse} (dbt builds it again: dbt build). To keep using the "
             f"original, point the profile (or spark.tablets.warehouse) back at {marked}.",
         )
+
+
+def _copied_from(warehouse: str, entries: Sequence[RegistryEntry]) -> str | None:
+    """The other warehouse whose managed layout (``<warehouse>/[<db>.db/]<table>``) an entry
+    outside this one has, else None. Entries made with LOCATION, and those of a database with a
+    location of its own, live anywhere."""
+    for e in entries:
+        if e.external or e.path.startswith(warehouse.rstrip("/") + "/"):
+            continue
+        db, _, table = e.name.rpartition(".")
+        tail = table if db in ("", "default") else f"{db}.db/{table}"
+        if e.path.endswith("/" + tail):
+            return e.path[: -len(tail) - 1]
+    return None
 
 
 def load_registry(spark: SparkSession) -> _Registry:
@@ -191,7 +208,6 @@ def load_registry(spark: SparkSession) -> _Registry:
         cached = _registries.get(directory)
         if cached is not None and cached.listing == listing:
             return cached
-    check_warehouse(st.io, st.warehouse, bool(files))
     by_name: dict[str, RegistryEntry] = {}
     by_provider: dict[str, RegistryEntry] = {}
     for f in files:
@@ -204,6 +220,7 @@ def load_registry(spark: SparkSession) -> _Registry:
             continue  # a file being replaced, or not ours
         by_name[entry.name] = entry
         by_provider[entry.provider] = entry
+    check_warehouse(st.io, st.warehouse, list(by_name.values()))
     reg = _Registry(directory, listing, by_name, by_provider)
     with _lock:
         _registries[directory] = reg
@@ -217,6 +234,7 @@ def _invalidate(directory: str) -> None:
 
 def write_entry(spark: SparkSession, entry: RegistryEntry) -> None:
     directory = registry_dir(spark)
+    check_warehouse(storage(spark).io, warehouse_dir(spark), [entry])  # (the marker, with the first entry)
     body: dict[str, object] = {"name": entry.name, "path": entry.path, "provider": entry.provider}
     if entry.external is not None:
         body["external"] = entry.external
