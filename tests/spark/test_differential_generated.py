@@ -16,7 +16,7 @@ properties) within a time budget, then printed as the SQL that reproduces it.
 
 Default: at least ``STATEMENTS`` (500) statements, each on both plans and DuckDB: about 504
 in 36 cases (its time on this machine: bench/RESULTS.md); a tenth of it is the VERSION AS OF
-reads. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
+reads; a fifth as many again with Spark's ANSI mode off. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
 ``TABLETS_GEN_STATEMENTS=n`` runs n, ``TABLETS_GEN_SEED=n`` starts at seed n,
 ``TABLETS_GEN_MINIMISE=s`` gives each distinct failure s seconds of minimising (0: none);
 ``-s`` shows each case and the summary (also written to differential.txt in the test's tmp dir).
@@ -36,6 +36,7 @@ from support.sqlgen import make_case
 from tablets.engine import key_filter
 
 pytestmark = pytest.mark.spark
+ANSI = "spark.sql.ansi.enabled"
 
 SLOW = bool(os.environ.get("TABLETS_SLOW"))
 STATEMENTS = int(os.environ.get("TABLETS_GEN_STATEMENTS", "20000" if SLOW else "500"))
@@ -57,9 +58,32 @@ def dbs(spark):
 
 
 def test_generated_statements_agree_on_both_plans_and_with_duckdb(dbs, tmp_path):
+    _run(dbs, tmp_path, SEED, STATEMENTS)
+
+
+@pytest.fixture
+def legacy(dbs):
+    """Both plans' sessions with Spark's ANSI mode off (dbt-spark's, where a profile opts out)."""
+    sessions = [db.spark for db in dbs.values()]
+    before = [s.conf.get(ANSI) for s in sessions]
+    for s in sessions:
+        s.conf.set(ANSI, "false")
+    yield dbs
+    for s, b in zip(sessions, before, strict=True):
+        s.conf.set(ANSI, b)
+
+
+def test_generated_statements_agree_with_ansi_off(legacy, tmp_path):
+    """The harness in the other mode: a fifth of the budget, from seeds of its own (the generator's
+    values fit their columns, so DuckDB's answers hold in both modes; test_ansi_modes.py holds
+    what differs)."""
+    _run(legacy, tmp_path, SEED + 500_000, max(STATEMENTS // 5, CASE_STATEMENTS))
+
+
+def _run(dbs, tmp_path, first_seed: int, statements: int) -> None:
     tally, found, failed = Tally(), {}, []
-    start, seed = time.monotonic(), SEED
-    while tally.statements < STATEMENTS:
+    start, seed = time.monotonic(), first_seed
+    while tally.statements < statements:
         case = make_case(seed, CASE_STATEMENTS)
         seed += 1
         tally.cases += 1
@@ -69,7 +93,7 @@ def test_generated_statements_agree_on_both_plans_and_with_duckdb(dbs, tmp_path)
         if failure is not None:
             failed.append(seed - 1)
         if TALLY_FILE:
-            seeds = {"first_seed": SEED, "last_seed": seed - 1, "failed_seeds": failed}
+            seeds = {"first_seed": first_seed, "last_seed": seed - 1, "failed_seeds": failed}
             Path(TALLY_FILE).write_text(json.dumps({**seeds, "tally": tally.to_json()}))
         if failure is None or failure.signature() in found:
             continue

@@ -95,10 +95,14 @@ class MergeConfig:
     # dbt-databricks' key: the MERGE is MERGE WITH SCHEMA EVOLUTION (new source columns added,
     # types widened, in the MERGE's commit)
     merge_with_schema_evolution: bool = False
+    # Spark's ANSI mode for this model's statements; None: the profile's (``ansi``, default on)
+    ansi: bool | None = None
 
     def statement_options(self) -> dict[str, Any]:
-        """The engine's per-statement options (``tablets.MergeOptions`` fields)."""
+        """The engine's per-statement options (``tablets.MergeOptions`` fields, and ``ansi``,
+        which the cursor applies around the statement)."""
         return {
+            **ansi_option(self.ansi),
             "skip_unchanged": self.skip_unchanged,
             "target_tablet_rows": self.target_tablet_rows,
             "cluster_by": self.cluster_by,
@@ -138,10 +142,12 @@ class TableConfig:
     cluster_by: tuple[str, ...] = ()
     tblproperties: tuple[tuple[str, str], ...] = ()
     materialization: str = TABLE
+    ansi: bool | None = None  # as MergeConfig's
 
     def statement_options(self) -> dict[str, Any]:
         """The engine's options for the statement (the CREATE TABLE ... AS, a snapshot's MERGE)."""
         return {
+            **ansi_option(self.ansi),
             "target_tablet_rows": self.target_tablet_rows,
             "cluster_by": self.cluster_by,
             "parameters": (("dbt_model", self.model), ("dbt_materialization", self.materialization)),
@@ -156,6 +162,10 @@ class TableConfig:
         if self.cluster_by and self.materialization == TABLE:  # OPTIMIZE sorts the tablets it writes by it
             props.setdefault("cluster_by", ",".join(self.cluster_by))
         return props
+
+
+def ansi_option(ansi: bool | None) -> dict[str, bool]:
+    return {} if ansi is None else {"ansi": ansi}
 
 
 def parse_table_config(config: Mapping[str, Any] | None, model: str) -> TableConfig:

@@ -22,6 +22,8 @@ A profile::
           # keep_alive: 600        # seconds a warm local Spark waits for the next dbt command
           #                        # (0, the default: each command starts and ends its own)
           # server_side_parameters: {"spark.driver.memory": "4g"}
+          # ansi: false            # opt out of Spark's ANSI rules (on by default: a value that
+          #                        # does not fit its column fails the statement)
           # retries: 5             # re-runs of a MERGE that lost a commit race to a conflicting one
           # retry_backoff: 0.1     # seconds; random waits, doubling per re-run (at most 5 s)
 
@@ -50,7 +52,13 @@ from dbt.adapters.spark.connections import (
 from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
-from dbt.adapters.tablets.session import TabletsConnection, TabletsConnectionWrapper, open_database, start_early
+from dbt.adapters.tablets.session import (
+    ANSI_CONF,
+    TabletsConnection,
+    TabletsConnectionWrapper,
+    open_database,
+    start_early,
+)
 from tablets.exceptions import TabletsError
 from tablets.sessions import check_metastore_uri
 
@@ -106,6 +114,9 @@ class TabletsCredentials(SparkCredentials):
     metastore_uri: str | None = None
     retries: int | None = None  # re-runs of a statement that lost a commit race (default 5)
     retry_backoff: float | None = None  # seconds, the first re-run's longest wait (default 0.1)
+    # Spark 4's ANSI rules (a value that does not fit its column fails the statement), which
+    # dbt-spark turns off in every session; false opts the profile out (a model: config ansi)
+    ansi: bool = True
 
     def __post_init__(self) -> None:
         if self.method != SparkConnectionMethod.SESSION:
@@ -138,7 +149,11 @@ class TabletsCredentials(SparkCredentials):
                 check_metastore_uri(self.metastore_uri)
             except TabletsError as e:
                 raise DbtRuntimeError(f"`metastore_uri`: {e}") from None
-        super().__post_init__()
+        if not isinstance(self.ansi, bool):
+            raise DbtRuntimeError(f"`ansi` is true or false, not {self.ansi!r}")
+        given = {str(k): str(v) for k, v in (self.server_side_parameters or {}).items()}.get(ANSI_CONF)
+        super().__post_init__()  # (sets spark.sql.ansi.enabled to false)
+        self.server_side_parameters[ANSI_CONF] = given.lower() if given else str(self.ansi).lower()
 
     @property
     def type(self) -> str:
@@ -158,6 +173,7 @@ class TabletsCredentials(SparkCredentials):
             "schema",
             "shuffle_partitions",
             "keep_alive",
+            "ansi",
         )
 
     def connection_info(self, *, with_aliases: bool = False) -> Iterable[tuple[str, Any]]:
@@ -264,6 +280,7 @@ class TabletsConnectionManager(SparkConnectionManager):
             retries=creds.retries,
             retry_backoff=creds.retry_backoff,
         )
+        db.spark.conf.set(ANSI_CONF, creds.server_side_parameters[ANSI_CONF])  # a warm Spark keeps an earlier one's
         connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
         connection.state = ConnectionState.OPEN
         return connection

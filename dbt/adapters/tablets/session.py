@@ -73,6 +73,24 @@ _early_error: BaseException | None = None
 # --- the cursor -------------------------------------------------------------------------------
 
 
+ANSI_CONF = "spark.sql.ansi.enabled"
+
+
+@contextmanager
+def ansi_mode(spark: Any, ansi: bool | None) -> Iterator[None]:
+    """Spark's ANSI mode set to ``ansi`` (a model's ``ansi`` config) for one statement, and the
+    profile's restored after; None: the profile's as it is."""
+    if ansi is None:
+        yield
+        return
+    before = spark.conf.get(ANSI_CONF)
+    spark.conf.set(ANSI_CONF, "true" if ansi else "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ANSI_CONF, before)
+
+
 def options_comment(options: Mapping[str, Any] | None) -> str:
     """``options`` (``tablets.MergeOptions`` fields) as the comment that carries them in the
     statement they are for (``statement_options`` in the macros); "" for none."""
@@ -112,8 +130,10 @@ class TabletsCursor(SparkSessionCursor):
         self._rows = None
         sql, options = take_options(sql)
         db = self._connection.database
+        ansi = options.pop("ansi", None) if options else None
         # a model's sql_header runs before its statement, in the same call
-        out = db.script(sql, options=options)  # errors become dbt's in the manager's exception_handler
+        with ansi_mode(db.spark, ansi):
+            out = db.script(sql, options=options)  # errors become dbt's in the manager's exception_handler
         from tablets.db import StatementResult  # (the engine loads beside the session: _load_engine)
 
         if isinstance(out, StatementResult):

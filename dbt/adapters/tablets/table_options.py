@@ -74,8 +74,13 @@ def table_options(p: Problems, config: Mapping[str, Any], materialization: str) 
             )
         else:
             cluster_by = p.str_list(config, LIQUID_CLUSTERED_BY, what="column name", example="[customer_id]")
+    ansi = config.get("ansi")
+    if ansi is not None and not isinstance(ansi, bool):
+        p.add("ansi", ansi, "not a boolean", "true or false", "set ansi: false (unquoted) to opt this model out")
+        ansi = None
     return {
         "target_tablet_rows": rows,
         "cluster_by": cluster_by or (),
+        "ansi": ansi,
         "tblproperties": tuple((str(k), str(v)) for k, v in props.items()),
     }

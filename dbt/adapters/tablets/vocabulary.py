@@ -69,7 +69,8 @@ KNOWN_KEYS = (
     "merge_exclude_columns", "source_alias", "target_alias", "skip_unchanged",
     "incremental_predicates", "predicates", "on_schema_change", "target_tablet_rows", "cluster_by",
     "prune_tablets", "incremental_strategy", "file_format", "partition_by", "clustered_by",
-    "buckets", "tblproperties", "replace_where", "merge_with_schema_evolution", *DATABRICKS_KEYS, LIQUID_CLUSTERED_BY,
+    "buckets", "tblproperties", "replace_where", "merge_with_schema_evolution", "ansi", *DATABRICKS_KEYS,
+    LIQUID_CLUSTERED_BY,
     *DATABRICKS_IGNORED,
 )  # fmt: skip
 # dbt's own config keys that look like ours but are not typos
