@@ -7,6 +7,7 @@
      literals (seeds.py: numbers keep every digit). Another file_format is dbt-spark's seed,
      unchanged. --#}
 {% macro tablets__create_csv_table(model, agate_table) %}
+  {% do tablets_check_grants() %}
   {%- if tablets_file_format() != 'tablets' -%}
     {{ return(spark__create_csv_table(model, agate_table)) }}
   {%- endif -%}
@@ -15,6 +16,7 @@
 
 
 {% macro tablets__reset_csv_table(model, full_refresh, old_relation, agate_table) %}
+  {% do tablets_check_grants() %}
   {%- if tablets_file_format() != 'tablets' -%}
     {{ return(spark__reset_csv_table(model, full_refresh, old_relation, agate_table)) }}
   {%- endif -%}

@@ -12,6 +12,7 @@
 {% endmacro %}
 
 {%- materialization clone, adapter='tablets' -%}
+  {% do tablets_check_grants() %}
   {%- set relations = {'relations': []} -%}
   {%- if not defer_relation -%}
     {{ log("No relation found in state manifest for " ~ model.unique_id, info=True) }}

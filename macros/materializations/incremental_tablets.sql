@@ -13,6 +13,7 @@
   Python models write tablet tables whatever the file_format default (python_model.sql).
 --#}
 {% materialization incremental, adapter='tablets', supported_languages=['sql', 'python'] -%}
+  {% do tablets_check_grants() %}
   {%- if model['language'] == 'python' -%}
     {% do tablets_python_check('incremental') %}
     {%- set cfg = tablets_merge_config('incremental') -%}

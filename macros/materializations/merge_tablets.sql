@@ -7,6 +7,7 @@
   A Python model's DataFrame is the MERGE source (python_model.sql).
 --#}
 {% materialization merge_tablets, adapter='tablets', supported_languages=['sql', 'python'] -%}
+  {% do tablets_check_grants() %}
   {%- set cfg = tablets_merge_config('merge_tablets') -%}
   {%- if model['language'] == 'python' -%}
     {% do tablets_python_check('merge_tablets') %}

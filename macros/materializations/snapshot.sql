@@ -11,6 +11,7 @@
   file_format delta, iceberg or hudi is dbt-spark's snapshot materialization, unchanged.
 --#}
 {% materialization snapshot, adapter='tablets' %}
+  {% do tablets_check_grants() %}
   {%- if tablets_file_format() != 'tablets' -%}
     {{ return(materialization_snapshot_spark()) }}
   {%- endif -%}

@@ -8,6 +8,7 @@
   materialization, unchanged.
 --#}
 {% materialization table, adapter='tablets', supported_languages=['sql', 'python'] -%}
+  {% do tablets_check_grants() %}
   {%- if model['language'] != 'python' -%}
     {%- if tablets_file_format() == 'tablets' -%}
       {{ return(tablets_table_sql()) }}

@@ -2,6 +2,7 @@
      which no view can hold: refused with what to use instead (dbt-core's own refusal names
      neither the model nor a fix). --#}
 {% materialization view, adapter='tablets', supported_languages=['sql', 'python'] -%}
+  {% do tablets_check_grants() %}
   {%- if model['language'] == 'python' -%}
     {{ exceptions.raise_compiler_error(
         "Python model '" ~ model.name ~ "': materialized='view' is not supported for Python models "

@@ -132,6 +132,22 @@ class TabletsAdapter(SparkAdapter):
     # --- the materializations -------------------------------------------------------------------
 
     @available
+    def check_grants(self, grants: Any, model_name: str) -> str:
+        """Refuse a model's ``grants`` before anything is written: Spark (embedded, a standalone
+        cluster, Spark Connect) has no GRANT statement and keeps no privileges, so dbt-spark's
+        grants would fail after the model's rows were committed."""
+        if not grants:
+            return ""
+        raise DbtRuntimeError(
+            f"model '{model_name}': grants = {dict(grants) if isinstance(grants, Mapping) else grants!r}: "
+            "Spark has no GRANT statement (it keeps no privileges), so these grants cannot be applied; "
+            "nothing was written.\n"
+            "  fix: remove `grants` from this model (or its `+grants` in dbt_project.yml), or give it only "
+            "on targets whose engine grants: grants: \"{{ {'select': ['reporter']} if target.name == 'prod' "
+            "else {} }}\""
+        )
+
+    @available
     def merge_config(
         self, config: Mapping[str, Any], model_name: str, materialization: str = MERGE_TABLETS
     ) -> MergeConfig:
