@@ -144,7 +144,7 @@ class TabletsAdapter(SparkAdapter):
             "nothing was written.\n"
             "  fix: remove `grants` from this model (or its `+grants` in dbt_project.yml), or give it only "
             "on targets whose engine grants: grants: \"{{ {'select': ['reporter']} if target.name == 'prod' "
-            "else {} }}\""
+            'else {} }}"'
         )
 
     @available
