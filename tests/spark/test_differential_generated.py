@@ -16,7 +16,7 @@ properties) within a time budget, then printed as the SQL that reproduces it.
 
 Default: at least ``STATEMENTS`` (500) statements, each on both plans and DuckDB: about 504
 in 36 cases (its time on this machine: bench/RESULTS.md); a tenth of it is the VERSION AS OF
-reads; a fifth as many again with Spark's ANSI mode off. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
+reads; a tenth as many again with Spark's ANSI mode off. ``TABLETS_SLOW=1``: a soak of 20,000, from seeds of its own.
 ``TABLETS_GEN_STATEMENTS=n`` runs n, ``TABLETS_GEN_SEED=n`` starts at seed n,
 ``TABLETS_GEN_MINIMISE=s`` gives each distinct failure s seconds of minimising (0: none);
 ``-s`` shows each case and the summary (also written to differential.txt in the test's tmp dir).
@@ -74,10 +74,10 @@ def legacy(dbs):
 
 
 def test_generated_statements_agree_with_ansi_off(legacy, tmp_path):
-    """The harness in the other mode: a fifth of the budget, from seeds of its own (the generator's
+    """The harness in the other mode: a tenth of the budget, from seeds of its own (the generator's
     values fit their columns, so DuckDB's answers hold in both modes; test_ansi_modes.py holds
     what differs)."""
-    _run(legacy, tmp_path, SEED + 500_000, max(STATEMENTS // 5, CASE_STATEMENTS))
+    _run(legacy, tmp_path, SEED + 500_000, max(STATEMENTS // 10, CASE_STATEMENTS))
 
 
 def _run(dbs, tmp_path, first_seed: int, statements: int) -> None:
