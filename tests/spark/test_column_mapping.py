@@ -141,6 +141,16 @@ def test_rename_is_a_metadata_commit_and_the_old_name_can_be_added_again(db, spa
     assert readers(db, spark, "SELECT id, c, v FROM cm.t") == [(1, "a", 10), (2, "b", 20), (3, "c", 30)]
 
 
+def test_drop_column_takes_a_list_without_parentheses_as_spark_does(db, spark, table):
+    """Spark's grammar: DROP { COLUMN | COLUMNS } [ IF EXISTS ] [(] col [, ...] [)]."""
+    version = db.table_of(table).version
+    db.sql("ALTER TABLE cm.t DROP COLUMN c, `v`")
+    assert [c.name for c in spark.catalog.listColumns("cm.t")] == ["id"]
+    assert db.table_of(table).version == version + 1  # one commit for both
+    db.sql("ALTER TABLE cm.t DROP COLUMNS IF EXISTS c, v")  # nothing left to drop: no commit
+    assert db.table_of(table).version == version + 1
+
+
 def test_drop_then_add_keeps_history_and_ids(db, spark, table):
     t = db.table_of(table)
     db.sql("ALTER TABLE cm.t DROP COLUMNS (c, v)")

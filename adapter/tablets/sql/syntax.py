@@ -35,7 +35,15 @@ def parsed_sql(text: str) -> exp.Expr:
         raise sqlglot.errors.ParseError("empty statement")
     if len(trees) > 1:
         raise sqlglot.errors.ParseError("more than one statement: run them one at a time")
-    return trees[0]
+    tree = trees[0]
+    if isinstance(tree, exp.Command) and str(tree.this).upper() == "ALTER":
+        m = _DROP_LIST.match(str(tree.expression or ""))
+        if m:  # Spark's grammar allows the list without parentheses; sqlglot's only with them
+            return parsed_sql(f"ALTER {m.group(1)}COLUMNS{m.group(2) or ''} ({m.group(3)})")
+    return tree
+
+
+_DROP_LIST = re.compile(r"(?is)\s*(TABLE\s+.+?\s+DROP\s+)COLUMNS?(\s+IF\s+EXISTS)?\s+([^()]+,[^()]+?)\s*$")
 
 
 def split_statements(text: str) -> list[str]:
