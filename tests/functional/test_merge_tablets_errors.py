@@ -61,7 +61,7 @@ class TestMergeTabletsErrors:
         for fragment in (
             "unique_key = []: is empty",
             "when_matched[0].action = 'upsert': not an action of WHEN MATCHED",
-            "allowed: update, delete, do_nothing",
+            "allowed: update, delete, do_nothing\n",  # (the documented ones only)
             "when_not_matched[0].values = 7",
             "on_schema_change = 'evolve'",
             "merge_update_columns and merge_exclude_columns are mutually exclusive",

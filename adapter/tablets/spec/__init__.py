@@ -35,6 +35,9 @@ class ActionKind(StrEnum):
     REPLACE = "DELETE AND INSERT"
 
 
+# the actions the engine makes of a statement itself, never written by a user
+INTERNAL_ACTIONS = frozenset({ActionKind.REFUSE, ActionKind.REPLACE})
+
 ALLOWED_ACTIONS: dict[Category, frozenset[ActionKind]] = {
     Category.MATCHED: frozenset(
         {ActionKind.UPDATE, ActionKind.DELETE, ActionKind.DO_NOTHING, ActionKind.REFUSE, ActionKind.REPLACE}

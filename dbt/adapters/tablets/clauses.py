@@ -11,12 +11,17 @@ from typing import Any
 
 from dbt.adapters.tablets.problems import Problems, sql_value
 from tablets import ALLOWED_ACTIONS, ActionKind, Category
+from tablets.spec import INTERNAL_ACTIONS
 
 # clause config key (when_matched, ...) -> (SQL category, allowed actions), from the engine's rules
 CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
     f"when_{c.name.lower()}": (
         c.value,
-        tuple(a.value.lower().replace(" ", "_") for a in ActionKind if a in ALLOWED_ACTIONS[c]),
+        tuple(
+            a.value.lower().replace(" ", "_")
+            for a in ActionKind
+            if a in ALLOWED_ACTIONS[c] and a not in INTERNAL_ACTIONS
+        ),
     )
     for c in Category
 }
