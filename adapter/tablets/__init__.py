@@ -46,6 +46,9 @@ _LAZY = {
     "ActionKind": ("tablets.spec", "ActionKind"),
     "Category": ("tablets.spec", "Category"),
     "ALLOWED_ACTIONS": ("tablets.spec", "ALLOWED_ACTIONS"),
+    "INTERNAL_ACTIONS": ("tablets.spec", "INTERNAL_ACTIONS"),
+    # why a piece of a statement (a condition, a value) is not SQL, or None
+    "expression_error": ("tablets.sql.syntax", "expression_error"),
 }
 
 

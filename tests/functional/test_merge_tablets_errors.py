@@ -89,3 +89,28 @@ class TestMergeTabletsErrors:
             "incremental_strategy = 'upsert'" in msg
             and "allowed: merge, append, insert_overwrite, replace_where, delete+insert, microbatch" in msg
         )
+
+
+BAD_SQL = """
+{{ config(
+    materialized='merge_tablets',
+    unique_key='id',
+    when_matched=[{'condition': 't.v >>> s.v', 'action': 'update'}],
+) }}
+select 1 as id, 2 as v
+"""
+
+
+class TestClauseSqlErrors:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"bad_sql.sql": BAD_SQL}
+
+    def test_bad_sql_in_a_clause_names_the_key_and_the_place_before_anything_runs(self, project):
+        result = run_dbt(["run"], expect_pass=False).results[0]
+        msg = result.message
+        assert "model 'bad_sql'" in msg
+        assert "when_matched[0].condition = 't.v >>> s.v': not valid SQL: the expression is incomplete" in msg
+        assert "after 't.v >>>'" in msg and "/*" not in msg
+        tables = [r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")]
+        assert "bad_sql" not in tables

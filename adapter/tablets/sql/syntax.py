@@ -46,6 +46,16 @@ def parsed_sql(text: str) -> exp.Expr:
 _DROP_LIST = re.compile(r"(?is)\s*(TABLE\s+.+?\s+DROP\s+)COLUMNS?(\s+IF\s+EXISTS)?\s+([^()]+,[^()]+?)\s*$")
 
 
+def expression_error(text: str) -> str | None:
+    """Why ``text`` is not one SQL expression (a clause's condition or value), in the words
+    of ``parse_error_text``; None where it is."""
+    try:
+        sqlglot.parse_one(text, read=DIALECT, into=exp.Condition)
+    except sqlglot.errors.SqlglotError as e:
+        return parse_error_text(e).replace("the statement is incomplete", "the expression is incomplete")
+    return None
+
+
 def split_statements(text: str) -> list[str]:
     """``text``'s statements, split at the semicolons between them (not those inside quotes,
     identifiers or comments); pieces with nothing but comments or space are dropped. Text that

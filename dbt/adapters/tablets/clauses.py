@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dbt.adapters.tablets.problems import Problems, sql_value
-from tablets import ALLOWED_ACTIONS, ActionKind, Category
-from tablets.spec import INTERNAL_ACTIONS
+from tablets import ALLOWED_ACTIONS, INTERNAL_ACTIONS, ActionKind, Category, expression_error
 
 # clause config key (when_matched, ...) -> (SQL category, allowed actions), from the engine's rules
 CATEGORIES: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -66,7 +65,11 @@ def _condition(p: Problems, key: str, raw: Any, example: str) -> str | None:
     if raw is None:
         return None
     if isinstance(raw, str) and raw.strip():
-        return raw.strip()
+        wrong = expression_error(raw.strip())
+        if wrong is None:
+            return raw.strip()
+        p.add(key, raw, f"not valid SQL: {wrong}", f'a SQL boolean expression, e.g. "{example}"', "correct the SQL")
+        return None
     allowed = f'a non-empty string, e.g. "{example}"'
     p.add(
         key,

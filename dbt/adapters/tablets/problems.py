@@ -13,6 +13,8 @@ from typing import Any
 
 from dbt_common.exceptions import DbtRuntimeError
 
+from tablets import expression_error
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -134,6 +136,11 @@ class Problems:
                 allowed = "column: 'SQL expression' (a string, number, boolean or null)"
                 message = "not a column name mapped to a SQL expression"
                 self.add(f"{key}.{col}", value, message, allowed, f"write {example}")
+                ok = False
+                continue
+            wrong = expression_error(sql)
+            if wrong is not None:
+                self.add(f"{key}.{col}", value, f"not valid SQL: {wrong}", "a SQL expression", "correct the SQL")
                 ok = False
                 continue
             out.append((col.strip().strip("`"), sql))
