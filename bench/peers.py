@@ -4,6 +4,8 @@
     bench/.venv-ducklake   duckdb 1.5.5 + duckdb-extension-ducklake 1.5.5 (the extension must match
                            DuckDB's version exactly, and 1.5.5 is its newest build)
     bench/.venv-iceberg    PySpark 3.5.9 (Iceberg 1.10's Spark runtime is built for Spark 3.5)
+    bench/.venv-dbt_duckdb dbt-core 1.11 + dbt-duckdb: bench/startup.py's peer (a dbt user's
+                           local warehouse of choice), beside dbt-core's own version here
 
 Iceberg's Spark runtime jar comes from the PyPI wheel `snowpark-connect-deps-iceberg`; that jar
 lacks the Jackson it was built against (org.apache.iceberg.shaded.com.fasterxml.jackson), so plain
@@ -31,6 +33,7 @@ VENVS = {
     "ducklake": ["duckdb==1.5.5", "duckdb-extension-ducklake==1.5.5", "pyarrow", "numpy"],
     # PySpark 3.5's mapInArrow (the final table's fingerprint, systems.SparkSystem) needs pandas
     "iceberg": ["pyspark==3.5.9", "pyarrow", "numpy", "pandas"],
+    "dbt_duckdb": ["dbt-core>=1.11,<1.12", "dbt-duckdb>=1.11,<1.12"],
 }
 ICEBERG_WHEEL, ICEBERG_JAR = "snowpark-connect-deps-iceberg", "iceberg-spark-runtime-3.5_2.12-*.jar"
 JACKSON_WHEEL, JACKSON_JARS = (

@@ -1,8 +1,8 @@
 """dbt start-up benchmark: `dbt run --select <one merge_tablets model>` in a fresh process, and where its seconds go.
 
-    .venv/bin/python bench/startup.py --repeat 3
+    .venv/bin/python bench/startup.py --repeat 3                   # the README's profile (a warm Spark)
     .venv/bin/python bench/startup.py --repeat 1 --results ''      # a quick try
-    .venv/bin/python bench/startup.py --repeat 3 --keep-alive 600    # joining a warm Spark
+    .venv/bin/python bench/startup.py --repeat 3 --keep-alive 0    # each command its own Spark
 
 Writes a tiny dbt project into the work dir (a session-method profile like integration_tests', one
 merge_tablets model of 100 rows), then --repeat times from an empty warehouse: `dbt run` (creates
@@ -22,10 +22,15 @@ and Spark's event log (`spark.eventLog.*` through the profile's server_side_para
     the model                 -> its SQL done (dbt's SQLQueryStatus)
     exit                      -> the process ends (results, JVM shutdown)
 
-With --keep-alive the profile keeps a warm Spark between commands (`keep_alive`,
-``tablets.spark.warm``): a first command starts it (reported alone), then each repeat is a
-`dbt run --full-refresh` (creates) and a `dbt run` (merges), each a fresh `dbt` process joining
-it; Spark's event log then belongs to the server, so the parts are dbt's own (WARM_PARTS).
+Beside it, interleaved in the same run, the peer: dbt-duckdb (bench/.venv-dbt_duckdb, made on first
+use by bench/peers.py) on the same model (an incremental model on the same unique key, in DuckDB's
+SQL), the same three commands from an empty database; the ratios are ours / dbt-duckdb's medians.
+`--peers ''` runs ours alone.
+
+The profile keeps a warm Spark between commands by default (`keep_alive`, ``tablets.spark.warm``;
+`--keep-alive 0`: each command starts and ends its own): a first command starts it (reported
+alone), then each repeat is a `dbt run --full-refresh` (creates) and a `dbt run` (merges), each a
+fresh `dbt` process joining it; Spark's event log then belongs to the server, so the parts are dbt's own (WARM_PARTS).
 """
 
 from __future__ import annotations
@@ -74,6 +79,29 @@ PROFILE = """bench_startup:
         spark.eventLog.compress: "false"
         spark.eventLog.rolling.enabled: "false"
 """
+PEER_PROJECT = {
+    "dbt_project.yml": """name: bench_startup_duckdb
+version: "1.0"
+profile: bench_startup_duckdb
+model-paths: [models]
+flags:
+  send_anonymous_usage_stats: false
+""",
+    "models/events.sql": """{{ config(materialized='incremental', unique_key='id') }}
+select i as id, cast(i * {{ var('phase', 1) }} as double) as v, 'row-' || cast(i as varchar) as s
+from range(1, 101) t(i)
+""",
+    "profiles.yml": """bench_startup_duckdb:
+  target: local
+  outputs:
+    local:
+      type: duckdb
+      path: target/bench.duckdb
+      threads: 1
+""",
+}
+PEER_PARTS = ["python + import dbt", "dbt: project, parse", "the rest"]
+
 PARTS = [
     "python + import dbt",
     "dbt: project, parse",
@@ -137,14 +165,27 @@ def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str | None
     return parts | {"engine": engine}
 
 
+def peer_breakdown(spawned: float, ended: float, dbt_log: str) -> dict[str, float | str]:
+    """PEER_PARTS of one dbt-duckdb run, from its JSON log."""
+    with open(dbt_log) as f:
+        events = [json.loads(line) for line in f]
+    first = _ts(events[0]["info"]["ts"])
+    opening = next(_ts(e["info"]["ts"]) for e in events if e["info"]["name"] == "NewConnectionOpening")
+    marks = [spawned, first, opening, ended]
+    return {p: round(b - a, 2) for p, a, b in zip(PEER_PARTS, marks[:-1], marks[1:], strict=True)}
+
+
 def run_dbt(
-    project: str, events: str, args: list[str], *, warm: bool = False
+    project: str, events: str | None, args: list[str], *, warm: bool = False, dbt: str | None = None
 ) -> tuple[float, dict[str, float | str], str]:
-    """One `dbt run` in a fresh process: wall seconds, breakdown, and the engine's line for the model."""
+    """One `dbt run` in a fresh process: wall seconds, breakdown, and the engine's line for the model.
+    ``dbt``: another dbt executable (the peer's), whose breakdown is PEER_PARTS."""
     shutil.rmtree(os.path.join(project, "logs"), ignore_errors=True)
-    shutil.rmtree(events, ignore_errors=True)
-    os.makedirs(events)
-    dbt = os.path.join(os.path.dirname(sys.executable), "dbt")
+    if events is not None:
+        shutil.rmtree(events, ignore_errors=True)
+        os.makedirs(events)
+    peer = dbt is not None
+    dbt = dbt or os.path.join(os.path.dirname(sys.executable), "dbt")
     cmd = [
         dbt,
         "run",
@@ -168,8 +209,18 @@ def run_dbt(
         f.write(proc.stdout + proc.stderr)
     if proc.returncode != 0:
         raise SystemExit(f"dbt run failed ({proc.returncode}); see {project}/logs:\n{proc.stdout[-3000:]}")
-    parts = breakdown(spawned, ended, os.path.join(project, "logs", "dbt.log"), None if warm else events)
+    log = os.path.join(project, "logs", "dbt.log")
+    if peer:
+        return ended - spawned, peer_breakdown(spawned, ended, log), ""
+    parts = breakdown(spawned, ended, log, None if warm else events)
     return ended - spawned, parts, str(parts.pop("engine"))
+
+
+def write(root: str, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        with open(os.path.join(root, name), "w") as f:
+            f.write(text)
 
 
 def main() -> None:
@@ -178,21 +229,30 @@ def main() -> None:
     ap.add_argument("--memory", default="4g", help="spark.driver.memory")
     ap.add_argument("--work", default="/tmp/tablets-bench/work/startup")
     ap.add_argument("--results", default=report.RESULTS, help="'' to append nowhere")
-    ap.add_argument("--keep-alive", type=int, default=0, help="the profile's keep_alive: join a warm Spark")
+    ap.add_argument(
+        "--keep-alive", type=int, default=None, help="the profile's keep_alive (unset: its default, warm; 0: none)"
+    )
+    ap.add_argument("--peers", default="dbt_duckdb", help="'' for ours alone")
     args = ap.parse_args()
-    warm = args.keep_alive > 0
+    warm = args.keep_alive != 0  # unset: the profile's default, a warm Spark
     started, load_at_start = datetime.datetime.now(datetime.UTC), os.getloadavg()
     project, events = os.path.join(args.work, "project"), os.path.join(args.work, "events")
+    peer_project = os.path.join(args.work, "project-duckdb")
     shutil.rmtree(args.work, ignore_errors=True)
     profile = PROFILE.format(memory=args.memory, events=events)
-    if warm:
+    if args.keep_alive is not None:
         profile = profile.replace("      threads: 1\n", f"      threads: 1\n      keep_alive: {args.keep_alive}\n")
-    for name, text in {**PROJECT, "profiles.yml": profile}.items():
-        os.makedirs(os.path.dirname(os.path.join(project, name)), exist_ok=True)
-        with open(os.path.join(project, name), "w") as f:
-            f.write(text)
+    write(project, {**PROJECT, "profiles.yml": profile})
+    peer_dbt = None
+    if args.peers:
+        import peers
 
-    runs: dict[str, list[tuple[float, dict[str, float | str]]]] = {"create": [], "merge": [], "again": []}
+        peer_dbt = os.path.join(os.path.dirname(peers.python("dbt_duckdb")), "dbt")
+        write(peer_project, PEER_PROJECT)
+
+    phases = ("create", "merge", "again")
+    runs: dict[str, list[tuple[float, dict[str, float | str]]]] = {p: [] for p in phases}
+    peer_runs: dict[str, list[tuple[float, dict[str, float | str]]]] = {p: [] for p in phases}
     engines: dict[str, str] = {}
     first = ""
     try:
@@ -201,37 +261,81 @@ def main() -> None:
             first = f"\n- the first command, which starts the warm Spark: {wall:.1f} s"
             print(f"start: {wall:.1f} s  {result}  {parts}", flush=True)
         for i in range(args.repeat):
-            if not warm:
-                shutil.rmtree(os.path.join(project, "target"), ignore_errors=True)  # warehouse and metastore too
-            create = ["--full-refresh"] if warm else []
             merge = ["--vars", "phase: 2"]
-            for phase, extra in (("create", create), ("merge", merge), ("again", merge)):
-                wall, parts, result = run_dbt(project, events, extra, warm=warm)
-                runs[phase].append((wall, parts))
-                engines[phase] = result
-                print(f"run {i + 1} {phase}: {wall:.1f} s  {result}  {parts}", flush=True)
+            systems_in_order = ["ours", "peer"] if i % 2 == 0 else ["peer", "ours"]  # a drifting machine
+            for system in systems_in_order:
+                if system == "peer" and peer_dbt is None:
+                    continue
+                if system == "peer":
+                    shutil.rmtree(os.path.join(peer_project, "target"), ignore_errors=True)
+                elif not warm:
+                    shutil.rmtree(os.path.join(project, "target"), ignore_errors=True)  # warehouse, metastore
+                create = ["--full-refresh"] if warm and system == "ours" else []
+                for phase, extra in (("create", create), ("merge", merge), ("again", merge)):
+                    if system == "peer":
+                        wall, parts, result = run_dbt(peer_project, None, extra, dbt=peer_dbt)
+                        peer_runs[phase].append((wall, parts))
+                    else:
+                        wall, parts, result = run_dbt(project, events, extra, warm=warm)
+                        runs[phase].append((wall, parts))
+                        engines[phase] = result
+                    print(f"run {i + 1} {system} {phase}: {wall:.1f} s  {result}  {parts}", flush=True)
     finally:
         if warm:
             warehouse = os.path.join(project, "target", "tablets-warehouse", "warehouse")
             subprocess.run([sys.executable, "-m", "tablets.spark.warm", "--stop", warehouse], check=False)
 
+    def med(rs: list[tuple[float, dict[str, float | str]]]) -> float:
+        return statistics.median(w for w, _ in rs)
+
     names = WARM_PARTS if warm else PARTS
-    rows = [["wall", *[cell([w for w, _ in runs[p]]) for p in runs]]]
-    rows += [[part, *[f"{statistics.median(float(b[part]) for _, b in runs[p]):.2f}" for p in runs]] for part in names]
-    how = f", joining a warm Spark (keep_alive: {args.keep_alive})" if warm else ""
+    rows = [["wall, dbt-tablets", *[cell([w for w, _ in runs[p]]) for p in phases]]]
+    if peer_dbt:
+        rows.append(["wall, dbt-duckdb", *[cell([w for w, _ in peer_runs[p]]) for p in phases]])
+        rows.append(
+            ["**ratio** (ours / dbt-duckdb)", *[f"**{med(runs[p]) / med(peer_runs[p]):.2f}x**" for p in phases]]
+        )
+    rows += [
+        [part, *[f"{statistics.median(float(b[part]) for _, b in runs[p]):.2f}" for p in phases]] for part in names
+    ]
+    if peer_dbt:
+        rows += [
+            [
+                f"dbt-duckdb: {part}",
+                *[f"{statistics.median(float(b[part]) for _, b in peer_runs[p]):.2f}" for p in phases],
+            ]
+            for part in PEER_PARTS
+        ]
+    alive = "the default" if args.keep_alive is None else args.keep_alive
+    how = f", joining a warm Spark (keep_alive: {alive})" if warm else ", each its own Spark (keep_alive: 0)"
     body = (
-        f"dbt start-up: `dbt run --select events` (one merge_tablets model, 100 rows) in a fresh process{how}, "
-        f"seconds: median (min-max) of {args.repeat}; the parts are medians of each part.\n\n"
+        f"dbt start-up: `dbt run --select events` (one 100-row model: merge_tablets, and dbt-duckdb's incremental "
+        f"on the same key) in a fresh process{how}, interleaved, seconds: median (min-max) of {args.repeat}; "
+        "the parts are medians of each part.\n\n"
         + table(["", "first run (creates)", "second run (merges)", "the same again (partial parsing)"], rows)
         + first
-        + "".join(f"\n- the engine, last {p} run: {engines[p]}" for p in runs)
+        + "".join(f"\n- the engine, last {p} run: {engines[p]}" for p in phases)
     )
     print("\n" + body)
     from importlib.metadata import version
 
     ours = systems.Ours(args.work, args.work, args.memory).versions()  # dbt-tablets (git rev), pyspark, java
     vers = {"ours": {**ours, "dbt-core": version("dbt-core"), "dbt-spark": version("dbt-spark")}}
-    title = f"dbt start-up, repeat {args.repeat}" + (f", keep_alive {args.keep_alive}" if warm else "")
+    if peer_dbt:
+        out = subprocess.run(
+            [
+                os.path.join(os.path.dirname(peer_dbt), "python"),
+                "-c",
+                "from importlib.metadata import version as v; print(v('dbt-duckdb'), v('duckdb'))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
+        vers["dbt-duckdb"] = {"dbt-duckdb": out[0], "duckdb": out[1]}
+    title = f"dbt start-up, repeat {args.repeat}" + (
+        f", keep_alive {args.keep_alive}" if args.keep_alive is not None else ""
+    )
     report.append(args.results, title, started, load_at_start, vers, [], body)
 
 

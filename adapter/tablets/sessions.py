@@ -52,7 +52,9 @@ def start_session(
     """A new (or joined) Spark session ready for tablet tables (``tablets.spark.session.build_session``).
     ``keep_alive`` > 0: a session of the warm local Spark of these settings, started if none runs and
     kept for that many idle seconds after the last process leaves it (``tablets.spark.warm``);
-    not for ``remote`` nor a cluster's ``master``, nor where this process runs a Spark already."""
+    not for ``remote`` nor a cluster's ``master``, nor where this process runs a Spark already.
+    Without it, an idle warm server holding the warehouse's metastore is stopped first (it would
+    refuse this process the metastore; the next command that asks for one starts it again)."""
     settings: dict[str, Any] = {
         "master": master,
         "conf": conf,
@@ -62,6 +64,11 @@ def start_session(
     }
     if keep_alive > 0 and not remote and (master or "local").startswith("local") and not _running():
         return warm.session(warehouse, keep_alive=keep_alive, **settings)
+    try:
+        return _session.build_session(warehouse, remote=remote, **settings)
+    except MetastoreInUse as e:
+        if WARM_MODULE not in e.holder.command or not warm.retire_idle(e.warehouse):
+            raise
     return _session.build_session(warehouse, remote=remote, **settings)
 
 

@@ -156,3 +156,31 @@ def test_other_settings_stop_an_idle_server_and_start_their_own(warehouse, tmp_p
     assert _gone(first["server"], 5)
     assert _gone(other["server"], 60)
     assert metastore.holder_of(warehouse) is None
+
+
+OWN_SESSION = """
+from tablets.sessions import start_session
+spark = start_session({wh!r}, shuffle_partitions=1)
+print(sorted(r[0] for r in spark.sql("SELECT k FROM warm_t").collect()), flush=True)
+"""
+
+
+def test_a_killed_server_is_replaced_and_a_program_of_its_own_stops_an_idle_one(warehouse, tmp_path):
+    first = _answer(_run(warehouse, tmp_path, statements=["CREATE TABLE warm_t (k INT) USING tablets"]))
+    os.kill(first["server"], signal.SIGKILL)  # kill -9: its JVM follows it (py4j's pipe closes)
+    assert _gone(first["server"], 10)
+
+    second = _answer(_run(warehouse, tmp_path, statements=["INSERT INTO warm_t VALUES (1)"]))
+    assert second["server"] != first["server"] and second["rows"] == [[1]]
+
+    # a notebook or script opening the warehouse itself: the idle server goes, the rows stay
+    own = subprocess.run(
+        [sys.executable, "-c", OWN_SESSION.format(wh=warehouse)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert own.returncode == 0, own.stderr[-4000:]
+    assert own.stdout.strip().splitlines()[-1] == "[1]"
+    assert _gone(second["server"], 5)

@@ -36,7 +36,9 @@ class MainJob:
 
 
 def run_main_job(tmp_path, settings: dict, env: dict | None = None, timeout: float = 2400) -> MainJob:
-    """``settings``: profile keys (scalars or flat maps) under the output."""
+    """``settings``: profile keys (scalars or flat maps) under the output. No warm Spark unless
+    they ask for one: a server would outlive the test that started it."""
+    settings = {"keep_alive": 0, **settings}
     project = tmp_path / "project"
     shutil.copytree(
         os.path.join(ROOT, "integration_tests"),

@@ -64,11 +64,16 @@ def test_keep_alive_is_a_profile_key_for_a_local_spark_only():
     import pytest
     from dbt_common.exceptions import DbtRuntimeError
 
-    from dbt.adapters.tablets.connections import TabletsCredentials, _session_args
+    from dbt.adapters.tablets.connections import KEEP_ALIVE, TabletsCredentials, _session_args
 
     creds = TabletsCredentials(schema="s", keep_alive=600)
     assert _session_args(creds)["keep_alive"] == 600 and "keep_alive" in creds._connection_keys()
-    assert _session_args(TabletsCredentials(schema="s"))["keep_alive"] == 0
+    # a local Spark is kept warm unless the profile says 0; one elsewhere never is
+    assert KEEP_ALIVE > 0 and _session_args(TabletsCredentials(schema="s"))["keep_alive"] == KEEP_ALIVE
+    assert _session_args(TabletsCredentials(schema="s", master="local[2]"))["keep_alive"] == KEEP_ALIVE
+    assert _session_args(TabletsCredentials(schema="s", keep_alive=0))["keep_alive"] == 0
+    assert TabletsCredentials(schema="s", master="spark://10.0.0.5:7077").keep_alive == 0
+    assert TabletsCredentials(schema="s", remote="sc://10.0.0.5:15002").keep_alive == 0
     assert TabletsCredentials(schema="s", keep_alive=60, master="local[2]").keep_alive == 60
     with pytest.raises(DbtRuntimeError, match="keep_alive"):
         TabletsCredentials(schema="s", keep_alive=-1)

@@ -58,6 +58,7 @@ LOG = "server.log"
 START_TIMEOUT_S = 300.0
 LEASE_WAIT_S = 10.0  # the server holds the lease for a moment each time it checks for idleness
 TICK_S = 0.5
+ORPHAN_WAIT_S = 30.0  # a killed server's JVM shutting down
 
 PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the tablets package's directory
 
@@ -238,6 +239,17 @@ def _retire(directory: str, state: Mapping[str, Any], warehouse: str) -> None:
             os.close(fd)
 
 
+def retire_idle(warehouse: str) -> bool:
+    """Stop the idle warm server of ``warehouse`` (for a process that opens the warehouse on its
+    own); whether one ran. ``MetastoreInUse`` names the process using it, if one does."""
+    directory = server_dir(normalize(warehouse))
+    state = _read(os.path.join(directory, STATE))
+    if not state or not process_alive(state.get("pid")) or not _own(state, directory):
+        return False
+    _retire(directory, state, normalize(warehouse))
+    return True
+
+
 def _own(state: Mapping[str, Any], directory: str) -> bool:
     """Whether ``state`` is of the server of ``directory``'s warehouse. A state file copied with
     its warehouse (a copied dbt project's target/) names the original's server: the copy drops
@@ -280,6 +292,13 @@ def _start_lock(directory: str):
 def _start(directory: str, warehouse: str, digest: str, args: Mapping[str, Any]) -> None:
     """Start the server process and wait until it serves (or raise what stopped it)."""
     holder = metastore.holder_of(warehouse)  # a process holding the metastore: its error, before a JVM starts
+    previous = _read(os.path.join(directory, STATE)) or {}
+    if holder is not None and previous.get("pid") and not process_alive(previous["pid"]):
+        # a server killed (kill -9): its JVM ends once it sees py4j's pipe closed, and frees the metastore
+        deadline = time.monotonic() + ORPHAN_WAIT_S
+        while holder is not None and time.monotonic() < deadline:
+            time.sleep(0.2)
+            holder = metastore.holder_of(warehouse)
     if holder is not None and not args.get("metastore_uri"):
         raise MetastoreInUse(warehouse, metastore_dir(warehouse), holder)
     with contextlib.suppress(FileNotFoundError):

@@ -19,8 +19,9 @@ A profile::
           # metastore_uri: thrift://127.0.0.1:9083   # a shared metastore server, so that several
           #                                          # processes can use the warehouse at once
           # shuffle_partitions: 4
-          # keep_alive: 600        # seconds a warm local Spark waits for the next dbt command
-          #                        # (0, the default: each command starts and ends its own)
+          # keep_alive: 1800       # seconds a warm local Spark waits for the next dbt command
+          #                        # (the default for a local Spark; 0: each command starts
+          #                        # and ends its own)
           # server_side_parameters: {"spark.driver.memory": "4g"}
           # ansi: false            # opt out of Spark's ANSI rules (on by default: a value that
           #                        # does not fit its column fails the statement)
@@ -101,6 +102,11 @@ def resolve_warehouse(warehouse: str | None, root: str | None = None, target_pat
     return os.path.abspath(os.path.join(base, "tablets-warehouse", "warehouse"))
 
 
+# a dbt user's commands come minutes apart (edit, run, look): the warm Spark outlives the pauses
+# of a working session and is gone after a break, as build tools' daemons are (docs/DBT.md)
+KEEP_ALIVE = 1800
+
+
 @dataclass
 class TabletsCredentials(SparkCredentials):
     method: SparkConnectionMethod = SparkConnectionMethod.SESSION
@@ -109,7 +115,9 @@ class TabletsCredentials(SparkCredentials):
     master: str | None = None
     remote: str | None = None
     shuffle_partitions: int = 4
-    keep_alive: int = 0  # seconds a warm local Spark waits for the next command (tablets.spark.warm)
+    # seconds a warm local Spark waits for the next command (tablets.spark.warm); unset: KEEP_ALIVE
+    # for a local Spark, 0 where Spark runs elsewhere (remote, a cluster's master)
+    keep_alive: int | None = None
     storage_options: dict[str, str] | None = None
     metastore_uri: str | None = None
     retries: int | None = None  # re-runs of a statement that lost a commit race (default 5)
@@ -132,9 +140,12 @@ class TabletsCredentials(SparkCredentials):
             )
         if self.shuffle_partitions < 1:
             raise DbtRuntimeError(f"`shuffle_partitions` must be at least 1, not {self.shuffle_partitions}")
+        elsewhere = bool(self.remote or (self.master and not self.master.startswith("local")))
+        if self.keep_alive is None:
+            self.keep_alive = 0 if elsewhere else KEEP_ALIVE
         if self.keep_alive < 0:
             raise DbtRuntimeError(f"`keep_alive` is seconds, 0 or more, not {self.keep_alive}")
-        if self.keep_alive and (self.remote or (self.master and not self.master.startswith("local"))):
+        if self.keep_alive and elsewhere:
             raise DbtRuntimeError(
                 "`keep_alive` keeps a local Spark warm between dbt commands; with "
                 f"`{'remote' if self.remote else 'master'}` the Spark runs elsewhere already.\n"
