@@ -50,10 +50,11 @@ from tablets.exceptions import (
     TableNotFound,
     TabletsError,
 )
+from tablets.sessions import start_session
 from tablets.settings import conf_flag
 from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
-from tablets.spark.session import adopt, get_or_create_session
+from tablets.spark.session import adopt
 from tablets.spec import (
     AddColumnsSpec,
     AlterColumnsSpec,
@@ -560,9 +561,13 @@ def connect(
     run again up to ``retries`` times, after a random wait of up to ``retry_backoff`` seconds,
     doubling per retry up to ``retry_max_backoff``."""
     if spark is None:
-        spark = get_or_create_session(
-            warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
-        )
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            spark = adopt(active, warehouse, storage_options)
+        else:  # (an idle warm Spark holding the warehouse's metastore is stopped first)
+            spark = start_session(
+                warehouse, master=master, conf=conf, storage_options=storage_options, metastore_uri=metastore_uri
+            )
     else:
         adopt(spark, warehouse, storage_options)  # a session built elsewhere
     return Database(

@@ -159,9 +159,9 @@ def test_other_settings_stop_an_idle_server_and_start_their_own(warehouse, tmp_p
 
 
 OWN_SESSION = """
-from tablets.sessions import start_session
-spark = start_session({wh!r}, shuffle_partitions=1)
-print(sorted(r[0] for r in spark.sql("SELECT k FROM warm_t").collect()), flush=True)
+import tablets
+db = tablets.connect(warehouse={wh!r}, master="local[1]")
+print(sorted(r[0] for r in db.sql("SELECT k FROM warm_t").collect()), flush=True)
 """
 
 
