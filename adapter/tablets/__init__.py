@@ -49,6 +49,8 @@ _LAZY = {
     "INTERNAL_ACTIONS": ("tablets.spec", "INTERNAL_ACTIONS"),
     # why a piece of a statement (a condition, a value) is not SQL, or None
     "expression_error": ("tablets.sql.syntax", "expression_error"),
+    # an error as a user reads it: Spark's in a line (no plan, no stack trace), the engine's whole
+    "short_error": ("tablets.engine.errors", "short_error"),
 }
 
 

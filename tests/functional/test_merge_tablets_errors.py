@@ -114,3 +114,24 @@ class TestClauseSqlErrors:
         assert "after 't.v >>>'" in msg and "/*" not in msg
         tables = [r[1] for r in project.run_sql(f"show tables in {project.test_schema}", fetch="all")]
         assert "bad_sql" not in tables
+
+
+MISSING_COLUMN = """
+{{ config(materialized=var('materialized'), unique_key='id') }}
+select id, no_such_column from (select 1 as id, 2 as v)
+"""
+
+
+class TestSparkErrorsAreShort:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"missing_column.sql": MISSING_COLUMN}
+
+    @pytest.mark.parametrize("materialized", ["merge_tablets", "table", "view"])
+    def test_sparks_error_in_a_line_without_its_plan(self, project, materialized):
+        result = run_dbt(["run", "--vars", f"materialized: {materialized}"], expect_pass=False).results[0]
+        msg = result.message
+        assert "UNRESOLVED_COLUMN" in msg and "no_such_column" in msg, msg
+        assert len(msg.strip().splitlines()) <= 2, msg
+        assert "+- " not in msg and "Project [" not in msg and "JVM stacktrace" not in msg, msg
+        assert "__tablets_" not in msg, msg

@@ -87,6 +87,22 @@ def spark_message(e: Exception) -> str:
     return _INTERNAL.sub("(an internal column)", text)
 
 
+_PY4J_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*:?\s*")
+
+
+def short_error(e: BaseException) -> str:
+    """A Spark error as a user reads it: its message, without the analysed plan that follows it,
+    the JVM stack trace or py4j's call line, and with the engine's internal columns unnamed. A
+    ``TabletsError`` is the engine's own message, whole (its Help line included)."""
+    text = str(e).strip()
+    if isinstance(e, exceptions.TabletsError) or not text:
+        return text or type(e).__name__
+    text = _PY4J_CALL.sub("", text.split("JVM stacktrace:", 1)[0]).strip()
+    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
+    line = re.sub(r";\s*$", "", line)  # "... line 1 pos 7;" and the plan after it
+    return _INTERNAL.sub("(an internal column)", line)[:1000]
+
+
 def first_line(e: Exception) -> str:
     text = str(e).strip()
     return text.splitlines()[0][:500] if text else type(e).__name__

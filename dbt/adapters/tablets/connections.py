@@ -312,5 +312,7 @@ class TabletsConnectionManager(SparkConnectionManager):
             raise
         except Exception as exc:
             logger.debug(f"Error while running:\n{sql}")
-            logger.debug(exc)
-            raise DbtRuntimeError(str(exc).strip() or type(exc).__name__) from exc
+            logger.debug(exc)  # the whole of it, plan and stack trace, for the debug log
+            import tablets
+
+            raise DbtRuntimeError(tablets.short_error(exc)) from exc
