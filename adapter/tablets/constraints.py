@@ -17,12 +17,13 @@ They live in the table's metadata (``tablets.storage.constraints``: Delta's
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from tablets.engine.constraints import check_existing_rows
-from tablets.exceptions import SchemaMismatch
+from tablets.exceptions import ConstraintViolation, SchemaMismatch
 from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
 from tablets.spark.read_frames import read_frame
@@ -105,6 +106,49 @@ def alter(spark: SparkSession, spec: ConstraintSpec, table: TabletTable) -> int 
         read_tablets=snap.tablets.keys(), reads_appends=True, io=table.io,
     )  # fmt: skip
     return commit(handle, [], extra_actions=[new], parameters={"constraint": where})
+
+
+def declare_key(spark: SparkSession, table: TabletTable, columns: Sequence[str], where: str) -> int | None:
+    """Record ``columns`` as the key of a table created without one (a table that another dbt
+    materialization built, taken over by merge_tablets): the live rows are checked first (no two
+    with one key; NULL keys are distinct), then one metadata commit that conflicts with any write
+    committed since. None when the table has that key already; a table's key, once set, is fixed."""
+    snap = table.snapshot()
+    meta = snap.metadata
+    by_lower = {n.lower(): n for n in meta.column_names}
+    keys = tuple(by_lower.get(c.strip().lower(), c.strip()) for c in columns if c.strip())
+    if [k.lower() for k in meta.key_columns] == [k.lower() for k in keys]:
+        return None
+    if meta.key_columns:
+        raise SchemaMismatch(
+            f"{where}: the key of {table.root} is ({', '.join(meta.key_columns)}), fixed when it was set "
+            "(every statement relies on it)",
+            help="Create a new table with the key columns you want (in dbt: change unique_key and run with --full-refresh).",
+        )
+    missing = [k for k in keys if k not in meta.column_names]
+    if missing or not keys:
+        raise SchemaMismatch(
+            f"{where}: {', '.join(missing) or 'no column'} is not a column of the table (columns: "
+            f"{', '.join(meta.column_names)})",
+            help="Name the table's key columns, comma separated.",
+        )
+    if snap.live_rows:
+        from pyspark.sql import functions as F
+
+        rows = _rows(spark, table, snap).where(" AND ".join(f"`{k}` IS NOT NULL" for k in keys))
+        repeated = rows.groupBy(*keys).count().where(F.col("count") > 1).limit(3).collect()
+        if repeated:
+            shown = "; ".join(f"({', '.join(repr(r[k]) for k in keys)}) x {r['count']}" for r in repeated)
+            raise ConstraintViolation(
+                f"{where}: the table's rows repeat a key of ({', '.join(keys)}): {shown}; nothing was changed",
+                help="Remove the duplicate rows first, or rebuild the table (in dbt: --full-refresh).",
+            )
+    new = replace(meta, key_columns=keys)
+    handle = begin(
+        snap, table.root, "SET TBLPROPERTIES", delete_from=(),
+        read_tablets=snap.tablets.keys(), reads_appends=True, io=table.io,
+    )  # fmt: skip
+    return commit(handle, [], extra_actions=[new], parameters={"properties": f"key_columns={','.join(keys)}"})
 
 
 def _rows(spark: SparkSession, table: TabletTable, snap: Snapshot) -> DataFrame:

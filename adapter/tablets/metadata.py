@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablets.constraints import describe_rows
+from tablets.constraints import declare_key, describe_rows
 from tablets.exceptions import SchemaMismatch, TabletsError
 from tablets.spark import catalog
 from tablets.sql.metadata import (
@@ -235,6 +235,10 @@ def show_create(spark: SparkSession, spec: ShowCreateSpec, table: TabletTable) -
 def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> DataFrame:
     change = spec.change
     keys = [k for k, _ in change.set_properties] + list(change.unset_properties)
+    key = [v for k, v in change.set_properties if k.lower() == KEY_COLUMNS]
+    if key and keys == [k for k, _ in change.set_properties if k.lower() == KEY_COLUMNS]:  # the key alone
+        declare_key(spark, table, key[0].split(","), f"ALTER TABLE {spec.target} {spec.operation}")
+        return _frame(spark, [], ())
     if any(k.lower() == KEY_COLUMNS for k in keys):
         raise TabletsError(
             f"ALTER TABLE {spec.target} {spec.operation}: {KEY_COLUMNS} is fixed when the table is created "

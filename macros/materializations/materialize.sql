@@ -25,6 +25,8 @@
   {%- else -%}
     {#-- an enforced contract's constraints, made the existing table's before its merge --#}
     {% do adapter.sync_contract(model, target_relation) %}
+    {#-- a table another materialization built: the unique_key becomes its key (rows checked) --#}
+    {% do adapter.adopt_key(cfg, target_relation) %}
     {% do tablets_merge_into(cfg, target_relation, existing_relation, select_sql) %}
   {%- endif -%}
 

@@ -135,3 +135,32 @@ class TestSparkErrorsAreShort:
         assert len(msg.strip().splitlines()) <= 2, msg
         assert "+- " not in msg and "Project [" not in msg and "JVM stacktrace" not in msg, msg
         assert "__tablets_" not in msg, msg
+
+
+TAKEN_OVER = """
+{{ config(materialized=var('materialized', 'table'), unique_key='id') }}
+{% if var('dupes', false) %} select * from values (1, 'a'), (1, 'b') as v(id, v)
+{% else %} select * from values (1, 'a'), (2, '{{ var("v", "b") }}') as v(id, v) {% endif %}
+"""
+
+
+class TestMergeTabletsTakesOverATable:
+    @pytest.fixture(scope="class")
+    def models(self):
+        return {"taken.sql": TAKEN_OVER, "taken_dupes.sql": TAKEN_OVER.replace("var('dupes', false)", "true")}
+
+    def _props(self, project, name):
+        rows = project.run_sql(f"show tblproperties {project.test_schema}.{name}", fetch="all")
+        return {r[0]: r[1] for r in rows}
+
+    def test_the_unique_key_becomes_the_tables_key_once_its_rows_are_checked(self, project):
+        run_dbt(["run"])  # plain `table` models: no key
+        assert "key_columns" not in self._props(project, "taken")
+        results = run_dbt(["run", "--vars", "{materialized: merge_tablets, v: c}"], expect_pass=False).results
+        by = {r.node.name: r for r in results}
+        assert by["taken"].status == "success" and "updated 1" in by["taken"].adapter_response["_message"]
+        assert self._props(project, "taken")["key_columns"] == "id"
+        bad = by["taken_dupes"]
+        assert bad.status == "error" and "the unique_key of taken_dupes" in bad.message, bad.message
+        assert "repeat a key of (id): (1) x 2; nothing was changed" in bad.message, bad.message
+        assert "key_columns" not in self._props(project, "taken_dupes")

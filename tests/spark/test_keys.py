@@ -5,7 +5,7 @@ refused statement leaves the table unchanged (contents and version)."""
 import pytest
 import tablets
 from support.conf import LOS_ANGELES, settings
-from tablets.exceptions import CardinalityViolation, KeyViolation, MergeSpecError
+from tablets.exceptions import CardinalityViolation, ConstraintViolation, KeyViolation, MergeSpecError, TabletsError
 
 pytestmark = pytest.mark.spark
 
@@ -297,3 +297,22 @@ def test_explain_plans_with_the_key_as_the_run_does(db):
     builder = tablets.table(db, "keys.t").merge(source, on="t.v = s.v").when_not_matched_insert()
     with pytest.raises(MergeSpecError, match="does not match on key column"):
         builder.explain()
+
+
+def test_a_table_without_a_key_takes_one_once_its_rows_are_checked(db):
+    db.sql("CREATE TABLE k_later (id INT, v STRING) USING tablets")
+    db.sql("INSERT INTO k_later VALUES (1, 'a'), (1, 'b'), (NULL, 'x'), (NULL, 'y')")
+    with pytest.raises(ConstraintViolation, match=r"repeat a key of \(id\): \(1\) x 2; nothing was changed"):
+        db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'id')")
+    versions = db.sql("DESCRIBE HISTORY k_later").count()
+    db.sql("DELETE FROM k_later WHERE v = 'b'")
+    db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'ID')")  # NULL keys are distinct
+    assert db.sql("DESCRIBE HISTORY k_later").count() == versions + 2
+    props = dict((r[0], r[1]) for r in db.sql("SHOW TBLPROPERTIES k_later").collect())
+    assert props["key_columns"] == "id"
+    db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'id')")  # the same key: no commit
+    assert db.sql("DESCRIBE HISTORY k_later").count() == versions + 2
+    with pytest.raises(TabletsError, match="repeat a key"):  # now it holds for every write
+        db.sql("INSERT INTO k_later VALUES (1, 'again')")
+    with pytest.raises(TabletsError, match="fixed when it was set"):
+        db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'v')")

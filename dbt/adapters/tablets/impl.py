@@ -214,6 +214,23 @@ class TabletsAdapter(SparkAdapter):
         return ""
 
     @available
+    def adopt_key(self, cfg: MergeConfig, relation: BaseRelation) -> str:
+        """merge_tablets taking over a tablet table another materialization built, which has no
+        key: the model's unique_key becomes the table's key once its rows are checked (no two
+        with one key), in one commit, before the merge (``tablets.constraints.declare_key``)."""
+        if cfg.materialization != MERGE_TABLETS or not cfg.unique_key:
+            return ""
+        db, name = self._database(), self._name(relation)
+        from tablets.constraints import of_table  # (loaded beside the session: connections._load_engine)
+
+        if of_table(db.table_of(name))[2]:
+            return ""
+        keys = ",".join(cfg.unique_key).replace("'", "''")
+        with engine_errors(f"the unique_key of {cfg.model} on {relation}"):
+            db.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ('key_columns' = '{keys}')")
+        return ""
+
+    @available
     def render_merge(
         self,
         cfg: MergeConfig,
