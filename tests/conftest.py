@@ -2,6 +2,7 @@
 `make test` installs the package editable anyway), and the S3-compatible server that the
 object-store tests share (one ``moto_server`` process per test session, started on first use)."""
 
+import contextlib
 import os
 import sys
 
@@ -72,3 +73,22 @@ def pytest_collection_modifyitems(items):
         return next((i for i, f in enumerate(_LONG_FIRST) if path.endswith("/tests/" + f)), len(_LONG_FIRST))
 
     items.sort(key=rank)  # stable: the order within a file and among the others stays
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_warm_server_outlives_the_tests(tmp_path_factory):
+    """A warm Spark server (``tablets.spark.warm``) that a test started under this run's temporary
+    directories, and left running, is ended by its id when the session ends."""
+    yield
+    import signal
+
+    base = str(tmp_path_factory.getbasetemp())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"tablets.spark.warm" in args and any(base.encode() in a for a in args):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGTERM)

@@ -27,6 +27,7 @@ def dbt_profile_target(tmp_path_factory):
         "master": "local[2]",
         "shuffle_partitions": 2,
         "threads": 1,
+        "keep_alive": 0,  # the session in this test process, not a warm server outliving it
     }
 
 

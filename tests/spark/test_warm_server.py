@@ -1,8 +1,9 @@
 """A warm Spark (``tablets.spark.warm``): processes in a row join one server instead of each
 starting a JVM; one process at a time holds it; a process killed mid-way frees it; other
 settings replace an idle server; the server ends after the last process's ``keep_alive`` and
-frees the warehouse's metastore. Every process here is a real one, ended by its id. The change
-of settings starts a second server: opt-in (TABLETS_SLOW=1)."""
+frees the warehouse's metastore; a program opening the warehouse itself stops an idle one; a
+killed one is replaced. Every process here is a real one, ended by its id. The change of settings
+starts a second server: opt-in (TABLETS_SLOW=1)."""
 
 import json
 import os
@@ -76,6 +77,13 @@ def _gone(pid, timeout=60.0):
     return False
 
 
+OWN_SESSION = """
+import tablets
+db = tablets.connect(warehouse={wh!r}, master="local[1]")
+print(sorted(r[0] for r in db.sql("SELECT k FROM warm_t ORDER BY k").collect()), flush=True)
+"""
+
+
 @pytest.fixture
 def warehouse(tmp_path):
     wh = str(tmp_path / "wh")
@@ -137,10 +145,26 @@ def test_processes_join_one_warm_server_one_at_a_time(warehouse, tmp_path):
         metastore.claim(warehouse)
     assert "warm Spark server" in str(e.value) and "--stop" in str(e.value)
 
+    # a notebook or script opening the warehouse itself: the idle server goes, the rows stay
+    own = subprocess.run(
+        [sys.executable, "-c", OWN_SESSION.format(wh=warehouse)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert own.returncode == 0, own.stderr[-4000:]
+    assert own.stdout.strip().splitlines()[-1] == "[1, 2, 3]"
+    assert _gone(server, 5)
+
+    # kill -9 of a server: its JVM follows it (py4j's pipe closes); the next process starts another
+    killed = _answer(_run(warehouse, tmp_path))["server"]
+    os.kill(killed, signal.SIGKILL)
+    assert _gone(killed, 10)
     # the last process asks for a keep_alive of 1 s: the server ends then, and frees the metastore
     last = _answer(_run(warehouse, tmp_path, keep_alive=1))
-    assert last["server"] == server
-    assert _gone(server, 60)
+    assert last["server"] not in (server, killed) and last["rows"] == [[1, "held"], [2, "b"], [3, "c"]]
+    assert _gone(last["server"], 60)
     assert not os.path.exists(os.path.join(warm.server_dir(warehouse), warm.STATE))
     assert metastore.holder_of(warehouse) is None
 
@@ -156,31 +180,3 @@ def test_other_settings_stop_an_idle_server_and_start_their_own(warehouse, tmp_p
     assert _gone(first["server"], 5)
     assert _gone(other["server"], 60)
     assert metastore.holder_of(warehouse) is None
-
-
-OWN_SESSION = """
-import tablets
-db = tablets.connect(warehouse={wh!r}, master="local[1]")
-print(sorted(r[0] for r in db.sql("SELECT k FROM warm_t").collect()), flush=True)
-"""
-
-
-def test_a_killed_server_is_replaced_and_a_program_of_its_own_stops_an_idle_one(warehouse, tmp_path):
-    first = _answer(_run(warehouse, tmp_path, statements=["CREATE TABLE warm_t (k INT) USING tablets"]))
-    os.kill(first["server"], signal.SIGKILL)  # kill -9: its JVM follows it (py4j's pipe closes)
-    assert _gone(first["server"], 10)
-
-    second = _answer(_run(warehouse, tmp_path, statements=["INSERT INTO warm_t VALUES (1)"]))
-    assert second["server"] != first["server"] and second["rows"] == [[1]]
-
-    # a notebook or script opening the warehouse itself: the idle server goes, the rows stay
-    own = subprocess.run(
-        [sys.executable, "-c", OWN_SESSION.format(wh=warehouse)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert own.returncode == 0, own.stderr[-4000:]
-    assert own.stdout.strip().splitlines()[-1] == "[1]"
-    assert _gone(second["server"], 5)
