@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from tablets.engine.constraints import check_existing_rows
-from tablets.exceptions import ConstraintViolation, SchemaMismatch
+from tablets.exceptions import KeyViolation, SchemaMismatch
 from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
 from tablets.spark.read_frames import read_frame
@@ -40,6 +40,7 @@ from tablets.storage.constraints import (
     not_null,
     set_not_null,
 )
+from tablets.storage.metadata import resolve_key_columns
 from tablets.storage.transaction import begin, commit
 
 if TYPE_CHECKING:
@@ -100,12 +101,19 @@ def alter(spark: SparkSession, spec: ConstraintSpec, table: TabletTable) -> int 
         return None
     if adds and snap.live_rows:
         check_existing_rows(spark, _rows(spark, table, snap), new, where)
-    # every tablet read: a write committed since this version conflicts (its rows were not checked)
+    return commit_checked(table, snap, "ADD CONSTRAINT" if adds else "DROP CONSTRAINT", new, {"constraint": where})
+
+
+def commit_checked(
+    table: TabletTable, snap: Snapshot, operation: str, new: Metadata, parameters: dict[str, str]
+) -> int | None:
+    """One commit of ``new`` metadata whose rule was checked against ``snap``'s rows: every tablet
+    counts as read, so a write committed since that version conflicts (its rows were not checked)."""
     handle = begin(
-        snap, table.root, "ADD CONSTRAINT" if adds else "DROP CONSTRAINT", delete_from=(),
+        snap, table.root, operation, delete_from=(),
         read_tablets=snap.tablets.keys(), reads_appends=True, io=table.io,
     )  # fmt: skip
-    return commit(handle, [], extra_actions=[new], parameters={"constraint": where})
+    return commit(handle, [], extra_actions=[new], parameters=parameters)
 
 
 def declare_key(spark: SparkSession, table: TabletTable, columns: Sequence[str], where: str) -> int | None:
@@ -115,22 +123,14 @@ def declare_key(spark: SparkSession, table: TabletTable, columns: Sequence[str],
     committed since. None when the table has that key already; a table's key, once set, is fixed."""
     snap = table.snapshot()
     meta = snap.metadata
-    by_lower = {n.lower(): n for n in meta.column_names}
-    keys = tuple(by_lower.get(c.strip().lower(), c.strip()) for c in columns if c.strip())
+    keys = resolve_key_columns(meta.column_names, [c for c in columns if c.strip()])
     if [k.lower() for k in meta.key_columns] == [k.lower() for k in keys]:
         return None
-    if meta.key_columns:
+    if meta.key_columns or not keys:
         raise SchemaMismatch(
-            f"{where}: the key of {table.root} is ({', '.join(meta.key_columns)}), fixed when it was set "
-            "(every statement relies on it)",
+            f"{where}: the key of {table.root} is ({', '.join(meta.key_columns) or 'none'}), and a key is set "
+            "once, on a table without one (every statement relies on it)",
             help="Create a new table with the key columns you want (in dbt: change unique_key and run with --full-refresh).",
-        )
-    missing = [k for k in keys if k not in meta.column_names]
-    if missing or not keys:
-        raise SchemaMismatch(
-            f"{where}: {', '.join(missing) or 'no column'} is not a column of the table (columns: "
-            f"{', '.join(meta.column_names)})",
-            help="Name the table's key columns, comma separated.",
         )
     if snap.live_rows:
         from pyspark.sql import functions as F
@@ -139,16 +139,12 @@ def declare_key(spark: SparkSession, table: TabletTable, columns: Sequence[str],
         repeated = rows.groupBy(*keys).count().where(F.col("count") > 1).limit(3).collect()
         if repeated:
             shown = "; ".join(f"({', '.join(repr(r[k]) for k in keys)}) x {r['count']}" for r in repeated)
-            raise ConstraintViolation(
+            raise KeyViolation(
                 f"{where}: the table's rows repeat a key of ({', '.join(keys)}): {shown}; nothing was changed",
                 help="Remove the duplicate rows first, or rebuild the table (in dbt: --full-refresh).",
             )
-    new = replace(meta, key_columns=keys)
-    handle = begin(
-        snap, table.root, "SET TBLPROPERTIES", delete_from=(),
-        read_tablets=snap.tablets.keys(), reads_appends=True, io=table.io,
-    )  # fmt: skip
-    return commit(handle, [], extra_actions=[new], parameters={"properties": f"key_columns={','.join(keys)}"})
+    properties = {"properties": f"key_columns={','.join(keys)}"}
+    return commit_checked(table, snap, "SET TBLPROPERTIES", replace(meta, key_columns=keys), properties)
 
 
 def _rows(spark: SparkSession, table: TabletTable, snap: Snapshot) -> DataFrame:

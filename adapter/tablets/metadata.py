@@ -235,14 +235,14 @@ def show_create(spark: SparkSession, spec: ShowCreateSpec, table: TabletTable) -
 def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> DataFrame:
     change = spec.change
     keys = [k for k, _ in change.set_properties] + list(change.unset_properties)
-    key = [v for k, v in change.set_properties if k.lower() == KEY_COLUMNS]
-    if key and keys == [k for k, _ in change.set_properties if k.lower() == KEY_COLUMNS]:  # the key alone
-        declare_key(spark, table, key[0].split(","), f"ALTER TABLE {spec.target} {spec.operation}")
+    if not change.unset_properties and [k.lower() for k in keys] == [KEY_COLUMNS]:  # the key, set alone
+        columns = change.set_properties[0][1].split(",")
+        declare_key(spark, table, columns, f"ALTER TABLE {spec.target} {spec.operation}")
         return _frame(spark, [], ())
     if any(k.lower() == KEY_COLUMNS for k in keys):
         raise TabletsError(
-            f"ALTER TABLE {spec.target} {spec.operation}: {KEY_COLUMNS} is fixed when the table is created "
-            "(every statement relies on it)",
+            f"ALTER TABLE {spec.target} {spec.operation}: {KEY_COLUMNS} is set once, alone, on a table without a "
+            "key, and never unset (every statement relies on it)",
             help="Create a new table with the key columns you want (in dbt: change unique_key and run with --full-refresh).",
         )
     if any(k.lower().startswith(PREFIX) for k in keys):  # as Delta: the rows must be checked first

@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 import yaml
@@ -53,35 +51,22 @@ def _server(project):
     return wh, state.get("pid")
 
 
-def _end(pid):
-    if not pid:
-        return
-    deadline = time.monotonic() + 30
-    try:
-        os.kill(pid, signal.SIGTERM)
-        while time.monotonic() < deadline:
-            os.kill(pid, 0)
-            time.sleep(0.2)
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-
-
 @pytest.fixture
 def servers():
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        _end(pid)
+    """Warehouses whose warm servers the test started: each stopped (``warm.stop``, by its id)."""
+    warehouses: list[str] = []
+    yield warehouses
+    for wh in warehouses:
+        warm.stop(warm.server_dir(wh), timeout=30)
 
 
-def test_a_second_command_joins_the_warm_spark_and_a_copied_project_starts_its_own(tmp_path, servers):
+def test_a_second_command_joins_the_warm_spark_and_a_copied_project_never_shares_it(tmp_path, servers):
     project = tmp_path / "project"
     _project(project)
     _dbt_run(project)
     wh, first = _server(project)
     assert first, "no warm Spark after the first command"
-    servers.append(first)
+    servers.append(wh)
     out = _dbt_run(project, "--vars", "phase: 2")
     assert "updated 3" in out, out
     assert _server(project)[1] == first  # joined, not started
@@ -91,8 +76,7 @@ def test_a_second_command_joins_the_warm_spark_and_a_copied_project_starts_its_o
     out = _dbt_run(copy, "--vars", "phase: 3", ok=False)  # a copied warehouse refuses (docs/FORMAT.md)
     assert "is a copy of (or was moved from)" in out, out
     copy_wh, second = _server(copy)
-    if second:
-        servers.append(second)
+    servers.append(copy_wh)
     assert second != first and copy_wh != wh
     with open(os.path.join(warm.server_dir(wh), warm.STATE)) as f:
         assert json.load(f)["pid"] == first  # the original's server, untouched

@@ -2,10 +2,14 @@
 TBLPROPERTIES ('key_columns' = ...)) no statement leaves two live rows with one key. Each
 refused statement leaves the table unchanged (contents and version)."""
 
+from dataclasses import replace
+
 import pytest
 import tablets
 from support.conf import LOS_ANGELES, settings
-from tablets.exceptions import CardinalityViolation, ConstraintViolation, KeyViolation, MergeSpecError, TabletsError
+from support.delta_check import assert_delta_agrees
+from tablets.constraints import commit_checked
+from tablets.exceptions import CardinalityViolation, CommitConflict, KeyViolation, MergeSpecError, TabletsError
 
 pytestmark = pytest.mark.spark
 
@@ -302,7 +306,7 @@ def test_explain_plans_with_the_key_as_the_run_does(db):
 def test_a_table_without_a_key_takes_one_once_its_rows_are_checked(db):
     db.sql("CREATE TABLE k_later (id INT, v STRING) USING tablets")
     db.sql("INSERT INTO k_later VALUES (1, 'a'), (1, 'b'), (NULL, 'x'), (NULL, 'y')")
-    with pytest.raises(ConstraintViolation, match=r"repeat a key of \(id\): \(1\) x 2; nothing was changed"):
+    with pytest.raises(KeyViolation, match=r"repeat a key of \(id\): \(1\) x 2; nothing was changed"):
         db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'id')")
     versions = db.sql("DESCRIBE HISTORY k_later").count()
     db.sql("DELETE FROM k_later WHERE v = 'b'")
@@ -314,5 +318,18 @@ def test_a_table_without_a_key_takes_one_once_its_rows_are_checked(db):
     assert db.sql("DESCRIBE HISTORY k_later").count() == versions + 2
     with pytest.raises(TabletsError, match="repeat a key"):  # now it holds for every write
         db.sql("INSERT INTO k_later VALUES (1, 'again')")
-    with pytest.raises(TabletsError, match="fixed when it was set"):
+    with pytest.raises(TabletsError, match=r"the key of .* is \(id\), and a key is set once"):
         db.sql("ALTER TABLE k_later SET TBLPROPERTIES ('key_columns' = 'v')")
+    assert_delta_agrees(db, "k_later")  # the key is in the Delta log's metaData; every reader reads on
+
+
+def test_a_key_checked_against_a_version_does_not_commit_over_a_later_write(db):
+    db.sql("CREATE TABLE k_race (id INT, v STRING) USING tablets")
+    db.sql("INSERT INTO k_race VALUES (1, 'a')")
+    table = db.table_of("k_race")
+    checked = table.snapshot()  # the rows a key check read: no repeated key
+    db.sql("INSERT INTO k_race VALUES (1, 'b')")  # committed meanwhile, unchecked: repeats key 1
+    keyed = replace(checked.metadata, key_columns=("id",))
+    with pytest.raises(CommitConflict):
+        commit_checked(table, checked, "SET TBLPROPERTIES", keyed, {"properties": "key_columns=id"})
+    assert table.snapshot().metadata.key_columns == ()

@@ -112,7 +112,7 @@ def test_a_table_named_by_its_path(db, tmp_path):
 
 
 def test_bad_statements_say_what_to_do(db, table):
-    with pytest.raises(TabletsError, match=r"the key of .* is \(id\), fixed when it was set") as e:
+    with pytest.raises(TabletsError, match=r"the key of .* is \(id\), and a key is set once") as e:
         db.sql("ALTER TABLE meta.t SET TBLPROPERTIES ('key_columns' = 'v')")
     assert "--full-refresh" in e.value.help
     with pytest.raises(SchemaMismatch, match=r"ALTER COLUMN nope: nope is not a column of meta.t \(columns: id, v\)"):

@@ -64,13 +64,18 @@ def job_failed(what: str, e: Exception) -> TabletsError:
         at = f" ({where[-1][0]}, line {where[-1][1]}, in {where[-1][2]})" if where else ""
         if raised:
             return ExecutionError(f"{what} failed: a Python function raised {raised[-1][:500]}{at}")
-    # py4j's first line is "An error occurred while calling o123.x": the JVM's message follows
-    lines = [
+    lines = _message_lines(text)
+    return ExecutionError(f"{what} failed while running: {lines[0][:500] if lines else type(e).__name__}")
+
+
+def _message_lines(text: str) -> list[str]:
+    """The lines of a Spark error's message: without py4j's first line ("An error occurred while
+    calling o123.x", the JVM's message follows) and the JVM stack trace (Spark Connect's)."""
+    return [
         ln.lstrip(": ")
-        for ln in text.splitlines()
+        for ln in text.split("JVM stacktrace:", 1)[0].splitlines()
         if ln.strip() and not ln.startswith("An error occurred while calling")
     ]
-    return ExecutionError(f"{what} failed while running: {lines[0][:500] if lines else type(e).__name__}")
 
 
 _SUGGESTIONS = re.compile(r"\s*Did you mean one of the following\?\s*\[[^\]]*\]\.?")
@@ -87,19 +92,14 @@ def spark_message(e: Exception) -> str:
     return _INTERNAL.sub("(an internal column)", text)
 
 
-_PY4J_CALL = re.compile(r"^An error occurred while calling [\w.]+\.\s*:?\s*")
-
-
 def short_error(e: BaseException) -> str:
-    """A Spark error as a user reads it: its message, without the analysed plan that follows it,
-    the JVM stack trace or py4j's call line, and with the engine's internal columns unnamed. A
+    """A Spark error as a user reads it: its message's first line, without the analysed plan that
+    follows it or the JVM's stack trace, and with the engine's internal columns unnamed. A
     ``TabletsError`` is the engine's own message, whole (its Help line included)."""
-    text = str(e).strip()
-    if isinstance(e, exceptions.TabletsError) or not text:
-        return text or type(e).__name__
-    text = _PY4J_CALL.sub("", text.split("JVM stacktrace:", 1)[0]).strip()
-    line = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(e).__name__)
-    line = re.sub(r";\s*$", "", line)  # "... line 1 pos 7;" and the plan after it
+    if isinstance(e, exceptions.TabletsError):
+        return str(e).strip()
+    lines = _message_lines(str(e).strip())
+    line = re.sub(r";\s*$", "", lines[0].strip()) if lines else type(e).__name__  # "... line 1 pos 7;" then the plan
     return _INTERNAL.sub("(an internal column)", line)[:1000]
 
 

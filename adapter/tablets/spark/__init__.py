@@ -1,6 +1,6 @@
 """Spark access: the session, the ``tablets`` data source, catalog tables and native scans.
 
-- ``build_session`` / ``get_or_create_session``: the embedded (or remote) Spark session, with
+- ``build_session``: the embedded (or remote) Spark session, with
   every tablets source registered.
 - ``TabletsDataSource``: ``spark.read.format("tablets")`` / ``df.write.format("tablets")``.
 - ``create_table``, ``drop_table``, ``rename_table``, ``lookup``, ``list_tables``,
@@ -31,7 +31,7 @@ from tablets.spark.catalog import (
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
 from tablets.spark.frames import snapshot_frame
 from tablets.spark.jvm import java_version
-from tablets.spark.session import adopt, build_session, get_or_create_session, session_conf
+from tablets.spark.session import adopt, build_session, session_conf
 
 __all__ = [
     "SOURCE_NAME",
@@ -40,7 +40,6 @@ __all__ = [
     "build_session",
     "create_table",
     "drop_table",
-    "get_or_create_session",
     "java_version",
     "list_tables",
     "lookup",

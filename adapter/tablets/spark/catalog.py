@@ -23,7 +23,7 @@ The warehouse (``spark.tablets.warehouse``, else ``spark.sql.warehouse.dir``) an
 may be local directories or object store URIs (``s3://bucket/wh``): the registry and every table
 go through ``tablets.storage.fileio`` with the session's storage options (``configure``).
 
-``register_sources(spark)`` (run by ``build_session`` / ``get_or_create_session``) registers the
+``register_sources(spark)`` (run by ``build_session`` and ``adopt``) registers the
 base ``tablets`` source and every provider of the registry: it lists one small directory.
 ``lookup()`` serves the engine's routing from an in-process index of that directory, re-read
 when its listing changes (creates/drops in another process) and invalidated by this module's

@@ -21,7 +21,7 @@ first) before its JVM starts. Several processes share a warehouse through a meta
 A new local JVM maps a class-data-sharing archive of Spark's classes (``tablets.spark.jvm``):
 a fresh process starts in about two thirds of the time.
 
-Every session (built here, or adopted by ``get_or_create_session``) gets the ``tablets`` package
+Every session (built here, or adopted: ``adopt``) gets the ``tablets`` package
 shipped to its executors (``tablets.spark.ship``): on a cluster or a Spark Connect server they
 need only the ``worker`` extra's third-party packages.
 """
@@ -305,29 +305,3 @@ def _metastore_ready(warehouse: str, conf: Mapping[str, str], *, user_conf: Mapp
         raise errors[0]
     if metastore.JDO_URL_CONF not in user_conf:
         metastore.claim(warehouse)
-
-
-def get_or_create_session(
-    warehouse: str | None = None,
-    *,
-    master: str | None = None,
-    remote: str | None = None,
-    conf: Mapping[str, str] | None = None,
-    hive: bool = True,
-    storage_options: Mapping[str, str] | None = None,
-    metastore_uri: str | None = None,
-) -> SparkSession:
-    """The active session (tablets sources registered) if there is one, else a new one."""
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        return adopt(active, warehouse, storage_options)
-    return build_session(
-        warehouse,
-        master=master,
-        remote=remote,
-        conf=conf,
-        hive=hive,
-        storage_options=storage_options,
-        metastore_uri=metastore_uri,
-    )

@@ -167,6 +167,20 @@ def check_reserved(names: Sequence[str]) -> None:
         raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
 
 
+def resolve_key_columns(names: Sequence[str], key_columns: Sequence[str]) -> tuple[str, ...]:
+    """``key_columns`` spelled as the table's columns (Spark resolves names in any case);
+    ``SchemaMismatch`` for one the table does not have."""
+    by_lower = {n.lower(): n for n in names}
+    keys = tuple(by_lower.get(k.strip().lower(), k.strip()) for k in key_columns)
+    missing = [k for k in keys if k not in names]
+    if missing:
+        raise SchemaMismatch(
+            f"key columns {missing} are not columns of the table {list(names)}",
+            help="Use columns of the table as key columns.",
+        )
+    return keys
+
+
 def new_metadata(
     table_id: str,
     schema: pa.Schema | Sequence[tuple[str, str, bool]],
@@ -181,14 +195,8 @@ def new_metadata(
         raise SchemaMismatch(f"duplicate column names in {names}", help="Give every column a distinct name.")
     check_reserved(names)
     by_lower = {n.lower(): n for n in names}  # (Spark resolves names in any case)
-    key_columns = [by_lower.get(k.lower(), k) for k in key_columns]
+    key_columns = resolve_key_columns(names, key_columns)
     comments = tuple((by_lower[c.lower()], text) for c, text in column_comments if c.lower() in by_lower)
-    missing = [k for k in key_columns if k not in names]
-    if missing:
-        raise SchemaMismatch(
-            f"key columns {missing} are not columns of the table {names}",
-            help="Use columns of the table as key columns.",
-        )
     check_properties(properties or {}, names, "CREATE TABLE")
     return Metadata(
         table_id=table_id,

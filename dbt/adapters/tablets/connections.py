@@ -53,6 +53,7 @@ from dbt.adapters.spark.connections import (
 from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
+import tablets
 from dbt.adapters.tablets.session import (
     ANSI_CONF,
     TabletsConnection,
@@ -313,6 +314,4 @@ class TabletsConnectionManager(SparkConnectionManager):
         except Exception as exc:
             logger.debug(f"Error while running:\n{sql}")
             logger.debug(exc)  # the whole of it, plan and stack trace, for the debug log
-            import tablets
-
             raise DbtRuntimeError(tablets.short_error(exc)) from exc
