@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tablets.exceptions import TableAlreadyExists, TabletsError
+from tablets.exceptions import TableAlreadyExists, TableNotFound, TabletsError
 from tablets.maintenance import resolve_version
 from tablets.spark import catalog
 from tablets.sql.clone import CloneSpec, is_clone, parse_clone
@@ -35,12 +35,13 @@ def run(spark: SparkSession, text: str) -> DataFrame | None:
     if "clone" not in text.lower() or not is_clone(text):
         return None
     spec = parse_clone(text)
+    what = f"CREATE TABLE {spec.target} {'SHALLOW' if spec.shallow else 'DEEP'} CLONE {spec.source}"
     root = catalog.lookup(spark, spec.source)
     if root is None:
         if catalog.path_of(spec.source) is None:
+            _refuse_source(spark, spec.source, what)
             return None  # another format's clone (Delta): Spark's
         root = catalog.require(spark, spec.source)
-    what = f"CREATE TABLE {spec.target} {'SHALLOW' if spec.shallow else 'DEEP'} CLONE {spec.source}"
     if not spec.shallow:
         raise TabletsError(
             f"{what}: DEEP CLONE of a tablet table is not supported (it would copy every file)",
@@ -50,15 +51,27 @@ def run(spark: SparkSession, text: str) -> DataFrame | None:
     return clone(spark, spec, root, what)
 
 
+def _refuse_source(spark: SparkSession, name: str, what: str) -> None:
+    """A clone's source that Spark cannot clone either (nothing, a view, a plain file-format
+    table), said by name; Spark's parser would answer with a syntax error at SHALLOW."""
+    kind = catalog.kind_of(spark, name)
+    if kind is None:
+        raise TableNotFound(
+            f"{what}: there is no table named {name}",
+            help="Check the name (SHOW TABLES IN <database>); CLONE copies a tablet table.",
+        )
+    if kind == "view" or kind in catalog.FILE_FORMATS:
+        shown = "a view" if kind == "view" else f"a {kind} table"
+        raise TabletsError(
+            f"{what}: {name} is {shown}, and CLONE copies a tablet table",
+            help=f"Copy its rows instead: CREATE TABLE <new> USING tablets AS SELECT * FROM {name}.",
+        )
+
+
 def _existing(spark: SparkSession, name: str) -> str | None:
     """What ``name`` is now: "tablets" (a tablet table), "view", "table", or None."""
-    if catalog.lookup(spark, name) is not None:
-        return "tablets"
-    try:
-        info = spark.catalog.getTable(name.replace("`", ""))
-    except Exception:  # noqa: BLE001 - Spark's "not found"
-        return None
-    return "view" if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY") else "table"
+    kind = catalog.kind_of(spark, name)
+    return kind if kind in (None, "tablets", "view") else "table"
 
 
 def clone(spark: SparkSession, spec: CloneSpec, source_root: str, what: str) -> DataFrame:

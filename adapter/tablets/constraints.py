@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from tablets.engine.constraints import check_existing_rows
+from tablets.engine.constraints import check_existing_rows, refuse_unfit_check
 from tablets.exceptions import KeyViolation, SchemaMismatch
 from tablets.spark import catalog
 from tablets.spark.frames import empty_frame
@@ -72,6 +72,7 @@ def declared(
     cols = [(n, t, nullable and n not in off) for n, t, nullable in cols]
     for name, expression in spec.checks:
         key = PREFIX + check_name(name, where)
+        refuse_unfit_check(expression, f"{where} CONSTRAINT {name.lower()}")
         if key in properties:
             raise SchemaMismatch(f"{where}: two constraints named {name.lower()}", help="Give each its own name.")
         properties[key] = expression
@@ -89,7 +90,8 @@ def alter(spark: SparkSession, spec: ConstraintSpec, table: TabletTable) -> int 
         adds = False
     elif spec.add_check is not None:
         name, expression = spec.add_check
-        where = f"{where} ADD CONSTRAINT {name.lower()} CHECK ({expression})"
+        where = f"{where} ADD CONSTRAINT {name.lower()}"
+        refuse_unfit_check(expression, where)
         new, adds = add_check(meta, name, expression, where), True
     else:
         assert spec.not_null is not None

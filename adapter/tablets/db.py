@@ -240,19 +240,17 @@ class Database:
         if kind not in ("MERGE", "UPDATE", "DELETE", "INSERT") or (kind == "INSERT" and not _ON_CONFLICT.search(text)):
             return
         what = "INSERT ... ON CONFLICT" if kind == "INSERT" else kind
-        try:
-            info = self.spark.catalog.getTable(name)
-        except Exception:  # noqa: BLE001 - Spark's "not found"
+        provider = catalog.kind_of(self.spark, name)
+        if provider is None:
             raise TableNotFound(
                 f"{what} {name}: there is no table or view named {name}",
                 help="Check the name (SHOW TABLES IN <database>), or create it with CREATE TABLE ... USING tablets.",
-            ) from None
-        if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):
+            )
+        if provider == "view":
             raise TabletsError(
                 f"{what} {name}: {name} is a view; {what} writes tables",
                 help="Write to the tablet table the view reads from.",
             )
-        provider = catalog.provider_of(self.spark, name)
         if provider in catalog.FILE_FORMATS:
             raise TabletsError(
                 f"{what} {name}: {name} is a {provider} table, not a tablet table, and Spark cannot run {what} on it",
@@ -296,7 +294,7 @@ class Database:
         except PySparkException as e:
             part = "the inserted rows" if spec.operation == "INSERT" else f"USING {spec.source.sql()[:200]}"
             raise MergeSpecError(
-                f"{spec.operation} INTO {spec.target}: {part}: Spark cannot read the source: {spark_message(e)}",
+                f"{spec.head}: {part}: Spark cannot read the source: {spark_message(e)}",
                 help="Fix the source query or table name.",
             ) from None
         if spec.operation == "INSERT" and table is not None and any(c.star for c in spec.clauses):
@@ -403,6 +401,11 @@ class Database:
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
         if spec.like is not None:
             spec = create_like.resolve(self.spark, spec)
+        if spec.replace and catalog.kind_of(self.spark, spec.target) == "view":  # Spark's rule: a view stays a view
+            raise TableAlreadyExists(
+                f"CREATE OR REPLACE TABLE {spec.target}: {spec.target} is a view, and a table does not replace a view",
+                help=f"Drop the view first (DROP VIEW {spec.target}), or give the table another name.",
+            )
         props = dict(spec.properties)
         keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
         at_path = catalog.path_of(spec.target) is not None  # tablets.`/path`: adopts a Delta table there

@@ -97,14 +97,10 @@ def _plain(spark: SparkSession, name: str) -> str | None:
     """What ``name`` is when Spark cannot run a maintenance statement on it either: "a view" or
     "a <provider> table" (a plain file format); None for a table of another format (Delta's
     own OPTIMIZE then runs in Spark)."""
-    try:
-        info = spark.catalog.getTable(name.replace("`", ""))
-    except Exception:  # noqa: BLE001 - Spark's own error follows
-        return None
-    if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):
+    kind = catalog.kind_of(spark, name)
+    if kind == "view":
         return "a view"
-    provider = catalog.provider_of(spark, name)
-    return f"a {provider} table" if provider in catalog.FILE_FORMATS else None
+    return f"a {kind} table" if kind in catalog.FILE_FORMATS else None
 
 
 def run(spark: SparkSession, text: str) -> DataFrame | None:

@@ -262,7 +262,7 @@ def alter(spark: SparkSession, spec: AlterMetadataSpec, table: TabletTable) -> D
             )
     if spec.column_type is not None:
         _check_type(spec, meta)
-    table.alter_metadata(change, spec.operation)
+    table.alter_metadata(change, spec.operation, where=f"ALTER TABLE {spec.target} {spec.operation}")
     return _frame(spark, [], ())  # Spark's ALTER returns no rows and no columns
 
 

@@ -7,7 +7,11 @@
   provider. It is ``DELETE FROM t``: one commit, the history kept (as Delta truncates).
 - ``ALTER TABLE t CLUSTER BY (cols)`` / ``CLUSTER BY NONE``: Spark's clustering DDL, which Spark
   refused, or ran on its catalog entry with no effect on the table. It sets (or unsets) the
-  ``cluster_by`` property, as ``CREATE TABLE ... CLUSTER BY`` does.
+  ``cluster_by`` property, as ``CREATE TABLE ... CLUSTER BY`` does; on another table it is
+  refused (it would change nothing).
+- ``CREATE TABLE c LIKE t USING <format>`` of a tablet table ``t``: Spark's session catalog
+  refuses LIKE of a table its data source provides. It is ``CREATE TABLE c (<t's columns>) USING
+  <format>``, what Spark's LIKE makes of any other table.
 
 Another provider's statement stays Spark's."""
 
@@ -18,7 +22,15 @@ from typing import TYPE_CHECKING
 
 from tablets.exceptions import StatementParseError, TableNotFound
 from tablets.spark import catalog
-from tablets.sql import altered_clustering, create_provider, statement_target, truncated_table
+from tablets.spark.datasource import spark_ddl
+from tablets.sql import (
+    altered_clustering,
+    create_like,
+    create_provider,
+    like_with_columns,
+    statement_target,
+    truncated_table,
+)
 from tablets.sqltext import sql_string
 
 if TYPE_CHECKING:
@@ -26,6 +38,7 @@ if TYPE_CHECKING:
 
 _REPLACE_TABLE = re.compile(r"^\s*REPLACE\s+TABLE\s+", re.IGNORECASE)
 _TRUNCATE = re.compile(r"^\s*TRUNCATE\s+TABLE\s+", re.IGNORECASE)
+_CREATE_LIKE = re.compile(r"^\s*CREATE\s+(TABLE|.*\bTABLE)\s+.*\bLIKE\b", re.I | re.S)
 _CLUSTER_BY = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<table>.+?)\s+CLUSTER\s+BY\s+(?P<none>NONE\s*;?\s*$)?", re.I | re.S)
 
 
@@ -39,7 +52,19 @@ def statement(spark: SparkSession, text: str) -> str:
     m = _CLUSTER_BY.match(text)
     if m is not None:
         return _clustering(spark, text, m)
+    if _CREATE_LIKE.match(text):
+        return _like_tablets(spark, text)
     return text
+
+
+def _like_tablets(spark: SparkSession, text: str) -> str:
+    source, provider = create_like(text), create_provider(text)
+    root = catalog.lookup(spark, source) if source is not None and provider not in (None, "tablets") else None
+    if root is None:
+        return text
+    meta = catalog.storage(spark).table(root).snapshot().metadata
+    comments = {c.lower(): note for c, note in meta.column_comments}
+    return like_with_columns(text, spark_ddl(meta.schema, comments))
 
 
 def _replace_table(spark: SparkSession, text: str, rewritten: str) -> str:
@@ -79,7 +104,26 @@ def _clustering(spark: SparkSession, text: str, m: re.Match[str]) -> str:
             return text
         return f"ALTER TABLE {table_sql} UNSET TBLPROPERTIES IF EXISTS ('cluster_by')"
     clustered = altered_clustering(text)
-    if clustered is None or catalog.lookup(spark, clustered[0]) is None:
+    if clustered is None:
         return text
-    _, table_sql, columns = clustered
+    name, table_sql, columns = clustered
+    if catalog.lookup(spark, name) is None:
+        if catalog.path_of(name) is None and spark.catalog.tableExists(name):  # Spark would do nothing
+            raise StatementParseError(
+                f"ALTER TABLE {name} CLUSTER BY: {name} is not a tablet table; its clustering would change nothing",
+                help="Cluster a tablet table (CREATE TABLE ... USING tablets AS SELECT * FROM ... copies this one).",
+            )
+        return text
+    names = columns.split(",") if columns else []
+    if not names:
+        raise StatementParseError(
+            f"ALTER TABLE {name} CLUSTER BY (): no columns",
+            help=f"Name the columns to sort new tablets by, or write ALTER TABLE {table_sql} CLUSTER BY NONE.",
+        )
+    repeated = sorted({c for c in names if [n.lower() for n in names].count(c.lower()) > 1})
+    if repeated:
+        raise StatementParseError(
+            f"ALTER TABLE {name} CLUSTER BY ({', '.join(names)}): {', '.join(repeated)} named more than once",
+            help="Name each column once.",
+        )
     return f"ALTER TABLE {table_sql} SET TBLPROPERTIES ('cluster_by' = {sql_string(columns)})"

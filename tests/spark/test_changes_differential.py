@@ -3,7 +3,9 @@
 COLUMN, MERGE re-runs), the rows of version v1, minus the deletes and pre-images of
 ``table_changes(v1 + 1, v2)``, plus its inserts and post-images, are the rows of version v2 (as
 multisets, v1 read with v2's columns). Where the table declares its key, each version's change
-rows give each key at most one pre-image and one post-image, and only together.
+rows give each key at most one pre-image and one post-image, and only together; a key with a
+NULL in it none (NULL keys are distinct); and a statement's version has no more pre-images than
+the rows it reported updated.
 
 ``TABLETS_CHANGES_CASES=n`` runs n cases (default 6, from seed 0).
 """
@@ -59,10 +61,27 @@ def check_keys(feed: pa.Table, keys: list[str]) -> str | None:
         k = (r["_commit_version"], *(r[c] for c in keys))
         by_version.setdefault(k, Counter())[r["_change_type"]] += 1
     for k, kinds in by_version.items():
+        if kinds["update_preimage"] and None in k[1:]:
+            return f"version {k[0]} key {k[1:]}: a NULL key paired as an update: {dict(kinds)}"
         if kinds["update_preimage"] != kinds["update_postimage"] or kinds["update_preimage"] > 1:
             return f"version {k[0]} key {k[1:]}: {dict(kinds)}"
         if kinds["update_preimage"] and (kinds["insert"] or kinds["delete"]):
             return f"version {k[0]} key {k[1:]}: {dict(kinds)}"
+    return None
+
+
+def check_updates(feed: pa.Table, updated: dict[int, int]) -> str | None:
+    """No version pairs more rows as updates than its statement reported updating."""
+    pre = Counter(
+        v
+        for v, kind in zip(
+            feed.column("_commit_version").to_pylist(), feed.column("_change_type").to_pylist(), strict=True
+        )
+        if kind == "update_preimage"
+    )
+    for v, n in sorted(pre.items()):
+        if v in updated and n > updated[v]:
+            return f"version {v}: {n} update pre-images, but its statement updated {updated[v]}"
     return None
 
 
@@ -71,8 +90,11 @@ def test_changes_take_each_version_to_the_next(db):
     for seed in range(CASES):
         case = make_case(seed, STATEMENTS)
         run = PlanRun(db, case, "driver")
+        updated = {}  # version -> the rows its statement reported updated
         for i, step in enumerate(case.steps):
-            run.run(i, step)
+            m = run.run(i, step).metrics
+            if m is not None and m.version is not None:
+                updated[m.version] = m.rows_updated
         table = db.table_of(run.name)
         latest = table.version
         r = random.Random(seed)
@@ -89,7 +111,7 @@ def test_changes_take_each_version_to_the_next(db):
                     f"seed {seed}, versions {v1} -> {v2}: {dict(got - after)} too many, {dict(after - got)} missing\n{case.script()}"
                 )
             if meta.key_columns:
-                bad = check_keys(feed, list(meta.key_columns))
+                bad = check_keys(feed, list(meta.key_columns)) or check_updates(feed, updated)
                 if bad:
                     problems.append(f"seed {seed}, versions {v1} -> {v2}: {bad}")
         print(f"seed {seed}: {latest} versions, {len(pairs)} ranges checked", flush=True)

@@ -16,7 +16,8 @@ def db(spark):
     d = tablets.connect(spark=spark)
     d.sql("CREATE DATABASE IF NOT EXISTS cln")
     d.spark.conf.set("spark.tablets.retentionDurationCheck.enabled", "false")
-    return d
+    yield d
+    d.spark.conf.unset("spark.tablets.retentionDurationCheck.enabled")  # the session is the next module's too
 
 
 def rows(db, sql):

@@ -84,6 +84,20 @@ def test_keyless_table_has_only_deletes_and_inserts(db):
     assert got(db.table_changes("chg.nokey", 2)) == [(1, "A", "insert", 2), (1, "a", "delete", 2)]
 
 
+def test_null_keys_never_pair_as_an_update(db):
+    """NULL keys are distinct: a MERGE that deletes (NULL, 'x') by source and inserts (NULL, 'y')
+    updated nothing, and its feed says a delete and an insert."""
+    db.sql("DROP TABLE IF EXISTS chg.nulls")
+    db.sql("CREATE TABLE chg.nulls (id INT, v STRING) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    db.sql("INSERT INTO chg.nulls VALUES (NULL, 'x'), (1, 'a')")
+    m = db.sql(
+        "MERGE INTO chg.nulls t USING (SELECT * FROM VALUES (CAST(NULL AS INT), 'y'), (1, 'a') AS s(id, v)) s "
+        "ON t.id = s.id WHEN NOT MATCHED THEN INSERT * WHEN NOT MATCHED BY SOURCE THEN DELETE"
+    ).metrics
+    assert (m.rows_inserted, m.rows_updated, m.rows_deleted) == (1, 0, 1)
+    assert got(db.table_changes("chg.nulls", 2)) == [(None, "x", "delete", 2), (None, "y", "insert", 2)]
+
+
 def test_changes_feed_a_merge_and_a_ctas(db):
     db.sql("DROP TABLE IF EXISTS chg.src")
     db.sql("DROP TABLE IF EXISTS chg.copy")

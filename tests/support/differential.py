@@ -33,7 +33,7 @@ from tablets.engine.route import (
     RERUN_CONF,
     SKIP_NOOP_CONF,
 )
-from tablets.exceptions import CardinalityViolation, KeyViolation
+from tablets.exceptions import CardinalityViolation, ConstraintViolation, KeyViolation
 from tablets.spark import catalog
 
 from support.conf import settings
@@ -184,6 +184,8 @@ class Mirror:
 
     def run(self, i: int, step: Step) -> Outcome:
         out = self._run(step)
+        if out.error in ("cardinality", "key") and (self.case.checks or self.case.not_null):
+            out.error += "/constraint"  # a refusal either way: which one it names first is the engine's
         self.history[i] = self.con.sql("SELECT * FROM tt").to_arrow_table()
         out.names, out.rows = self.rows()
         return out
@@ -196,7 +198,14 @@ class Mirror:
     def _replace(self, table: pa.Table) -> None:
         self.con.execute("DROP TABLE tt")
         self.con.register("restored", table)
-        self.con.execute("CREATE TABLE tt AS SELECT * FROM restored")
+        if self.case.checks or self.case.not_null:  # the table's constraints, over its columns now
+            self.con.execute("CREATE TABLE shape AS SELECT * FROM restored LIMIT 0")
+            cols = [(quoted(r[0]), r[1]) for r in self.con.sql("DESCRIBE shape").fetchall()]
+            self.con.execute("DROP TABLE shape")
+            self.con.execute(f"CREATE TABLE tt ({self.case.columns_ddl(cols, duck=True, raw_types=True)})")
+            self.con.execute("INSERT INTO tt SELECT * FROM restored")
+        else:
+            self.con.execute("CREATE TABLE tt AS SELECT * FROM restored")
         self.con.unregister("restored")
 
     def _run(self, step: Step) -> Outcome:
@@ -219,6 +228,11 @@ class Mirror:
         con.execute("BEGIN")
         try:
             res = con.execute(sql).fetchall()
+        except duckdb.ConstraintException as e:
+            con.execute("ROLLBACK")
+            if "CHECK constraint" not in str(e) and "NOT NULL constraint" not in str(e):
+                return Outcome(error=f"oracle: {str(e)[:300]}")
+            return Outcome(error="/".join(["constraint", *self._also(step)]))
         except duckdb.Error as e:
             con.execute("ROLLBACK")
             return Outcome(error="cardinality" if "more than once" in str(e) else f"oracle: {str(e)[:300]}")
@@ -230,9 +244,27 @@ class Mirror:
             acts = Counter(r[0] for r in res)
             return Outcome(counts=(acts["INSERT"], acts["UPDATE"], acts["DELETE"]))
         n = res[0][0] if res else 0
-        return Outcome(counts={"INSERT": (n, 0, 0), "UPDATE": (0, n, 0), "DELETE": (0, 0, n)}[k])
+        return Outcome(counts={"INSERT": (n, 0, 0), "UPDATE": (0, n, 0), "DELETE": (0, 0, n), "TRUNCATE": (0, 0, n)}[k])
 
-    def _conflict(self, step: Step) -> str | None:
+    def _also(self, step: Step) -> list[str]:
+        """What else a statement that broke a constraint breaks (a key, the cardinality rule),
+        found on a copy of the table without constraints: which one a refusal names first is the
+        engine's choice."""
+        con = self.con
+        con.execute("CREATE TABLE free AS SELECT * FROM tt")
+        try:
+            sql = self._conflict(step, "free") if step.kind == "CONFLICT" else step.sql("free", duck=True)
+            if sql is None:
+                return ["cardinality"]
+            con.execute(sql)
+        except duckdb.Error as e:
+            return ["cardinality"] if "more than once" in str(e) else []
+        finally:
+            rows = canon(con.sql("SELECT * FROM free").to_arrow_table())
+            con.execute("DROP TABLE free")
+        return ["key"] if self.case.declared and _key_dups(*rows, self.case.keys) else []
+
+    def _conflict(self, step: Step, table: str = "tt") -> str | None:
         """INSERT ... ON CONFLICT as the MERGE it means (sqlgen.SPARK_SEMANTICS["ON CONFLICT"])."""
         names, rows = step.names, list(step.rows)
         idx = [names.index(k) for k in step.keys]
@@ -248,7 +280,7 @@ class Mirror:
         upd = (" WHEN MATCHED THEN UPDATE SET " + ", ".join(f"{c} = s.{c}" for c, _ in step.sets)) if step.sets else ""
         src = values_query(list(step.cols), kept, True)
         return (
-            f"MERGE INTO tt t USING ({src}) s ON {on}{upd} WHEN NOT MATCHED THEN INSERT VALUES "
+            f"MERGE INTO {table} t USING ({src}) s ON {on}{upd} WHEN NOT MATCHED THEN INSERT VALUES "
             f"({', '.join('s.' + n for n in names)}) RETURNING merge_action"
         )
 
@@ -308,6 +340,8 @@ class PlanRun:
                 out.error = "cardinality"
             except KeyViolation:
                 out.error = "key"
+            except ConstraintViolation:
+                out.error = "constraint"
             except Exception as e:  # noqa: BLE001 - any other failure is a finding
                 out.error = f"error: {type(e).__name__}: {str(e)[:400]}"
         table = db.table_of(name)
@@ -515,7 +549,7 @@ def _compare(i: int, step: Step, want: Outcome, outs: dict[str, Outcome]) -> Fai
             f"DuckDB: {want.error}; driver {d.error}, spark {s.error}",
         )
     for p, o in outs.items():
-        if o.error != want.error:
+        if o.error != want.error and (o.error is None or o.error not in (want.error or "").split("/")):
             return Failure("error", p, i, f"expected {want.error or 'success'}, got {o.error or 'success'}")
         if o.names != want.names or o.rows != want.rows:
             return Failure("rows", p, i, f"columns {o.names} vs {want.names}: {_diff(want.rows, o.rows)}")
@@ -590,7 +624,7 @@ def _mentions(st: Step, col: str) -> bool:
 
 
 def _drop_column(case: Case, col: str) -> Case | None:
-    if col in case.keys or any(_mentions(st, col) for st in case.steps):
+    if col in case.keys or col in case.constrained() or any(_mentions(st, col) for st in case.steps):
         return None
 
     def cut(cols, rows):
@@ -636,7 +670,8 @@ def minimise(
             c = _drop_column(best, col)
             if c is not None and fails(c):
                 changed = True
-        for flag in ({"declared": False}, {"tablet_rows": None}, {"cluster_by": None}, {"zone": "UTC"}):
+        for flag in ({"declared": False}, {"tablet_rows": None}, {"cluster_by": None}, {"zone": "UTC"}, {"checks": ()},
+                     {"not_null": ()}):  # fmt: skip
             if any(getattr(best, k) != v for k, v in flag.items()) and fails(replace(best, **flag)):
                 changed = True
         for j in range(len(best.steps)):

@@ -55,6 +55,10 @@ SPARK_SEMANTICS = {
     "key columns": "the product's: no statement may leave two live rows whose key columns are all non-NULL "
     "and equal (NaN = NaN, -0.0 = 0.0): checked on DuckDB's result, which is rolled back and "
     "expected to be refused. A declared key is never SET (the product refuses it by design).",
+    "constraints": "a third of the cases declare NOT NULL and CHECK constraints (DuckDB's, the same SQL: a NULL "
+    "CHECK passes) and TRUNCATE now and then: a statement that breaks one is refused by both, with nothing "
+    "written. A statement that also repeats a key or matches a target row twice may be refused for either "
+    "(which one a refusal names first is the engine's choice; DuckDB's is found on a copy without constraints).",
     "counts": "the product counts an UPDATE whose new image equals the old row as unchanged "
     "(skip_unchanged): DuckDB's updated = our updated + unchanged.",
 }
@@ -245,7 +249,7 @@ def values_query(cols: list[tuple[str, str]], rows: list[tuple], duck: bool) -> 
 
 @dataclass(frozen=True)
 class Step:
-    """One statement. ``kind``: INSERT, MERGE, UPDATE, DELETE, CONFLICT, OPTIMIZE, RESTORE,
+    """One statement. ``kind``: INSERT, MERGE, UPDATE, DELETE, TRUNCATE, CONFLICT, OPTIMIZE, RESTORE,
     ADD, DROP (the storage API's set_schema: SQL has no DROP COLUMN here), RERUN (a MERGE
     again with the same source). ``cols``: the table's columns when the step runs."""
 
@@ -296,6 +300,8 @@ class Step:
             return f"UPDATE {name} SET {sets}" + (f" WHERE {self.where.sql(duck, t='')}" if self.where else "")
         if k == "DELETE":
             return f"DELETE FROM {name}" + (f" WHERE {self.where.sql(duck, t='')}" if self.where else "")
+        if k == "TRUNCATE":
+            return f"DELETE FROM {name}" if duck else f"TRUNCATE TABLE {name}"
         if k == "CONFLICT" and not duck:
             vals = "VALUES " + values_list(list(self.cols), list(self.rows), False)
             action = (
@@ -338,9 +344,26 @@ class Case:
     cluster_by: str | None
     zone: str
     steps: list[Step] = field(default_factory=list)
+    checks: tuple[Expr, ...] = ()  # CHECK constraints over value columns (CONSTRAINT ck<i>)
+    not_null: tuple[str, ...] = ()  # NOT NULL value columns
+
+    def constrained(self) -> set[str]:
+        """The columns a constraint names (never dropped: the product refuses it)."""
+        return set(self.not_null) | {n for e in self.checks for n, _ in self.cols if n in e.spark}
+
+    def columns_ddl(self, cols, duck: bool, raw_types: bool = False) -> str:
+        """Column definitions with their NOT NULL, then the CHECKs (``raw_types``: ``cols`` has
+        DuckDB's types already)."""
+        off = {unquoted(n) for n in self.not_null}
+        defs = [
+            f"{n} {t if raw_types or not duck else duck_type(t)}" + (" NOT NULL" if unquoted(n) in off else "")
+            for n, t in cols
+        ]
+        defs += [f"CONSTRAINT ck{i} CHECK ({e.sql(duck, t='')})" for i, e in enumerate(self.checks)]
+        return ", ".join(defs)
 
     def create(self, name: str, duck: bool = False) -> str:
-        cols = ", ".join(f"{n} {duck_type(t) if duck else t}" for n, t in self.cols)
+        cols = self.columns_ddl(self.cols, duck)
         if duck:
             return f"CREATE TABLE {name} ({cols})"
         props = {"key_columns": ",".join(unquoted(k) for k in self.keys)} if self.declared else {}
@@ -637,6 +660,8 @@ def make_case(seed: int, statements: int) -> Case:
         else None,
         zone=r.choice(ZONES),
     )
+    if r.random() < CONSTRAINED_CASES:
+        case.checks, case.not_null = _constraints(r, [c for c in cols if c[0] not in keys])
     g = Gen(r, pools, case.declared)
     schemas = [tuple(cols)]  # the columns after each step (schemas[0]: after CREATE)
     cur = list(cols)
@@ -656,6 +681,26 @@ def make_case(seed: int, statements: int) -> Case:
         case.steps.append(step)
         schemas.append(tuple(cur))
     return case
+
+
+CONSTRAINED_CASES = 0.3  # cases whose table declares NOT NULL or CHECK constraints
+
+
+def _constraints(r: random.Random, values) -> tuple[tuple[Expr, ...], tuple[str, ...]]:
+    """A few constraints over value columns that some generated rows break: a CHECK excludes one
+    value of a column's pool (NULL passes, as SQL's CHECK), a NOT NULL refuses NULL."""
+    plain = [(n, t) for n, t in values if t not in NESTED and t not in FLOATS and t != "BINARY"]
+    checks = []
+    for n, t in r.sample(plain, min(len(plain), r.randint(1, 2))):
+        v = L(t, r.choice(POOLS[t]))
+        forms = [X(f"({{t}}{n} <> {{0}})", v), X(f"({{t}}{n} IS NULL OR {{t}}{n} <> {{0}})", v)]
+        if t in INTS:
+            forms.append(X(f"(({{t}}{n} % 7) <> 3)"))
+        if t == "BOOLEAN":
+            forms.append(X(f"{{t}}{n}"))
+        checks.append(r.choice(forms))
+    not_null = tuple(n for n, _ in r.sample(values, 1)) if values and r.random() < 0.4 else ()
+    return tuple(checks), not_null
 
 
 def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -> Step:
@@ -678,6 +723,8 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
         where = g.pred(cur, "t") if r.random() < 0.85 else None
         return Step("UPDATE", tc, sets=tuple((n, g.value_expr(n, t, "t")) for n, t in sets), where=where)
     if roll < 0.68:
+        if r.random() < 0.05:
+            return Step("TRUNCATE", tc)
         return Step("DELETE", tc, where=g.pred(cur, "t"))
     if roll < 0.76 and case.declared:
         sets = [c for c in cur if c[0] not in keys and r.random() < 0.7]
@@ -688,7 +735,9 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
         return Step("OPTIMIZE", tc)
     if roll < 0.91 and len(case.steps) > 1:
         return Step("RESTORE", tc, to_step=r.randrange(-1, len(case.steps) - 1))
-    values = [c for c in cur if c[0] not in keys and c[0] != case.cluster_by]  # (new tablets sort by cluster_by)
+    values = [  # (new tablets sort by cluster_by; a constrained column is never dropped)
+        c for c in cur if c[0] not in keys and c[0] != case.cluster_by and c[0] not in case.constrained()
+    ]
     if roll < 0.95 and values and len(cur) > 2:
         return Step("DROP", tc, column=r.choice(values))
     dropped = [c for s in schemas for c in s if c not in cur and c[0] not in keys]

@@ -133,6 +133,22 @@ def test_restore_that_read_before_a_vacuum_conflicts(tmp_path):
     assert sorted(t.read().column("id").to_pylist()) == [*range(9), 100]
 
 
+def test_vacuum_removes_a_killed_writers_log_temp_file(tmp_path):
+    """A writer killed at the Delta step leaves ``_delta_log/.tmp-*``: VACUUM removes it once it
+    is older than the retention, and keeps a younger one (a live writer's)."""
+    t = _nine(str(tmp_path))
+    logdir = log.log_dir(t.root)
+    old, young = os.path.join(logdir, ".tmp-killed"), os.path.join(logdir, ".tmp-live")
+    for path in (old, young):
+        with open(path, "w") as f:
+            f.write("{}")
+    os.utime(old, (time.time() - 3 * 3600, time.time() - 3 * 3600))
+    assert f"{log.LOG_DIR}/.tmp-killed" in t.vacuum(1, dry_run=True, enforce_retention=False)
+    t.vacuum(1, enforce_retention=False)
+    assert not os.path.exists(old) and os.path.exists(young)
+    assert sorted(t.read().column("id").to_pylist()) == list(range(9))
+
+
 @pytest.mark.parametrize("call", ["link", "replace"])
 def test_a_temp_file_vacuum_took_is_written_again(tmp_path, monkeypatch, call):
     """A VACUUM removes temp files older than its retention (a killed writer's): a live writer

@@ -142,11 +142,11 @@ def append(
         discard(handle, frags)
         example = next((r["key_example"] for r in rows if r["key_example"]), None)
         raise KeyViolation(
-            f"{operation} {name or table.root}: {bad} row(s) repeat a key of ({', '.join(keys)})"
+            f"{spec_head(operation, name or table.root)}: {bad} row(s) repeat a key of ({', '.join(keys)})"
             + (f", e.g. {example}" if example else "")
             + "; nothing was written"
         )
-    raise_if_violated(handle, frags, rows, snap.metadata, f"{operation} {name or table.root}")
+    raise_if_violated(handle, frags, rows, snap.metadata, spec_head(operation, name or table.root))
     m.rows_inserted = sum(r["n_insert"] for r in rows)
     m.tablets_added = len(frags)
     m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))
@@ -160,3 +160,8 @@ def append(
         handle, frags, extra_actions=removes, parameters=dict(options.parameters), metrics=m.to_commit()
     )
     return m
+
+
+def spec_head(operation: str, target: str) -> str:
+    """``INSERT INTO t``, ``INSERT OVERWRITE t``, ``CREATE TABLE AS SELECT t``: a message's start."""
+    return f"INSERT INTO {target}" if operation == "INSERT" else f"{operation} {target}"

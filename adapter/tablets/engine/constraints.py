@@ -11,7 +11,10 @@ in Arrow, the same check runs in Arrow (``arrow_eval``, Spark's semantics exactl
 Arrow cannot evaluate an expression, the statement steps aside to Spark's plan.
 
 ``ALTER TABLE ADD CONSTRAINT`` and ``SET NOT NULL`` check the table's rows first (Delta's way):
-one Spark query that stops at the first offending row.
+one Spark query that stops at the first offending row. A CHECK must be a deterministic boolean
+expression over the row alone (Delta's rule): a subquery, an aggregate, a window or a
+non-deterministic function is refused when the constraint is declared, before anything is
+committed, since no write could be checked against it.
 """
 
 from __future__ import annotations
@@ -143,12 +146,79 @@ def violation_error(meta: Metadata, where: str, n: int | None, example: str) -> 
     return ConstraintViolation(f"{where}: {what}; {count}, e.g. ({shown}); nothing was written", help=fix)
 
 
+# Spark's non-deterministic functions (its Nondeterministic expressions, by SQL name)
+NONDETERMINISTIC = frozenset(
+    [
+        "rand",
+        "randn",
+        "random",
+        "uniform",
+        "randstr",
+        "uuid",
+        "shuffle",
+        "monotonically_increasing_id",
+        "spark_partition_id",
+        "input_file_name",
+        "input_file_block_start",
+        "input_file_block_length",
+    ]
+)
+
+
+def refuse_unfit_check(expression: str, where: str) -> None:
+    """Refuse a CHECK that no row can be checked against alone: a subquery, an aggregate, a
+    window, a non-deterministic function (Delta refuses them too)."""
+    try:
+        tree = sqlglot.parse_one(expression, read="spark")
+    except sqlglot.errors.SqlglotError as e:
+        raise MergeSpecError(
+            f"{where}: CHECK ({expression}) is not an expression Spark SQL parses ({str(e).splitlines()[0][:200]})",
+            help="Write a boolean expression over the table's columns.",
+        ) from None
+    found = None
+    for node in tree.walk():
+        if isinstance(node, exp.Subquery | exp.Select | exp.Exists):
+            found = "a subquery"
+        elif isinstance(node, exp.Window):
+            found = "a window function"
+        elif isinstance(node, exp.AggFunc):
+            found = f"the aggregate {node.sql(dialect='spark')}"
+        elif (
+            isinstance(node, exp.Rand | exp.Randn | exp.Uuid)
+            or (isinstance(node, exp.Func) and (node.sql_name() or "").lower() in NONDETERMINISTIC)
+            or (isinstance(node, exp.Anonymous) and str(node.this).lower() in NONDETERMINISTIC)
+        ):
+            found = f"the non-deterministic {node.sql(dialect='spark')}"
+        if found:
+            break
+    if found:
+        raise MergeSpecError(
+            f"{where}: a CHECK constraint is checked on each row alone, and CHECK ({expression}) uses {found}",
+            help="Write a deterministic boolean expression over the row's own columns.",
+        )
+
+
 def check_existing_rows(spark: SparkSession, frame: DataFrame, meta: Metadata, where: str) -> None:
     """Before ADD CONSTRAINT / SET NOT NULL: refuse if a row of ``frame`` (the table's live rows)
-    breaks a constraint of ``meta`` (the table's metadata with the new constraint)."""
+    breaks a constraint of ``meta`` (the table's metadata with the new constraint); first, that
+    every CHECK is a boolean expression over the columns (Spark's analysis, no job)."""
     sql = violation_sql(meta, {n: n for n in meta.column_names})
     if sql is None:
         return
+    names = {n: n for n in meta.column_names}
+    for name, expression in checks(meta):
+        try:
+            kind = frame.select(F.expr(rebind(expression, names))).schema.fields[0].dataType.simpleString()
+        except Exception as e:  # noqa: BLE001 - Spark's analysis error: the expression is the user's
+            raise MergeSpecError(
+                f"{where}: Spark cannot evaluate CHECK ({expression}) over the table's columns: {spark_message(e)}",
+                help="Write a boolean expression over the table's columns (DESCRIBE the table).",
+            ) from None
+        if kind != "boolean":
+            raise MergeSpecError(
+                f"{where}: CHECK constraint {name} ({expression}) is of type {kind}, not a boolean",
+                help=f"Write a condition, e.g. CHECK (({expression}) > 0).",
+            )
     label = "__tablets_label"
     try:
         hit = frame.select("*", F.expr(sql).alias(label)).filter(F.col(label).isNotNull()).limit(1).collect()

@@ -30,6 +30,7 @@ from tablets.engine.plan import Plan, plan_merge, source_column
 from tablets.engine.scope import plan_error
 from tablets.spec import ActionKind, MergeSpec
 from tablets.storage.actions import Metadata
+from tablets.storage.metadata import reserved_names
 from tablets.storage.types import TYPE_ALIASES
 
 _INTEGERS = ("tinyint", "smallint", "int", "bigint")
@@ -134,6 +135,14 @@ def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str
         widened.append((column, new))
     if not added and not widened:
         return None
+    taken = reserved_names([name for name, _ in added.values()])
+    if taken:
+        raise plan_error(
+            spec,
+            "WITH SCHEMA EVOLUTION",
+            f"source column(s) {', '.join(taken)} would be added, and their names are reserved by dbt-tablets",
+            help="Rename them in the source (SELECT ... AS another_name), or leave them out.",
+        )
     untyped = [name for name, t in added.values() if _norm(t) in ("void", "null")]
     if untyped:
         raise plan_error(

@@ -10,7 +10,7 @@ from tablets.spec import ActionKind
 def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None = None) -> str:
     """The plan as text; ``route``: ``route.describe``'s lines (which plan it will take)."""
     spec = plan.spec
-    head = f"{spec.operation} INTO {spec.target} AS {spec.target_alias}"
+    head = f"{spec.head} AS {spec.target_alias}"
     if spec.source is not None:
         head += f" USING {spec.source.sql()} AS {spec.source_alias} ON {plan.on}"
     lines = [head]

@@ -260,9 +260,10 @@ def driver_pairs_view(run: Run, tablets: Sequence[str]) -> str | None:
     data, source_type = run.intake.local
     everyone = data.combine_chunks()
 
-    def struct(table: pa.Table) -> pa.StructArray:
+    def struct(table: pa.Table) -> pa.StructArray:  # fields nullable: a row alone's target struct is NULL
         return pa.StructArray.from_arrays(
-            [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns], fields=list(table.schema)
+            [c.chunk(0) if c.num_chunks else pa.array([], c.type) for c in table.columns],
+            fields=[f.with_nullable(True) for f in table.schema],
         )
 
     t_type = struct(t_rows.slice(0, 0)).type

@@ -18,7 +18,7 @@ _NILADIC = {"user", "current_database", "current_schema", "current_catalog", "cu
 
 
 def plan_error(spec: MergeSpec, part: str, message: str, help: str | None = None) -> MergeSpecError:
-    return MergeSpecError(f"{spec.operation} INTO {spec.target}: {part}: {message}", help)
+    return MergeSpecError(f"{spec.head}: {part}: {message}", help)
 
 
 class Scope:

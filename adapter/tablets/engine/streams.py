@@ -87,7 +87,7 @@ def delete_stream(
     if dups:
         discard(handle, fragments)
         raise CardinalityViolation(
-            f"{run.plan.spec.operation} INTO {run.plan.spec.target}: {dups} target row(s) would be modified more than "
+            f"{run.plan.spec.head}: {dups} target row(s) would be modified more than "
             "once (more than one source row matches them and an UPDATE or DELETE clause applies); nothing was written"
         )
     check_keys(run, handle, fragments, rows)
@@ -255,11 +255,11 @@ def check_keys(run: Run, handle, fragments: list, rows: list) -> None:
     example = next((r["key_example"] for r in rows if r["key_example"]), None)
     spec = run.plan.spec
     raise KeyViolation(
-        f"{spec.operation} INTO {spec.target}: {bad} inserted row(s) would repeat a key of ({', '.join(run.plan.key_columns)})"
+        f"{spec.head}: {bad} inserted row(s) would repeat a key of ({', '.join(run.plan.key_columns)})"
         + (f", e.g. {example}" if example else "")
         + "; nothing was written"
     )
 
 
 def _where(run: Run) -> str:
-    return f"{run.plan.spec.operation} INTO {run.plan.spec.target}"
+    return f"{run.plan.spec.head}"

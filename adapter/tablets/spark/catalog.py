@@ -423,6 +423,20 @@ def _create_at_path(
 FILE_FORMATS = {"parquet", "orc", "csv", "json", "text", "avro", "hive", "textfile", "sequencefile", "rcfile"}
 
 
+def kind_of(spark: SparkSession, name: str) -> str | None:
+    """What ``name`` names: "tablets" (a tablet table), "view" (a view, temporary or not), another
+    table's provider in lower case ("parquet"; "" if Spark cannot tell), or None (nothing)."""
+    if lookup(spark, name) is not None:
+        return "tablets"
+    try:
+        info = spark.catalog.getTable(name.replace("`", ""))
+    except Exception:  # noqa: BLE001 - Spark's "not found"
+        return None
+    if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):
+        return "view"
+    return provider_of(spark, name)
+
+
 def provider_of(spark: SparkSession, name: str) -> str:
     """The provider Spark's catalog records for the table ``name`` (lower case; "" if it cannot tell)."""
     try:

@@ -103,6 +103,13 @@ class MergeSpec:
     def categories(self) -> set[Category]:
         return {c.category for c in self.clauses}
 
+    @property
+    def head(self) -> str:
+        """The statement's opening words, as its SQL reads (``UPDATE t``, ``DELETE FROM t``):
+        what a message about it starts with."""
+        verb = {"UPDATE": "UPDATE", "DELETE": "DELETE FROM"}.get(self.operation, f"{self.operation} INTO")
+        return f"{verb} {self.target}"
+
 
 @dataclass(frozen=True)
 class AppendSpec:

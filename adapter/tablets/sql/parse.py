@@ -113,6 +113,18 @@ def create_like(text: str) -> str | None:
     return next((table_name(p.this) for p in _create_properties(text) if isinstance(p, exp.LikeProperty)), None)
 
 
+def like_with_columns(text: str, columns_ddl: str) -> str:
+    """``CREATE TABLE t LIKE s ...`` as ``CREATE TABLE t (<columns_ddl>) ...``, its other
+    clauses as written."""
+    tree = _tree(text)
+    assert isinstance(tree, exp.Create)
+    columns = sqlglot.parse_one(f"CREATE TABLE x ({columns_ddl})", read="spark").this.expressions
+    tree.set("this", exp.Schema(this=tree.this, expressions=columns))
+    props = tree.args["properties"]
+    props.set("expressions", [p for p in props.expressions if not isinstance(p, exp.LikeProperty)])
+    return to_sql(tree)
+
+
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
     return next((p.name.lower() for p in _create_properties(text) if isinstance(p, exp.FileFormatProperty)), None)
@@ -319,6 +331,12 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
                 "WHEN NOT MATCHED THEN INSERT *, or DELETE then INSERT.",
             )
     columns = tuple(c.name for c in target_node.expressions) if isinstance(target_node, exp.Schema) else ()
+    if columns and tree.args.get("by_name"):  # Spark's grammar: a column list or BY NAME
+        raise StatementParseError(
+            f"{verb} {target} ({', '.join(columns)}) BY NAME: a column list and BY NAME do not go together",
+            help=f"Write {verb} {target} BY NAME <query> (the query's columns by their names), or "
+            f"{verb} {target} ({', '.join(columns)}) <query> (by position).",
+        )
     query_node = tree.args.get("expression")
     if query_node is None:
         raise StatementParseError(f"INSERT INTO {target}: no VALUES or query")

@@ -273,14 +273,15 @@ def _hashable(v: object) -> object:
 
 def tag_changes(vc: VersionChanges, key_columns: Sequence[str]) -> pa.Table:
     """One version's rows with their change type: deletes and inserts of the same key pair up
-    as update pre- and post-images."""
+    as update pre- and post-images. A key with a NULL in it pairs with nothing: NULL keys are
+    distinct (the table's UNIQUE rule), so such a row is a delete or an insert."""
     deleted, inserted = vc.deleted, vc.inserted
     keys = [k for k in key_columns if k in deleted.column_names]
     d_kind = [DELETE] * deleted.num_rows
     i_kind = [INSERT] * inserted.num_rows
     if keys and deleted.num_rows and inserted.num_rows:
         dk, ik = _keys(deleted, keys), _keys(inserted, keys)
-        both = set(dk) & set(ik)
+        both = {k for k in set(dk) & set(ik) if None not in k}
         d_kind = [PRE if k in both else DELETE for k in dk]
         i_kind = [POST if k in both else INSERT for k in ik]
     out = []

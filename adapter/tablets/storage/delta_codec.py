@@ -43,6 +43,7 @@ from tablets.storage.delta_log import (
 )
 from tablets.storage.delta_schema import MAPPING_MODE, MAX_COLUMN_ID, field_metadata_keys, from_delta
 from tablets.storage.fileio import FileIO, basename, join
+from tablets.storage.properties import DELTA_FEATURES
 from tablets.storage.snapshot import TabletState
 from tablets.storage.types import TYPE_ALIASES
 
@@ -86,11 +87,7 @@ def check_metadata(root: str, m: dict[str, Any]) -> None:
     config = m.get("configuration") or {}
     if m.get("partitionColumns"):
         raise refuse(root, "partition columns (" + ", ".join(m["partitionColumns"]) + ")")
-    for key, feature in (
-        ("delta.enableChangeDataFeed", "changeDataFeed (delta.enableChangeDataFeed)"),
-        ("delta.enableRowTracking", "rowTracking (delta.enableRowTracking)"),
-        ("delta.appendOnly", "appendOnly (delta.appendOnly)"),
-    ):
+    for key, feature in DELTA_FEATURES.items():
         if _true(config, key):
             raise refuse(root, feature)
     # CHECK constraints are enforced on every write (tablets.engine.constraints): kept when

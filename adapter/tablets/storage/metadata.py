@@ -159,10 +159,15 @@ def _drop(meta: Metadata, names: tuple[str, ...], if_exists: bool, where: str) -
     return meta.with_schema(kept) if columns else meta
 
 
-def check_reserved(names: Sequence[str]) -> None:
-    """No column may take a name the format or the engine uses (any case: Spark resolves
+def reserved_names(names: Sequence[str]) -> list[str]:
+    """The names of ``names`` that the format or the engine uses (any case: Spark resolves
     Parquet columns without it)."""
-    reserved = [n for n in names if n in (ROW_TABLET, ROW_NUMBER) or n.lower().startswith("__tablets")]
+    return [n for n in names if n.lower() in (ROW_TABLET, ROW_NUMBER) or n.lower().startswith("__tablets")]
+
+
+def check_reserved(names: Sequence[str]) -> None:
+    """No column may take a name the format or the engine uses."""
+    reserved = reserved_names(names)
     if reserved:
         raise SchemaMismatch(f"column names {reserved} are reserved by dbt-tablets", help="Rename the columns.")
 
