@@ -249,7 +249,9 @@ def values_query(cols: list[tuple[str, str]], rows: list[tuple], duck: bool) -> 
 
 @dataclass(frozen=True)
 class Step:
-    """One statement. ``kind``: INSERT, MERGE, UPDATE, DELETE, TRUNCATE, CONFLICT, OPTIMIZE, RESTORE,
+    """One statement. ``kind``: INSERT, BYNAME (INSERT BY NAME), MERGE, EVOLVE (MERGE WITH SCHEMA
+    EVOLUTION adding ``column``), UPDATE, DELETE, TRUNCATE, CONFLICT, OPTIMIZE, CLUSTER (ALTER TABLE
+    CLUSTER BY ``column``), REPLACE (CREATE OR REPLACE TABLE with the columns it has: empty), RESTORE,
     ADD, DROP (the storage API's set_schema: SQL has no DROP COLUMN here), RERUN (a MERGE
     again with the same source). ``cols``: the table's columns when the step runs."""
 
@@ -264,6 +266,7 @@ class Step:
     keys: tuple[str, ...] = ()  # CONFLICT's
     column: tuple[str, str] | None = None  # ADD / DROP
     to_step: int = -1  # RESTORE: the version after this step (-1: the created table)
+    on_order: tuple[int, ...] = ()  # BYNAME: the order the query gives the columns in
 
     @property
     def names(self) -> list[str]:
@@ -280,9 +283,18 @@ class Step:
             return "ON CONFLICT DO " + ("UPDATE" if self.sets else "NOTHING")
         return self.kind
 
-    def sql(self, name: str, duck: bool = False, restore_version: int | None = None, source: str | None = None) -> str:
+    def sql(
+        self,
+        name: str,
+        duck: bool = False,
+        restore_version: int | None = None,
+        source: str | None = None,
+        replace_ddl: str = "",
+        props: str = "",
+    ) -> str:
         """Spark SQL for the product, or DuckDB's (None where the harness does it another way).
-        ``source``: a MERGE's source query in place of its VALUES (the same rows)."""
+        ``source``: a MERGE's source query in place of its VALUES (the same rows); ``replace_ddl``
+        and ``props``: a REPLACE's columns and TBLPROPERTIES clause (``Case.replacing``)."""
         k = self.kind
         if k == "INSERT":
             return f"INSERT INTO {name} {values_query(list(self.cols), list(self.rows), duck)}"
@@ -302,6 +314,21 @@ class Step:
             return f"DELETE FROM {name}" + (f" WHERE {self.where.sql(duck, t='')}" if self.where else "")
         if k == "TRUNCATE":
             return f"DELETE FROM {name}" if duck else f"TRUNCATE TABLE {name}"
+        if k == "BYNAME":  # the query's columns in another order, taken by name
+            order = list(self.on_order or range(len(self.cols)))
+            cols = [self.cols[j] for j in order]
+            rows = [tuple(r[j] for j in order) for r in self.rows]
+            return f"INSERT INTO {name} BY NAME {values_query(cols, rows, duck)}"
+        if k == "EVOLVE":  # the source brings a new column (the last of cols): added, then merged
+            on = " AND ".join(f"(t.{c} = s.{c})" for c, _ in self.on)
+            src = values_query(list(self.cols), list(self.rows), duck)
+            body = f"t USING ({src}) s ON {on} " + " ".join(c.sql(duck, self.names) for c in self.clauses)
+            if duck:
+                n, t = self.column
+                return f"ALTER TABLE {name} ADD COLUMN {n} {duck_type(t)}; MERGE INTO {name} {body}"
+            return f"MERGE WITH SCHEMA EVOLUTION INTO {name} {body}"
+        if k == "CLUSTER" and not duck:
+            return f"ALTER TABLE {name} CLUSTER BY ({self.column[0]})"
         if k == "CONFLICT" and not duck:
             vals = "VALUES " + values_list(list(self.cols), list(self.rows), False)
             action = (
@@ -316,6 +343,12 @@ class Step:
             )
         if k == "OPTIMIZE" and not duck:
             return f"OPTIMIZE {name}"
+        if k == "REPLACE":
+            return (
+                f"DELETE FROM {name}"
+                if duck
+                else f"CREATE OR REPLACE TABLE {name} ({replace_ddl}) USING tablets{props}"
+            )
         if k == "RESTORE" and not duck:
             return f"RESTORE TABLE {name} TO VERSION AS OF {restore_version}"
         if k == "ADD":
@@ -362,27 +395,36 @@ class Case:
         defs += [f"CONSTRAINT ck{i} CHECK ({e.sql(duck, t='')})" for i, e in enumerate(self.checks)]
         return ", ".join(defs)
 
+    def replacing(self, step: Step) -> dict[str, str]:
+        """A REPLACE step's columns (the table's now, with the constraints) and properties."""
+        return {"replace_ddl": self.columns_ddl(step.cols, False), "props": self.properties_sql()}
+
     def create(self, name: str, duck: bool = False) -> str:
         cols = self.columns_ddl(self.cols, duck)
         if duck:
             return f"CREATE TABLE {name} ({cols})"
+        return f"CREATE TABLE {name} ({cols}) USING tablets{self.properties_sql()}"
+
+    def properties_sql(self) -> str:
         props = {"key_columns": ",".join(unquoted(k) for k in self.keys)} if self.declared else {}
         if self.tablet_rows:
             props["target_tablet_rows"] = str(self.tablet_rows)
         if self.cluster_by:
             props["cluster_by"] = self.cluster_by
-        tbl = (
+        return (
             f" TBLPROPERTIES ({', '.join(f'{chr(39)}{k}{chr(39)} = {chr(39)}{v}{chr(39)}' for k, v in props.items())})"
             if props
             else ""
         )
-        return f"CREATE TABLE {name} ({cols}) USING tablets{tbl}"
 
     def script(self, name: str = "t1") -> str:
         """The case as Spark SQL, for a report."""
         out = [f"SET spark.sql.session.timeZone = {self.zone};", self.create(name) + ";"]
         for st in self.steps:
-            out.append(st.sql(name, restore_version=st.to_step + 1) + ";")  # (versions if each step commits once)
+            extra = self.replacing(st) if st.kind == "REPLACE" else {}
+            out.append(
+                st.sql(name, restore_version=st.to_step + 1, **extra) + ";"
+            )  # (versions if each step commits once)
         return "\n".join(out)
 
 
@@ -671,7 +713,7 @@ def make_case(seed: int, statements: int) -> Case:
     added = 0
     while len(case.steps) < statements:
         step = _statement(r, g, case, cur, schemas, added)
-        if step.kind == "ADD":
+        if step.kind in ("ADD", "EVOLVE"):
             added += 1
             cur = cur + [step.column]
         elif step.kind == "DROP":
@@ -681,6 +723,38 @@ def make_case(seed: int, statements: int) -> Case:
         case.steps.append(step)
         schemas.append(tuple(cur))
     return case
+
+
+def _evolve(r: random.Random, g: Gen, case: Case, cur, added: int) -> Step:
+    """A MERGE WITH SCHEMA EVOLUTION whose source (the keys and a new column) sets the new column
+    of the rows it matches and inserts the others: one source row per key and no NOT NULL column
+    left empty, so that it is never refused and the generator knows the table's columns after."""
+    t = r.choice([x for x in _VALUE_COLS if x != "DECIMAL"])
+    column = (f"e{added}_" + t.lower(), t)
+    keys = [c for c in cur if c[0] in case.keys]
+    cols = (*keys, column)
+    seen, rows = set(), []
+    for row in g.rows(cols, 0, 5):
+        key = tuple(_canon_key(v) for v in row[: len(keys)])
+        if None in key or key not in seen:
+            seen.add(key)
+            rows.append(row)
+    clauses = [Clause("MATCHED", None, "UPDATE", ((column[0], X(f"{{s}}{column[0]}")),))]
+    if not case.not_null:
+        clauses.append(Clause("NOT MATCHED", None, "INSERT", tuple((n, X(f"{{s}}{n}")) for n, _ in cols)))
+    return Step("EVOLVE", cols, rows=tuple(rows), clauses=tuple(clauses),
+                on=tuple((k, False) for k in case.keys), column=column)  # fmt: skip
+
+
+def _canon_key(v):
+    """A key as Spark's join compares it (NaN = NaN, -0.0 = 0.0, '1.50' = '1.5')."""
+    if isinstance(v, str):
+        try:
+            f = float(v)
+        except ValueError:
+            return v
+        return "NaN" if f != f else (0.0 if f == 0 else f)
+    return v
 
 
 CONSTRAINED_CASES = 0.3  # cases whose table declares NOT NULL or CHECK constraints
@@ -712,6 +786,8 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
     if last.kind == "MERGE" and roll < (0.6 if upsert else 0.25) and last.cols == tc:
         return replace(last, kind="RERUN")
     roll = r.random()
+    if roll < 0.03:
+        return _evolve(r, g, case, cur, added)
     if roll < 0.50:
         return g.merge(cur, keys)
     if roll < 0.60:
@@ -730,13 +806,22 @@ def _statement(r: random.Random, g: Gen, case: Case, cur, schemas, added: int) -
         sets = [c for c in cur if c[0] not in keys and r.random() < 0.7]
         return Step("CONFLICT", tc, rows=g.rows(cur, 1, 4), sets=tuple((n, X(f"{{s}}{n}")) for n, _ in sets), keys=keys)
     if roll < 0.80:
+        if r.random() < 0.3:
+            return Step("BYNAME", tc, rows=g.rows(cur, 1, 4), on_order=tuple(r.sample(range(len(cur)), len(cur))))
         return Step("INSERT", tc, rows=g.rows(cur, 1, 4))
     if roll < 0.85:
+        roll = r.random()
+        plain = [c for c in cur if c[1] not in NESTED and not c[0].startswith("`")]
+        if roll < 0.25 and plain:
+            return Step("CLUSTER", tc, column=r.choice(plain))
+        if roll < 0.45:
+            return Step("REPLACE", tc)
         return Step("OPTIMIZE", tc)
     if roll < 0.91 and len(case.steps) > 1:
         return Step("RESTORE", tc, to_step=r.randrange(-1, len(case.steps) - 1))
+    clustered = {case.cluster_by} | {st.column[0] for st in case.steps if st.kind == "CLUSTER"}
     values = [  # (new tablets sort by cluster_by; a constrained column is never dropped)
-        c for c in cur if c[0] not in keys and c[0] != case.cluster_by and c[0] not in case.constrained()
+        c for c in cur if c[0] not in keys and c[0] not in clustered and c[0] not in case.constrained()
     ]
     if roll < 0.95 and values and len(cur) > 2:
         return Step("DROP", tc, column=r.choice(values))
