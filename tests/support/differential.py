@@ -190,6 +190,12 @@ class Mirror:
         out.names, out.rows = self.rows()
         return out
 
+    def copy(self) -> Mirror:
+        """Another mirror holding this one's rows now (a clone's)."""
+        other = Mirror(self.case)
+        other._replace(self.con.sql("SELECT * FROM tt").to_arrow_table())
+        return other
+
     def resync(self, i: int, table: pa.Table) -> None:
         """DuckDB could not run the step (see the tally's oracle skips): take the product's rows."""
         self._replace(table)
@@ -313,16 +319,17 @@ def _canon_value(v):
 class PlanRun:
     """One plan's table through a case: the versions it made and the rows of each."""
 
-    def __init__(self, db, case: Case, plan: str) -> None:
+    def __init__(self, db, case: Case, plan: str, clone_of: str | None = None) -> None:
+        """``clone_of``: the table is a SHALLOW CLONE of that one (its newest version), not new."""
         self.db, self.case, self.plan = db, case, plan
-        self.name = f"gen.c{next(_names)}_{plan}"
+        self.name = f"gen.c{next(_names)}_{plan}" + ("_clone" if clone_of else "")
         conf = PLANS[plan] if plan == "driver" else second_plan(case)[1]
         self.conf = {**conf, "spark.sql.session.timeZone": case.zone}
         self.opts: dict[str, object] = {"cluster_by": (case.cluster_by,)} if case.cluster_by else {}
         if plan != "driver" and rewrites_unchanged(case):
             self.opts["skip_unchanged"] = False
         with settings(db.spark, self.conf):
-            db.sql(case.create(self.name))
+            db.sql(f"CREATE TABLE {self.name} SHALLOW CLONE {clone_of}" if clone_of else case.create(self.name))
         table = db.table_of(self.name)
         self.versions = {-1: table.version}
         self.recorded = {table.version: canon(table.read())}
