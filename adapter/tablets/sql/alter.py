@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from tablets.exceptions import StatementParseError
 from tablets.spec import AddColumnsSpec, AlterColumnsSpec, ConstraintSpec, DropColumnsSpec, RenameColumnSpec
-from tablets.sql.create import check_of, stored_column_type
+from tablets.sql.create import check_of, refuse_repeated, stored_column_type
 from tablets.sql.syntax import table_name, to_sql
 
 FORMS = (
@@ -64,6 +64,7 @@ def alter_columns(tree: exp.Alter) -> AlterColumnsSpec:
                 for k in d.args.get("constraints") or ()
                 if isinstance(k.args.get("kind"), exp.CommentColumnConstraint)
             ]
+    refuse_repeated([c for c, _ in columns], where)  # (both were added, and the catalog refused them after)
     return AddColumnsSpec(target, tuple(columns), tuple(comments))
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from tablets.exceptions import StatementParseError
+from tablets.exceptions import SchemaMismatch, StatementParseError
 from tablets.spec import (
     CreateSpec,
 )
@@ -23,6 +23,7 @@ def create_statement(tree: exp.Create) -> CreateSpec:
     column_comments: list[tuple[str, str]] = []
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
+        refuse_repeated([c.name for c in defs], f"CREATE TABLE {target}")
         columns_ddl = ", ".join(
             f"{quote_ident(c.name)} {stored_column_type(c, f'CREATE TABLE {target}')}" for c in defs
         )
@@ -52,9 +53,9 @@ def create_statement(tree: exp.Create) -> CreateSpec:
         elif isinstance(p, exp.ClusterProperty):  # Spark's CLUSTER BY (cols): the cluster_by property
             cluster = ",".join(c.name for c in p.expressions)
         elif isinstance(p, exp.OptionsProperty):
-            props.update({q.name: q.args["value"].name for q in p.expressions})
+            props.update(_property(q) for q in p.expressions)
         elif type(p) is exp.Property:  # TBLPROPERTIES / WITH (key = value)
-            props[p.name] = p.args["value"].name
+            props.update([_property(p)])
         else:
             raise StatementParseError(
                 f"CREATE TABLE {target}: {to_sql(p)!r} is not supported on tablet tables",
@@ -95,6 +96,27 @@ def create_statement(tree: exp.Create) -> CreateSpec:
     )
 
 
+def _property(p: exp.Expr) -> tuple[str, str]:
+    """(key, value) as Spark reads them: ``delta.appendOnly = true`` is ('delta.appendOnly', 'true')
+    (a dotted key and a value that is no string were read as '')."""
+
+    def parts(node: exp.Expr) -> list[str]:
+        if isinstance(node, exp.Dot):
+            return parts(node.this) + parts(node.expression)
+        if isinstance(node, exp.Column):
+            return [q.name for q in node.parts]
+        return [node.name]
+
+    value = p.args.get("value")
+    if isinstance(value, exp.Boolean):
+        text = "true" if value.this else "false"
+    elif isinstance(value, exp.Literal):
+        text = value.name
+    else:
+        text = to_sql(value)  # (a negative number: -1)
+    return ".".join(parts(p.this)), text
+
+
 def check_of(node: exp.Expr, where: str) -> tuple[str, str]:
     """``CONSTRAINT name CHECK (expression)`` -> (name, expression); other table constraints
     (PRIMARY KEY, FOREIGN KEY, UNIQUE) are refused, not dropped."""
@@ -128,4 +150,31 @@ def stored_column_type(col: exp.ColumnDef, where: str) -> str:
     kind = col.args["kind"]
     if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
         return "STRING"
+    if isinstance(kind, exp.DataType) and kind.this is exp.DataType.Type.DECIMAL and kind.expressions:
+        _decimal(col.name, kind, where)  # (Spark's own message would name the DDL tablets writes for it)
     return to_sql(kind)
+
+
+def _decimal(column: str, kind: exp.DataType, where: str) -> None:
+    """Spark's bounds of DECIMAL(precision, scale): 1 <= precision <= 38, 0 <= scale <= precision."""
+    numbers = [p.this.name if isinstance(p, exp.DataTypeParam) else p.name for p in kind.expressions]
+    if not all(n.isdigit() for n in numbers) or len(numbers) > 2:
+        return
+    precision, scale = int(numbers[0]), int(numbers[1]) if len(numbers) > 1 else 0
+    if not 1 <= precision <= 38 or scale > precision:
+        raise SchemaMismatch(
+            f"{where}: column {column}: {to_sql(kind)}: a decimal has a precision of 1 to 38 digits and a scale "
+            "of at most its precision",
+            help="Write DECIMAL(precision, scale) with 1 <= precision <= 38 and 0 <= scale <= precision.",
+        )
+
+
+def refuse_repeated(names: list[str], where: str) -> None:
+    """A column list names each column once (Spark compares names without regard to case)."""
+    lowered = [n.lower() for n in names]
+    repeated = [names[lowered.index(k)] for k in dict.fromkeys(lowered) if lowered.count(k) > 1]
+    if repeated:
+        raise SchemaMismatch(
+            f"{where}: column {', '.join(repeated)} is named more than once",
+            help="Give every column a distinct name (names are compared without regard to case).",
+        )

@@ -132,10 +132,9 @@ def parse_maintenance(text: str) -> MaintenanceSpec:
         while words:
             if words[0] == "RETAIN":
                 value = words[1] if len(words) > 1 else ""
-                try:
-                    retain = float(value)
-                except ValueError:
-                    retain = None
+                # a number as Spark writes one: float() also takes NaN and Infinity, and NaN passes
+                # every comparison with the table's retention
+                retain = float(value) if re.fullmatch(r"[0-9]+(?:\.[0-9]*)?(?:E[+-]?[0-9]+)?", value) else None
                 if retain is None or len(words) < 3 or words[2] != "HOURS" or retain < 0:
                     raise StatementParseError(
                         f"{head}: RETAIN needs a number of hours >= 0 (RETAIN 168 HOURS), not {' '.join(words[:3])!r}"

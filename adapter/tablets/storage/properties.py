@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 
 from tablets.exceptions import TabletsError
@@ -38,11 +39,13 @@ def _number(
         bounds += f" and at most {shown(high)}"
 
     def check(raw: str) -> str | None:
+        if integer and not re.fullmatch(r"\s*[+-]?[0-9]+\s*", raw):  # its readers take int(): not 1e3, not 10.0
+            return f"{kind} {bounds}"
         try:
             value = float(raw)
         except ValueError:
             return f"{kind} {bounds}"
-        if not math.isfinite(value) or (integer and value != int(value)):
+        if not math.isfinite(value):
             return f"{kind} {bounds}"
         if value < low or (low_open and value == low) or value > high:
             return f"{kind} {bounds}"
