@@ -5,7 +5,7 @@ support.readme WORK BLOCK_LINE...`` (tests/spark/test_readme.py runs it in a fre
 user would) executes the blocks starting at those lines, in order, in one namespace: Python blocks
 as they are, SQL blocks statement by statement through the ``db`` the Python blocks made. The
 only change to what is printed: the README's example directories (``/tmp/wh``, ``/data/``) are
-under WORK. A Python line that is an expression followed by ``# <literal>`` states its result:
+under WORK (``s3://lake`` is the bucket of the tests' S3 server, whose variables the caller sets). A Python line that is an expression followed by ``# <literal>`` states its result:
 the runner checks it. Prints one JSON line per block: its line and what it checked."""
 
 from __future__ import annotations
@@ -77,7 +77,8 @@ def statements(sql: str) -> list[str]:
 
 
 def _localise(text: str, work: str) -> str:
-    return text.replace('"/tmp/wh"', json.dumps(os.path.join(work, "wh"))).replace("/data/", f"{work}/data/")
+    wh = os.path.join(work, "wh")
+    return text.replace('"/tmp/wh"', json.dumps(wh)).replace('"/tmp/wh/', f'"{wh}/').replace("/data/", f"{work}/data/")
 
 
 def _checks(source: str) -> list[tuple[int, str]]:
