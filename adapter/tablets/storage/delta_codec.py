@@ -17,6 +17,7 @@ with the same statistics and a new vector is a ``set_dv``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import uuid
 import zlib
@@ -188,8 +189,20 @@ def _delta_stats(meta: Metadata, raw: str | None) -> tuple[tuple[str, ColumnStat
     return tuple(out)
 
 
+# A file's add is written again with each deletion vector it gets (Delta's remove + add), with the
+# same stats: a replay parses each stats text once
+@functools.lru_cache(maxsize=4096)
+def _num_records(raw: str) -> int | None:
+    return json.loads(raw).get("numRecords")
+
+
+@functools.lru_cache(maxsize=4096)
+def _our_stats(text: str) -> tuple[tuple[str, ColumnStats], ...]:
+    return tuple((n, ColumnStats.from_json(s)) for n, s in json.loads(text))
+
+
 def _rows(io: FileIO, root: str, path: str, raw: str | None) -> int:
-    rows = json.loads(raw).get("numRecords") if raw else None
+    rows = _num_records(raw) if raw else None
     if rows is None:  # a writer that keeps no stats: the footer says
         import pyarrow.parquet as pq
 
@@ -202,7 +215,7 @@ def decode_add(io: FileIO, root: str, meta: Metadata, body: dict[str, Any]) -> T
     tags = body.get("tags") or {}
     raw = body.get("stats")
     if TAG_STATS in tags:
-        stats = tuple((n, ColumnStats.from_json(s)) for n, s in json.loads(tags[TAG_STATS]))
+        stats = _our_stats(tags[TAG_STATS])
     else:
         stats = _delta_stats(meta, raw)
     add = AddTablet(tablet_id(path), path, _rows(io, root, path, raw), int(body["size"]), stats, tags.get(TAG_TXID, ""))
