@@ -15,21 +15,12 @@ Arrow reader's tasks apply them as they read. Elsewhere (Spark Connect, no ``jav
 broadcast below is the fallback: left for later, the engine joins the target with a small
 broadcast source first and applies them to the pairs only.
 
-How deletion vectors are applied in the fallback (``bench/dv_strategies.py`` measures it: 2 shared
-cores, local[2], 1M rows x 3 columns in 10 tablets of 100k, 10% of the rows deleted at random;
-median of 5 interleaved runs of building the frame and aggregating every column + row number;
-two sessions, the machine shared with other Spark jobs):
-
-=======================================================================  ===============
-(w) broadcast left join on (file name, row index >> 6) with the 64-bit    1.29 s / 1.56 s
-    words of the DVs that hold a deletion, then ``bit_get`` on the word
-    (one row per word instead of per deleted row: 15.6k rows here)
-(a) left anti join on (file name, row index) with a broadcast              1.69 s / 1.82 s
-    DataFrame of the 100k deleted rows (built from the DVs via Arrow)
-(b) per tablet ``NOT row_index IN (<the deleted rows>)`` (InSet)           7.82 s / 8.71 s
-    (megabytes of expression text to parse and plan)
-no deletion vector applied at all (reference)                              0.96 s / 0.92 s
-=======================================================================  ===============
+How deletion vectors are applied in the fallback (``bench/dv_strategies.py`` measures the
+ways; its figures are in bench/RESULTS.md): (w) a broadcast left join on (file name, row index
+>> 6) with the 64-bit words of the DVs that hold a deletion, then ``bit_get`` on the word (one
+row per word instead of per deleted row); (a) a left anti join on (file name, row index) with a
+broadcast DataFrame of the deleted rows; (b) per tablet ``NOT row_index IN (<the deleted rows>)``
+(megabytes of expression text to parse and plan), the slowest by far.
 
 (w) is used. For sparse deletes it has as many rows as (a), never more; dense deletes shrink it
 up to 64 times. Ranges of live rows (c) were not tried further: 10% random deletes make ~9k
@@ -56,7 +47,8 @@ footer's tablet id: a file swapped for another tablet of exactly the same size p
 
 Tablet files are passed to Spark one by one; above
 ``spark.sql.sources.parallelPartitionDiscovery.threshold`` paths (default 32) Spark lists them
-with a Spark job (1-3 s); ``build_session`` raises the threshold (listing ~0.1 s for 100 files).
+with a Spark job, seconds where listing them here takes a fraction of one: ``build_session``
+raises the threshold.
 """
 
 from __future__ import annotations
@@ -255,8 +247,8 @@ def empty_frame(
 ) -> DataFrame:
     """No rows, of ``columns`` (and the SQL expressions ``extra``): a SQL statement, whose empty
     local relation Spark's optimizer folds (an aggregate over it runs no scan); an empty
-    ``createDataFrame`` is an RDD whose tasks start Python workers (a ``count(*)`` of it took
-    170 ms against 47 ms)."""
+    ``createDataFrame`` is an RDD whose tasks start Python workers (a ``count(*)`` of it takes
+    several times as long)."""
     types = {n: t for n, t, _ in schema}
     cols = [f"CAST(NULL AS {types[c]}) AS {quote_ident(c)}" for c in columns]
     return spark.sql(f"SELECT {', '.join([*cols, *extra])} WHERE false")

@@ -4,12 +4,10 @@ the time.
 Why: most of a fresh process's start-up is the JVM loading and verifying Spark's, Hive's and
 Derby's classes (SparkContext, the Hive client of the metastore, the first MERGE). Java 17 can
 dump the classes a run loaded into an archive (``-XX:ArchiveClassesAtExit``) and map it into
-later JVMs (``-XX:SharedArchiveFile``). Measured on this project's 2-core machine (build the
-session, ``SHOW DATABASES``, create and merge a table): 20.4 s without, 13.2-13.9 s with
-(session 8.5 -> 5.2 s, metastore 4.9 -> 2.2 s, first MERGE 7.0 -> 5.8 s).
+later JVMs (``-XX:SharedArchiveFile``): the session, the metastore and the first MERGE each
+start faster (bench/RESULTS.md, "class-data sharing").
 
-How: the first local session whose archive is missing dumps one at its JVM's exit (~1 s more
-at exit, once), into a temporary file with the dump's log beside it; the next session
+How: the first local session whose archive is missing dumps one at its JVM's exit (once), into a temporary file with the dump's log beside it; the next session
 promotes it to ``spark-<key>.jsa`` only when the log says the dump was written whole (a cut
 archive crashes the JVM that maps it, and ``-XX:+VerifySharedSpaces`` does not catch that).
 One process dumps at a time (a lock file naming its pid); the others start without. The key

@@ -36,10 +36,6 @@ def not_null(meta: Metadata) -> tuple[str, ...]:
     return tuple(n for n, _, nullable in meta.schema if not nullable)
 
 
-def has_constraints(meta: Metadata) -> bool:
-    return bool(not_null(meta) or checks(meta))
-
-
 def check_name(name: str, where: str) -> str:
     """``name`` as Delta stores it (lower case); refused unless an identifier."""
     if not _NAME.match(name):
@@ -97,17 +93,6 @@ def set_not_null(meta: Metadata, column: str, on: bool, where: str) -> Metadata:
     name = column_of(meta, column, where)
     schema = tuple((n, t, (not on) if n == name else nullable) for n, t, nullable in meta.schema)
     return replace(meta, schema=schema)
-
-
-def with_constraints(
-    meta: Metadata, not_null_columns: tuple[str, ...], check_list: tuple[tuple[str, str], ...], where: str
-) -> Metadata:
-    """A new table's metadata with the constraints its CREATE TABLE declares."""
-    for c in not_null_columns:
-        meta = set_not_null(meta, c, True, where)
-    for name, expression in check_list:
-        meta = add_check(meta, name, expression, where)
-    return meta
 
 
 def referenced(expression: str) -> set[str]:

@@ -214,10 +214,7 @@ def decode_add(io: FileIO, root: str, meta: Metadata, body: dict[str, Any]) -> T
     path = file_path(root, body["path"])
     tags = body.get("tags") or {}
     raw = body.get("stats")
-    if TAG_STATS in tags:
-        stats = _our_stats(tags[TAG_STATS])
-    else:
-        stats = _delta_stats(meta, raw)
+    stats = _our_stats(tags[TAG_STATS]) if TAG_STATS in tags else _delta_stats(meta, raw)
     add = AddTablet(tablet_id(path), path, _rows(io, root, path, raw), int(body["size"]), stats, tags.get(TAG_TXID, ""))
     dv = body.get("deletionVector")
     return TabletState(add, decode_dv(io, root, add.tablet_id, dv, tags.get(TAG_DV_CHECKSUM)) if dv else None)

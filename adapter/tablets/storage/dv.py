@@ -298,12 +298,10 @@ def bitmap_from_positions(positions: np.ndarray | Iterable[int]) -> BitMap64:
     duplicates allowed. Raises FormatError for negative or non-integer positions or positions
     above 2^63-1.
 
-    Sorts and deduplicates with numpy (sort, then compare neighbours: ``np.unique`` is ~40x
-    slower here, ~10 s for 10M values with numpy 2.4), then builds the bitmap from an
-    ``array.array('Q')`` of the sorted values, which pyroaring bulk-loads. Measured for 10M
-    positions (one core, Xeon): 0.5-0.9 s uniformly random below 2^34, ~0.4 s random below 20M,
-    ~0.2 s for a dense range. Feeding unsorted values instead takes up to 7 s, and the
-    neighbour-compare dedup is 0.02 s of that."""
+    Sorts and deduplicates with numpy (sort, then compare neighbours: ``np.unique`` is much
+    slower), then builds the bitmap from an ``array.array('Q')`` of the sorted values, which
+    pyroaring bulk-loads; unsorted values load several times slower (bench/RESULTS.md,
+    "bitmap_from_positions")."""
     if isinstance(positions, range):
         values = np.arange(positions.start, positions.stop, positions.step, dtype=np.int64)
     elif isinstance(positions, np.ndarray):
