@@ -63,13 +63,13 @@ def dv(tid: str, v: int, rng: np.random.Generator) -> SetDV:
     )
 
 
-def commit(root: str, snap, fragments):  # noqa: ANN001, ANN201
+def commit(root: str, snap, fragments):
     h = transaction.begin(snap, root, "MERGE", delete_from=(), io=LOCAL)
     v = transaction.commit(h, fragments)
     return log.apply_version(snap, v, log_compat.read_version(LOCAL, root, v, snap))
 
 
-def median(fn, repeat: int) -> float:  # noqa: ANN001
+def median(fn, repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t0 = time.perf_counter()

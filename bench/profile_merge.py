@@ -27,8 +27,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import data  # noqa: E402
-import systems  # noqa: E402
+import data
+import systems
 
 
 class Profiled(systems.Ours):
@@ -193,7 +193,7 @@ class _Py4jTrace:
 
 
 def _caller() -> str:
-    f = sys._getframe(2)  # noqa: SLF001
+    f = sys._getframe(2)
     while f is not None:
         name = f.f_code.co_filename
         if "/tablets/" in name or "/bench/" in name:

@@ -125,7 +125,7 @@ def java_child() -> str:
 def jvm_heap_peak(spark) -> int:
     """Sum of the JVM heap pools' peak use since the last call (an upper bound: garbage included)."""
     total = 0
-    for pool in spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():  # noqa: SLF001
+    for pool in spark._jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans():
         if str(pool.getType()) == "Heap memory":
             total += int(pool.getPeakUsage().getUsed())
             pool.resetPeakUsage()
@@ -137,9 +137,9 @@ def broadcast_estimate(spark, frame) -> tuple[int | None, bool]:
     spark.sql.autoBroadcastJoinThreshold: how the engine decides to broadcast a MERGE's source
     (its copy of the source has one more BIGINT column, the source row id)."""
     try:
-        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
+        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
         size = int(size if isinstance(size, int) else size.toString())
-        limit = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
+        limit = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
     except Exception:  # noqa: BLE001 - no estimate (Spark Connect)
         return None, False
     return size, limit >= 0 and size <= limit

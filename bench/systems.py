@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import data  # noqa: E402
+import data
 
 PARTIAL = pa.schema([("rows", pa.int64()), ("sum_v", pa.float64()), ("id_sum", pa.int64()), ("row_sum", pa.int64())])
 
@@ -223,7 +223,7 @@ class SparkSystem(System):
         # a full GC of the driver's JVM: a 100M-row load leaves gigabytes of garbage that the
         # first timed runs would otherwise pay to collect (the same for every Spark system)
         self.open()
-        self.spark.sparkContext._jvm.java.lang.System.gc()  # noqa: SLF001
+        self.spark.sparkContext._jvm.java.lang.System.gc()
 
     def view_source(self, workload: str) -> None:
         self.spark.read.schema(data.SPARK_DDL).parquet(self.source(workload)).createOrReplaceTempView("source")
@@ -691,7 +691,7 @@ def bench(sys_: System, workloads: list[str], repeat: int, warmup: int = 1) -> N
             rec["fp"] = sys_.fingerprint()
         except NotApplicable as e:
             rec["skipped"] = str(e)
-        except Exception as e:  # report, and go on with the other workloads
+        except Exception as e:  # noqa: BLE001 - report, and go on with the other workloads
             rec["error"] = f"{type(e).__name__}: {e}".strip()[:2000]
             rec["trace"] = traceback.format_exc()[-3000:]
         emit(rec)

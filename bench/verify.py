@@ -58,22 +58,22 @@ def build(root: str, rows: int) -> TabletTable:
     rng = np.random.default_rng(42)
     for start in range(0, rows, TABLET_ROWS):
         ids = np.arange(start, min(rows, start + TABLET_ROWS), dtype=np.int64)
-        t.append(data._rows(rng, ids))  # noqa: SLF001 - the benchmark data's generator
+        t.append(data._rows(rng, ids))  # the benchmark data's generator
     return t
 
 
-def _unverified(io, path, add, columns):  # noqa: ANN001 - tablet._read_verified's signature
+def _unverified(io, path, add, columns):  # tablet._read_verified's signature
     with io.open_input(path) as f:
         pf = pq.ParquetFile(f)
         present = set(pf.schema_arrow.names)
         return pf.read(columns=[c for c in columns if c in present])
 
 
-_verified = tablet_mod._read_verified  # noqa: SLF001
+_verified = tablet_mod._read_verified
 
 
 def set_store(verify: bool) -> None:
-    tablet_mod._read_verified = _verified if verify else _unverified  # noqa: SLF001
+    tablet_mod._read_verified = _verified if verify else _unverified
 
 
 def set_spark(verify: bool) -> None:
@@ -124,7 +124,7 @@ def compare(
 
 
 def write_cost(repeat: int) -> None:
-    table = data._rows(np.random.default_rng(1), np.arange(TABLET_ROWS, dtype=np.int64))  # noqa: SLF001
+    table = data._rows(np.random.default_rng(1), np.arange(TABLET_ROWS, dtype=np.int64))
 
     def write(crc: bool) -> Callable[[], object]:
         def go() -> object:
@@ -175,7 +175,7 @@ def main() -> None:
         return df.agg(F.count("*"), F.sum("id"), F.sum("k"), F.sum("v"), F.max("s"), F.max("d")).collect()
 
     spark.conf.set(SCAN_CONF, "native")
-    jvm = spark.sparkContext._jvm  # noqa: SLF001
+    jvm = spark.sparkContext._jvm
     assert jvm is not None
     compare("spark", scan, set_spark, args.repeat, process_cpu(int(jvm.java.lang.ProcessHandle.current().pid())))
     spark.stop()

@@ -129,7 +129,7 @@ class TableRef:
     def to_df(self) -> DataFrame:
         return self.db.spark.table(self.name)
 
-    def history(self):  # noqa: ANN201
+    def history(self):
         return self.db.table_of(self.name).history()
 
 

@@ -201,7 +201,7 @@ class Database:
             return reads.sql(
                 self.spark, text, lambda t: catalog.path_views(self.spark, maintenance.time_travel(self.spark, t))
             )
-        except Exception as e:  # noqa: BLE001 - Spark's analysis errors
+        except Exception as e:  # Spark's analysis errors
             clear = catalog.missing_provider(self.spark, e)
             if clear is None:
                 raise

@@ -39,7 +39,7 @@ def cluster(tmp_path_factory, worker_python):
     from pyspark import SparkContext
     from support.spark_servers import leftovers, start_cluster
 
-    if SparkContext._active_spark_context is not None:  # noqa: SLF001
+    if SparkContext._active_spark_context is not None:
         pytest.skip("a Spark session already runs in this process: run tests/cluster in a pytest process of its own")
     cluster = start_cluster(str(tmp_path_factory.mktemp("cluster")))
     yield cluster

@@ -39,7 +39,7 @@ def connect_server(tmp_path_factory, worker_python):
     from pyspark import SparkContext
     from support.spark_servers import leftovers, start_connect
 
-    if SparkContext._active_spark_context is not None:  # noqa: SLF001
+    if SparkContext._active_spark_context is not None:
         pytest.skip(
             "a classic Spark session already runs in this process: run tests/connect in a pytest process of its own"
         )

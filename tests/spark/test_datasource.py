@@ -233,7 +233,7 @@ def test_the_scans_row_numbers_come_from_the_tablets_row_ids(spark, tmp_table_di
     delete(t, dels)
     snap = t.snapshot()
     scan = tablet_scan(spark, t, snap, ["id"], row_ids=True)
-    plan = scan.frame._jdf.queryExecution().executedPlan().toString()  # noqa: SLF001
+    plan = scan.frame._jdf.queryExecution().executedPlan().toString()
     assert ("row_index" in plan) == older and (ROW_ID in plan) != older, plan
     gone = set(dels)
     want = sorted(r for tid in (a, b) for r in file_rows(t, tid) if (r[1], r[2]) not in gone)

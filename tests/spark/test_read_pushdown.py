@@ -266,7 +266,7 @@ def test_damaged_tablet(db, spark, case):
     assert db.sql("SELECT count(*) FROM rd.t WHERE id BETWEEN 100 AND 199").collect()[0][0] == 100
 
 
-def _three_copies(db, name: str, add) -> None:  # noqa: ANN001
+def _three_copies(db, name: str, add) -> None:
     """``rd.<name>``: three copies of the same 100 rows and 40 of them, each with other deletions."""
     db.sql(f"DROP TABLE IF EXISTS rd.{name}")
     db.sql(

@@ -49,7 +49,7 @@ def restore(t: TabletTable, path: str, good: bytes) -> None:
     t.io.write(path, good)
 
 
-def same_size_pair(t: TabletTable, data: pa.Table, tries: int = 8):  # noqa: ANN201
+def same_size_pair(t: TabletTable, data: pa.Table, tries: int = 8):
     """Two tablets of ``t`` of one size and other ids: ``data`` appended until two match (the
     same rows differ only by the few bytes of their row ids' tags)."""
     by_size: dict[int, list] = {}
@@ -83,7 +83,7 @@ def add_tablet_without_row_ids(t: TabletTable, data: pa.Table, tablet_id: str | 
     return _commit_bytes(t, data, body, tablet_id)
 
 
-def _commit_bytes(t: TabletTable, data: pa.Table, body_of, tablet_id: str | None = None) -> AddTablet:  # noqa: ANN001
+def _commit_bytes(t: TabletTable, data: pa.Table, body_of, tablet_id: str | None = None) -> AddTablet:
     """Commit ``data`` as one tablet whose file holds ``body_of(tablet id)``, described as then."""
     add = write_tablet(t.io, t.root, data, "0" * 32, tablet_id)  # for its id and stats; the bytes are replaced
     body = body_of(add.tablet_id)
@@ -134,7 +134,7 @@ HINT_CASES = [
 CHECKPOINT_VERSION = 50
 
 
-def checkpointed(t: TabletTable, make_rows) -> None:  # noqa: ANN001
+def checkpointed(t: TabletTable, make_rows) -> None:
     """Versions 1..40 append a tablet of ``make_rows(k)`` each, 41..50 delete 3 rows of tablet
     ``k - 40``, so the checkpoint at 50 holds 40 add_tablet and 10 set_dv lines; then 51..53
     append and delete on top (readers replay them after the checkpoint)."""

@@ -56,7 +56,7 @@ def main() -> None:
             if req.get("s3"):
                 _s3_secret(con, req["s3"])
             table = _read(con, req["root"], req.get("version"))
-        except Exception as e:  # the client raises it, with the table and version
+        except Exception as e:  # noqa: BLE001 - the client raises it, with the table and version
             out.write((json.dumps({"error": f"{type(e).__name__}: {e}"}) + "\n").encode())
             out.flush()
             continue

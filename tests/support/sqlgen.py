@@ -196,11 +196,11 @@ class Expr:
         return render(self.duck if duck else self.spark, duck, t, s)
 
 
-def L(t: str, v) -> Expr:  # noqa: N802 - a literal, as the templates use it
+def L(t: str, v) -> Expr:  # a literal, as the templates use it
     return Expr(lit(t, v, False), lit(t, v, True))
 
 
-def X(text: str, *parts: Expr) -> Expr:  # noqa: N802 - a template over parts ({0}, {1} ...)
+def X(text: str, *parts: Expr) -> Expr:  # a template over parts ({0}, {1} ...)
     return Expr(
         text.format(*[p.spark for p in parts], t="{t}", s="{s}"),
         text.format(*[p.duck for p in parts], t="{t}", s="{s}"),

@@ -582,7 +582,7 @@ def _entry_columns(spark: SparkSession, db: str, table: str, entry: dict | None)
     ]
 
 
-def _ident(spark: SparkSession, db: str, table: str):  # noqa: ANN202 - a py4j proxy
+def _ident(spark: SparkSession, db: str, table: str):  # a py4j proxy
     jvm = spark._jvm  # noqa: SLF001
     assert jvm is not None
     return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))

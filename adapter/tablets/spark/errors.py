@@ -103,7 +103,7 @@ def _wrap(call: Callable[..., Any]) -> Callable[..., Any]:
                 raise
             raise clear from e
 
-    translating._tablets = True  # type: ignore[attr-defined]
+    translating._tablets = True  # type: ignore[attr-defined]  # noqa: SLF001 - our mark on PySpark's hook
     return translating
 
 
@@ -124,6 +124,6 @@ def install(spark: Any) -> None:
             def capture_translated(f: Callable[..., Any]) -> Callable[..., Any]:
                 return _wrap(capture(f))
 
-            capture_translated._tablets = True  # type: ignore[attr-defined]
+            capture_translated._tablets = True  # type: ignore[attr-defined]  # noqa: SLF001 - our mark on PySpark's hook
             captured.capture_sql_exception = capture_translated
         py4j.java_gateway.get_return_value = _wrap(py4j.java_gateway.get_return_value)

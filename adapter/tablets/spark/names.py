@@ -72,7 +72,7 @@ def sql_name(db: str, table: str) -> str:
 def table_exists(spark: SparkSession, db: str, table: str) -> bool:
     try:
         return bool(spark.catalog.tableExists(sql_name(db, table)))
-    except Exception as e:  # noqa: BLE001 - py4j and Spark errors alike
+    except Exception as e:  # py4j and Spark errors alike
         clear = missing_provider(spark, e)
         if clear is None:
             raise
@@ -111,7 +111,7 @@ def quiet_hive_alter(spark: SparkSession) -> None:
     """``ALTER TABLE`` of a data source table makes Hive log "ERROR HiveAlterHandler: Failed
     to alter table" before Spark falls back to storing the schema its own way (it works)."""
     try:
-        jvm = spark.sparkContext._jvm
+        jvm = spark.sparkContext._jvm  # noqa: SLF001 - py4j's JVM, here in spark/
         if jvm is None:
             return
         level = jvm.org.apache.logging.log4j.Level.OFF

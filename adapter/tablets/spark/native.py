@@ -191,7 +191,7 @@ class _Planner:
             return self._plan(session, provider, where)
         except FormatError:  # a damaged tablet: the Python source reads the table and raises it
             logger.debug("tablets: no native read of %s", provider, exc_info=True)
-        except Exception:  # noqa: BLE001 - the Python source reads it (right rows, slower)
+        except Exception:  # the Python source reads it (right rows, slower)
             logger.warning(
                 "tablets: planning a native read of %s failed; it reads through the Python source",
                 provider,

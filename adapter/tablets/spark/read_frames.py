@@ -208,7 +208,7 @@ def long_array(spark: SparkSession, values: np.ndarray) -> Column:
         block.pointTo(bytearray(data.tobytes()), jvm.org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET, data.nbytes)
         literal = exprs.Literal(block, jvm.org.apache.spark.sql.types.DataType.fromDDL("array<bigint>"))
         return Column(jvm.org.apache.spark.sql.classic.ExpressionUtils.column(literal))
-    except Exception:  # noqa: BLE001 - py4j: no such class or method in this Spark
+    except Exception:  # py4j: no such class or method in this Spark
         logger.debug(
             "tablets: no UnsafeArrayData literal in this Spark; the deletion vectors' words as folded text",
             exc_info=True,

@@ -197,7 +197,7 @@ def build_session(
         full = session_conf(
             wh, master=master, shuffle_partitions=shuffle_partitions, extra=conf, metastore_uri=metastore_uri
         )
-        if SparkContext._active_spark_context is None:  # a JVM to start: native reads, the class archive
+        if SparkContext._active_spark_context is None:  # noqa: SLF001 - a JVM to start: native reads, the class archive
             full = native.with_extension(full)
             archive = jvm.options(java, full)
             if archive:
@@ -207,7 +207,7 @@ def build_session(
             builder = builder.enableHiveSupport()
         for k, v in full.items():
             builder = builder.config(k, v)
-    fresh = SparkContext._active_spark_context is None  # a JVM this call starts
+    fresh = SparkContext._active_spark_context is None  # noqa: SLF001 - a JVM this call starts
     spark = builder.getOrCreate()
     if remote:
         return adopt(spark, warehouse, storage_options)
@@ -291,7 +291,7 @@ def _metastore_ready(warehouse: str, conf: Mapping[str, str], *, user_conf: Mapp
     running SparkContext will be joined (its metastore was settled when it started), or when
     the user's conf names a metastore database of their own."""
 
-    if SparkContext._active_spark_context is not None:
+    if SparkContext._active_spark_context is not None:  # noqa: SLF001 - PySpark's one running context
         return
     uris = [u.strip() for u in (conf.get(metastore.URIS_CONF) or "").split(",") if u.strip()]
     if uris:

@@ -80,7 +80,7 @@ def size_bytes(frame: DataFrame) -> int | None:
     try:
         size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
         return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
-    except Exception:  # no estimate
+    except Exception:  # noqa: BLE001 - no estimate
         return None
 
 

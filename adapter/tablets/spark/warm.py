@@ -310,7 +310,7 @@ def _start(directory: str, warehouse: str, digest: str, args: Mapping[str, Any])
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.dirname(PACKAGE), env.get("PYTHONPATH", "")) if p)
     with open(os.path.join(directory, LOG), "ab") as log:
-        proc = subprocess.Popen(  # noqa: S603 - this interpreter, this module
+        proc = subprocess.Popen(  # this interpreter, this module
             [sys.executable, "-m", "tablets.spark.warm", "--serve", directory, "--args", spec],
             stdin=subprocess.DEVNULL,
             stdout=log,

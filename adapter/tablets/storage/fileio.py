@@ -387,7 +387,7 @@ class _RangeReader(io.RawIOBase):
             actual = int(got.meta["size"])
         except FileNotFoundError:
             raise
-        except Exception:  # noqa: BLE001 - e.g. a range past the end of a shorter object
+        except Exception:  # e.g. a range past the end of a shorter object
             actual = int(obstore.head(self._store, self._key)["size"])
             if actual == self._size:
                 raise
@@ -488,7 +488,7 @@ class ObjectStoreFileIO(FileIO):
                 obstore.put(self.store, self.key(path), bytes(data), mode="create", use_multipart=False)
             except (AlreadyExistsError, PreconditionError):
                 return False
-            except Exception as e:  # noqa: BLE001 - S3's 409 while another create is in flight
+            except Exception as e:  # S3's 409 while another create is in flight
                 if "ConditionalRequestConflict" not in str(e) or attempt == _CONFLICT_RETRIES:
                     raise
                 time.sleep(0.05 * 2**attempt)  # that PUT decides: it succeeds (we lose) or fails

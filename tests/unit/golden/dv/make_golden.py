@@ -7,7 +7,7 @@ import sys
 from pyroaring import BitMap64
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "adapter"))
-from tablets.storage.dv import encode  # noqa: E402
+from tablets.storage.dv import encode
 
 CASES = {
     "empty": [],
