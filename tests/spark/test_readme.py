@@ -5,7 +5,6 @@ named below with the test that runs it or why it is not run. A new block that is
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
@@ -35,10 +34,10 @@ RUN = [
 ELSEWHERE = {
     "make main": "the README's two commands: CI runs `make test`; `make main` is the main job",
     "# profiles.yml": "tests/functional/test_warm_default.py (the same keys), integration_tests/profiles.yml",
-    "-- models/stock.sql": "tests/functional/test_dbt_conventions.py::TestReadmeStock (run twice, as printed)",
-    "# models/stock_py.py": "tests/functional/test_dbt_conventions.py::TestReadmeStock",
+    "-- models/stock.sql": "tests/functional/test_dbt_conventions.py::TestReadmeExamples (run twice, as printed)",
+    "# models/stock_py.py": "tests/functional/test_dbt_conventions.py::TestReadmeExamples",
     "MERGE INTO analytics.stock AS t": "the SQL the stock model renders (test_dbt_conventions reads target/run)",
-    "models:": "not yet run as printed: its keys are each run in tests/functional (test_dbt_conventions, test_merge_tablets)",
+    "models:": "tests/functional/test_readme_config.py (run as printed: every model it configures, run twice)",
     "python -m tablets.spark.metastore": "tests/spark/test_metastore.py serves a metastore on a free port",
     'db = tablets.connect(warehouse="/data/wh", metastore_uri=': "tests/spark/test_metastore.py",
     "scripts/test-cluster.sh": "the opt-in suites themselves",
