@@ -109,11 +109,12 @@ def rewrite(spark: SparkSession, text: str) -> str:
 
 def _arg(e: object) -> Bound:
 
-    if isinstance(e, exp.Literal):
+    if isinstance(e, exp.Literal) and (e.is_string or str(e.this).isdigit()):
         return str(e.this) if e.is_string else int(str(e.this))
-    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal):
+    if isinstance(e, exp.Neg) and isinstance(e.this, exp.Literal) and str(e.this.this).isdigit():
         return -int(str(e.this.this))
     raise ChangesUnavailable(
-        f"table_changes: {getattr(e, 'sql', lambda **_: str(e))(dialect='spark')[:100]} is not a literal",
-        help="Give versions as numbers and timestamps as strings (table_changes('db.t', 3, 7)).",
+        f"table_changes: {getattr(e, 'sql', lambda **_: str(e))(dialect='spark')[:100]} is not a version number "
+        "or a timestamp string",
+        help="Give versions as whole numbers and timestamps as strings (table_changes('db.t', 3, 7)).",
     )

@@ -24,14 +24,14 @@ import logging
 import random
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 
-from tablets import changes, clone, constraints, create_like, maintenance, reads, restate
+from tablets import changes, clone, constraints, create_like, maintenance, reads, refusals, restate
 from tablets.conflict_rows import conflict_rows
 from tablets.engine import route
 from tablets.engine.append import append
@@ -47,8 +47,6 @@ from tablets.exceptions import (
     KeyViolation,
     MergeSpecError,
     TableAlreadyExists,
-    TableNotFound,
-    TabletsError,
 )
 from tablets.sessions import start_session
 from tablets.settings import conf_flag
@@ -160,7 +158,7 @@ class Database:
             return done
         routed = self._tablet_target(text)
         if routed is None:
-            self._refuse_unroutable(text)
+            refusals.refuse_unroutable(self.spark, text)
             return self._spark_sql(text)
         opts = replace(self.options, **(options or {}))  # type: ignore[arg-type]
         spec = parse_statement(text)
@@ -222,42 +220,6 @@ class Database:
         """
         return changes.changes_frame(self.spark, name, start, end)
 
-    def _refuse_unroutable(self, text: str) -> None:
-        """A MERGE, UPDATE, DELETE or INSERT ... ON CONFLICT that is not for a tablet table: a
-        clear error where Spark's would be a stack trace (a view, a plain file-format table, no
-        such table) or where it would blame a rewrite (a statement about a tablet table that
-        does not parse). Tables of a catalog that can run it (Delta, Iceberg) pass through."""
-        m = _ROW_WRITE.match(text)
-        if m is None:
-            return
-        found = statement_target(text)
-        name = (found[1] if found else m.group("name")).replace("`", "")
-        if found is None:
-            if catalog.lookup(self.spark, name) is not None:
-                parse_statement(text)  # raises the parse error in the statement's words
-            return
-        kind = found[0]
-        if kind not in ("MERGE", "UPDATE", "DELETE", "INSERT") or (kind == "INSERT" and not _ON_CONFLICT.search(text)):
-            return
-        what = "INSERT ... ON CONFLICT" if kind == "INSERT" else kind
-        provider = catalog.kind_of(self.spark, name)
-        if provider is None:
-            raise TableNotFound(
-                f"{what} {name}: there is no table or view named {name}",
-                help="Check the name (SHOW TABLES IN <database>), or create it with CREATE TABLE ... USING tablets.",
-            )
-        if provider == "view":
-            raise TabletsError(
-                f"{what} {name}: {name} is a view; {what} writes tables",
-                help="Write to the tablet table the view reads from.",
-            )
-        if provider in catalog.FILE_FORMATS:
-            raise TabletsError(
-                f"{what} {name}: {name} is a {provider} table, not a tablet table, and Spark cannot run {what} on it",
-                help=f"Copy it into a tablet table (CREATE TABLE <new> USING tablets AS SELECT * FROM {name}; in dbt: "
-                "materialized='merge_tablets') and write to that.",
-            )
-
     def _tablet_target(self, text: str) -> str | None:
         """The root of the tablet table ``text`` writes, or "" for CREATE ... USING tablets."""
         if not catalog.may_name_a_tablet_table(self.spark, text):
@@ -300,6 +262,12 @@ class Database:
         if spec.operation == "INSERT" and table is not None and any(c.star for c in spec.clauses):
             # INSERT INTO t <query> ON CONFLICT ...: the query's columns are the table's, by position
             names = table.snapshot().metadata.column_names
+            if len(frame.columns) > len(names):
+                raise MergeSpecError(
+                    f"{spec.head}: the inserted rows give {len(frame.columns)} values, and the table has "
+                    f"{len(names)} columns ({', '.join(names)})",
+                    help="Give at most one value per column of the table, in its order.",
+                )
             frame = frame.toDF(*names[: len(frame.columns)])
         if spec.conflict_keys:
             frame = conflict_rows(spec, frame)
@@ -378,10 +346,29 @@ class Database:
         size = sum(st.add.bytes for st in snap.tablets.values())
         return explain(plan, skip_unchanged=opts.skip_unchanged, route=route.describe(self.spark, plan, size, frame))
 
+    def _query_frame(self, query: str, where: str, columns: Sequence[str] = ()) -> DataFrame:
+        """The rows of a statement's query (named ``columns`` if given): Spark's error in it, in
+        one line, naming the statement."""
+        try:
+            frame = self.spark.sql(self._query(query))
+            if columns:
+                if len(columns) != len(frame.columns):
+                    raise MergeSpecError(
+                        f"{where}: names {len(columns)} columns ({', '.join(columns)}) but its query gives "
+                        f"{len(frame.columns)}",
+                        help="Give one query column per named column.",
+                    )
+                frame = frame.toDF(*columns)
+        except PySparkException as e:
+            raise MergeSpecError(
+                f"{where}: Spark cannot read the query: {spark_message(e)}",
+                help="Fix the query (its columns, their names and types).",
+            ) from None
+        return frame
+
     def _append(self, spec: AppendSpec, opts: MergeOptions) -> StatementResult:
-        frame = self.spark.sql(self._query(spec.query))
-        if spec.columns:
-            frame = frame.toDF(*spec.columns)
+        verb = "INSERT OVERWRITE" if spec.overwrite else "INSERT INTO"
+        frame = self._query_frame(spec.query, f"{verb} {spec.target}", spec.columns)
         op = "INSERT OVERWRITE" if spec.overwrite else "INSERT"
         table = self.table_of(spec.target)
         metrics = append(
@@ -401,10 +388,18 @@ class Database:
     def _create(self, spec: CreateSpec, opts: MergeOptions) -> StatementResult:
         if spec.like is not None:
             spec = create_like.resolve(self.spark, spec)
-        if spec.replace and catalog.kind_of(self.spark, spec.target) == "view":  # Spark's rule: a view stays a view
+        kind = catalog.kind_of(self.spark, spec.target) if spec.replace else None
+        if kind == "view":  # Spark's rule: a view stays a view
             raise TableAlreadyExists(
                 f"CREATE OR REPLACE TABLE {spec.target}: {spec.target} is a view, and a table does not replace a view",
                 help=f"Drop the view first (DROP VIEW {spec.target}), or give the table another name.",
+            )
+        if kind not in (None, "tablets"):  # its drop and the new table's commit cannot be one step
+            raise TableAlreadyExists(
+                f"CREATE OR REPLACE TABLE {spec.target}: {spec.target} is a {kind or 'non-tablet'} table, which a "
+                "tablet table replaces only after it is dropped (Spark replaces only its own v2 tables)",
+                help=f"Drop it first (DROP TABLE {spec.target}), then CREATE TABLE {spec.target} ... USING tablets; "
+                "dbt's materializations do that for you.",
             )
         props = dict(spec.properties)
         keys = [k.strip() for k in props.pop("key_columns", "").split(",") if k.strip()]
@@ -417,7 +412,8 @@ class Database:
             raise MergeSpecError(
                 f"CREATE TABLE {spec.target}: no columns and no AS query", help="Give a column list or AS SELECT ..."
             )
-        frame = self.spark.sql(self._query(spec.query)) if spec.query is not None else None
+        where = f"CREATE {'OR REPLACE ' if spec.replace else ''}TABLE {spec.target} ... AS SELECT"
+        frame = self._query_frame(spec.query, where) if spec.query is not None else None
         schema: StructType | str | list[tuple[str, str, bool]] | None = (
             spec.columns_ddl if spec.columns_ddl is not None or frame is None else frame.schema
         )
@@ -530,13 +526,6 @@ class Database:
     def sync_schema(self, name: str) -> None:
         """The catalog entry of ``name`` made to show the table's schema again (after a change)."""
         catalog.sync_schema(self.spark, name)
-
-
-_ROW_WRITE = re.compile(
-    r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+WITH\s+SCHEMA\s+EVOLUTION)?(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
-    re.IGNORECASE | re.DOTALL,
-)
-_ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 
 
 def connect(

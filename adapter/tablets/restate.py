@@ -73,7 +73,7 @@ def _replace_table(spark: SparkSession, text: str, rewritten: str) -> str:
         return text
     name = found[1]
     exists = catalog.lookup(spark, name) is not None or (
-        catalog.path_of(name) is None and spark.catalog.tableExists(name)
+        catalog.path_of(name) is None and catalog.kind_of(spark, name) is not None
     )
     if not exists:
         raise TableNotFound(
@@ -108,7 +108,10 @@ def _clustering(spark: SparkSession, text: str, m: re.Match[str]) -> str:
         return text
     name, table_sql, columns = clustered
     if catalog.lookup(spark, name) is None:
-        if catalog.path_of(name) is None and spark.catalog.tableExists(name):  # Spark would do nothing
+        if catalog.path_of(name) is None and catalog.kind_of(spark, name) not in (
+            None,
+            "view",
+        ):  # Spark would do nothing
             raise StatementParseError(
                 f"ALTER TABLE {name} CLUSTER BY: {name} is not a tablet table; its clustering would change nothing",
                 help="Cluster a tablet table (CREATE TABLE ... USING tablets AS SELECT * FROM ... copies this one).",

@@ -6,6 +6,7 @@ version)."""
 import pytest
 import tablets
 from tablets.exceptions import MergeSpecError, StatementParseError, TableNotFound, TabletsError
+from tablets.storage.properties import InvalidProperty
 
 pytestmark = pytest.mark.spark
 
@@ -156,3 +157,102 @@ def test_missing_target(db):
 def test_unparsable_statement_on_a_tablet_table_is_ours(db):
     with pytest.raises(StatementParseError, match="SET must come before WHERE"):
         db.sql(f"UPDATE {T} WHERE id = 1 SET v = 1")
+
+
+# --- found by the generated suite (tests/spark/test_bad_input_generated.py) ----------------------
+
+
+def _fresh(db, name, *setup):
+    db.sql(f"DROP TABLE IF EXISTS {name}")
+    for s in setup:
+        db.sql(s)
+
+
+@pytest.mark.parametrize(
+    "key, value", [("target_tablet_rows", "1e3"), ("target_tablet_rows", "10.0"), ("auto_compact_min_tablets", "2.0")]
+)
+def test_a_whole_number_property_is_written_as_one(db, key, value):
+    """1e3 passed the check (a float equal to an integer), then every statement on the table,
+    even the SET TBLPROPERTIES that would mend it, failed with Python's int() ValueError."""
+    _fresh(db, "bad.whole", "CREATE TABLE bad.whole (id INT) USING tablets", "INSERT INTO bad.whole VALUES (1)")
+    before = state(db, "bad.whole")
+    with pytest.raises(InvalidProperty, match="must be a whole number"):
+        db.sql(f"ALTER TABLE bad.whole SET TBLPROPERTIES ('{key}' = '{value}')")
+    assert state(db, "bad.whole") == before
+    db.sql("INSERT INTO bad.whole VALUES (2)")
+
+
+def test_vacuum_retains_a_number_of_hours_not_nan(db):
+    """RETAIN NaN HOURS passed the retention check (NaN < 168 is false) and ran."""
+    _fresh(db, "bad.vac", "CREATE TABLE bad.vac (id INT) USING tablets")
+    for hours in ("NaN", "inf", "Infinity"):
+        with pytest.raises(StatementParseError, match="RETAIN needs a number of hours"):
+            db.sql(f"VACUUM bad.vac RETAIN {hours} HOURS")
+
+
+def test_adjacent_string_literals_are_one_as_in_spark(db):
+    """'it''s' is Spark's 'its'; the front door could not read it in a COMMENT, so Spark's own
+    path ran: the table comment was lost, a CREATE made a table no read could open, and a
+    REPLACE TABLE of a view dropped the view."""
+    _fresh(db, "bad.lit", "CREATE TABLE bad.lit (id INT COMMENT 'it''s') USING tablets COMMENT 'a' 'b'")
+    db.sql("INSERT INTO bad.lit VALUES (1)")
+    assert [tuple(r) for r in db.sql("SELECT * FROM bad.lit").collect()] == [(1,)]
+    described = {r.col_name: r.comment for r in db.sql("DESCRIBE bad.lit").collect()}
+    assert described["id"] == "its"
+    assert "COMMENT 'ab'" in db.sql("SHOW CREATE TABLE bad.lit").collect()[0][0]
+    db.sql("CREATE OR REPLACE VIEW bad.lit_view AS SELECT 1 AS id")
+    with pytest.raises(TabletsError, match="is a view"):
+        db.sql("REPLACE TABLE bad.lit_view (id INT, v STRING COMMENT 'it''s') USING tablets")
+    assert [tuple(r) for r in db.sql("SELECT * FROM bad.lit_view").collect()] == [(1,)]
+
+
+@pytest.mark.parametrize(
+    "statement, words",
+    [
+        ("CREATE TABLE bad.rep (id INT, v INT, V STRING) USING tablets", "column v is named more than once"),
+        ("ALTER TABLE bad.rep ADD COLUMNS (w INT, W STRING)", "column w is named more than once"),
+        ("INSERT INTO bad.rep (v, V) VALUES (1, 2)", "v named more than once"),
+        ("CREATE TABLE bad.rep (id DECIMAL(5, 7)) USING tablets", "a decimal has a precision of 1 to 38"),
+        ("CREATE OR REPLACE TABLE IF NOT EXISTS bad.rep (id INT) USING tablets", "OR REPLACE and IF NOT EXISTS"),
+        ("CREATE TABLE bad.rep2 (id INT) USING tablets TBLPROPERTIES ('delta.constraints.c' = 'nope > 0')", "CHECK"),
+        ("CREATE TABLE bad.rep2 (id INT) USING tablets TBLPROPERTIES (delta.appendOnly = true)", "appendOnly"),
+        ("CREATE TABLE bad.rep2 SHALLOW CLONE bad.rep VERSION AS OF 1.5", "a whole number"),
+        ("ALTER TABLE bad.rep DROP CONSTRAINT select", "ALTER TABLE bad.rep: "),
+        ("ALTER TABLE bad.rep ADD COLUMNS (x INT) FIRST", "is not a form tablet tables take"),
+        ("INSERT OVERWRITE bad.rep (v) PARTITION (v = 1) VALUES (1)", "INSERT"),
+        ("CREATE TABLE bad.rep2 (id INT, CONSTRAINT select CHECK (id > 0)) USING tablets", "CREATE TABLE bad.rep2"),
+    ],
+)
+def test_what_spark_or_the_log_refused_later_is_refused_first(db, statement, words):
+    """Each committed and then failed in Spark (the catalog refused a repeated column: every later
+    ALTER failed too), made a table every write failed on (a CHECK given as a property), lost the
+    property (a dotted key), raised Python's ValueError (VERSION AS OF 1.5) or went to Spark's
+    own path for the table ('does not support table constraint')."""
+    _fresh(db, "bad.rep", "CREATE TABLE bad.rep (id INT, v INT) USING tablets", "INSERT INTO bad.rep VALUES (1, 1)")
+    db.sql("DROP TABLE IF EXISTS bad.rep2")
+    before = state(db, "bad.rep")
+    with pytest.raises(TabletsError) as info:
+        db.sql(statement)
+    assert words in str(info.value), str(info.value)
+    assert state(db, "bad.rep") == before
+    assert not db.spark.catalog.tableExists("bad.rep2")
+    db.sql("ALTER TABLE bad.rep ADD COLUMNS (w INT)")  # the table still takes its statements
+    assert [tuple(r) for r in db.sql("SELECT * FROM bad.rep").collect()] == [(1, 1, None)]
+
+
+def test_create_keeps_dotted_property_keys_and_unquoted_values(db):
+    _fresh(db, "bad.props", "CREATE TABLE bad.props (id INT) USING tablets TBLPROPERTIES (a.b = 'y', n = 5, f = false)")
+    shown = dict(tuple(r) for r in db.sql("SHOW TBLPROPERTIES bad.props").collect())
+    assert (shown["a.b"], shown["n"], shown["f"]) == ("y", "5", "false") and "" not in shown
+
+
+def test_a_failed_replace_of_a_parquet_table_keeps_it(db):
+    """CREATE OR REPLACE of a parquet table dropped it, then refused the new definition."""
+    _fresh(db, "bad.keep", "CREATE TABLE bad.keep (id INT) USING parquet", "INSERT INTO bad.keep VALUES (1)")
+    for statement in (
+        "CREATE OR REPLACE TABLE bad.keep (id INT, _tablet_id INT) USING tablets",
+        "CREATE OR REPLACE TABLE bad.keep (id INT) USING tablets TBLPROPERTIES ('target_tablet_rows' = '0')",
+    ):
+        with pytest.raises(TabletsError):
+            db.sql(statement)
+        assert [tuple(r) for r in db.sql("SELECT * FROM bad.keep").collect()] == [(1,)]

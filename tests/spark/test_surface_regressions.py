@@ -237,3 +237,62 @@ def test_a_merge_into_a_not_null_timestamp_column_inserts(reg_db):
     )
     results = on_both_plans(reg_db, "nn_ts", setup, statement)
     assert all(isinstance(r, tuple) and r[1] == (1, 0, 0) for r in results.values()), results
+
+
+# --- found by the generated bad-input suite (test_bad_input_generated.py) ---------------------
+
+
+def test_create_or_replace_of_a_parquet_table_is_refused_and_keeps_it(reg_db):
+    """It dropped the Parquet table first: a replace that then failed left neither table."""
+    _fresh(
+        reg_db, "reg.pq_keep", "CREATE TABLE reg.pq_keep (id INT) USING parquet", "INSERT INTO reg.pq_keep VALUES (1)"
+    )
+    for statement in (
+        "CREATE OR REPLACE TABLE reg.pq_keep USING tablets AS SELECT 1 / 0 AS id",
+        "REPLACE TABLE reg.pq_keep (id INT) USING tablets",
+    ):
+        with pytest.raises(TableAlreadyExists, match="reg.pq_keep is a parquet table"):
+            reg_db.sql(statement)
+    assert [tuple(r) for r in reg_db.sql("SELECT * FROM reg.pq_keep").collect()] == [(1,)]
+
+
+def test_constraint_ddl_on_a_view_is_refused(reg_db):
+    """It reached Spark, whose planner failed with an INTERNAL_ERROR (a raw Py4JJavaError)."""
+    _fresh(reg_db, "reg.cv", "CREATE VIEW reg.cv AS SELECT 1 AS id")
+    with pytest.raises(TabletsError, match="reg.cv is a view; constraints belong to tables"):
+        reg_db.sql("ALTER TABLE reg.cv ADD CONSTRAINT c CHECK (id > 0)")
+
+
+def test_add_columns_of_a_name_the_table_has_in_another_case_is_refused(reg_db):
+    """``ADD COLUMNS (V DATE)`` beside ``v`` committed a second v; every later ALTER failed."""
+    _fresh(reg_db, "reg.addv", "CREATE TABLE reg.addv (id INT, v INT) USING tablets")
+    e = _unchanged(reg_db, "reg.addv", lambda: reg_db.sql("ALTER TABLE reg.addv ADD COLUMNS (V DATE)"))
+    assert "has a column v (int)" in str(e)
+    e = _unchanged(reg_db, "reg.addv", lambda: reg_db.sql("ALTER TABLE reg.addv ADD COLUMNS (w INT, W STRING)"))
+    assert "named twice" in str(e) or "more than once" in str(e)
+    reg_db.sql("ALTER TABLE reg.addv ADD COLUMNS (w INT)")
+    assert [c.name for c in reg_db.spark.table("reg.addv").schema] == ["id", "v", "w"]
+
+
+@pytest.mark.parametrize(
+    "statement, said",
+    [
+        ("INSERT INTO reg.q SELECT nope FROM VALUES (1) AS s(x)", "INSERT INTO reg.q: Spark cannot read the query"),
+        ("INSERT INTO reg.q (id, v) SELECT 1", "names 2 columns (id, v) but its query gives 1"),
+        ("CREATE TABLE reg.q_new USING tablets AS SELECT nope", "CREATE TABLE reg.q_new ... AS SELECT: Spark cannot"),
+        ("INSERT INTO reg.q VALUES (1, 2, 3) ON CONFLICT (id) DO NOTHING", "give 3 values, and the table has 2"),
+        ("UPDATE reg.q SET v = nope WHERE id = 1", "UPDATE reg.q: SET ... WHERE: "),
+        (
+            "INSERT INTO reg.q VALUES (1, 2) ON CONFLICT (id) DO UPDATE SET v = excluded.nope",
+            "ON CONFLICT DO UPDATE SET",
+        ),
+        ("SELECT * FROM table_changes('reg.q', 1.5)", "is not a version number"),
+    ],
+)
+def test_errors_in_a_statements_query_name_the_statement(reg_db, statement, said):
+    """They were Spark's raw errors (naming internal views), a MERGE clause the statement does
+    not have, or a Python ValueError."""
+    _fresh(reg_db, "reg.q", "CREATE TABLE reg.q (id INT, v INT) USING tablets TBLPROPERTIES ('key_columns' = 'id')")
+    reg_db.sql("DROP TABLE IF EXISTS reg.q_new")
+    e = _unchanged(reg_db, "reg.q", lambda: reg_db.sql(statement).collect())
+    assert said in str(e) and "clause #" not in str(e) and "__tablets" not in str(e)

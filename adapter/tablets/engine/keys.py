@@ -25,7 +25,7 @@ def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, fou
     for i, clause in enumerate(spec.clauses):
         if clause.action is not ActionKind.INSERT:
             continue
-        part = f"clause #{i + 1} ({clause.describe()})"
+        part = spec.part(i, clause)
         image, _ = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         for col, value in image:
             if col not in keys or _same_sql(value, sql_cast("NULL", types[col])):
@@ -148,7 +148,7 @@ def keyed(
     for i, clause in enumerate(spec.clauses):
         if clause.action is not ActionKind.UPDATE:
             continue
-        part = f"clause #{i + 1} ({clause.describe()})"
+        part = spec.part(i, clause)
         assigned = list(clause.assignments)
         if clause.star and source_columns is not None:
             scols = {c.lower(): c for c in source_columns}

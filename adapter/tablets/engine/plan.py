@@ -261,7 +261,7 @@ def plan_merge(
         on_sql = on_tree.sql(dialect="spark")
 
     for i, clause in enumerate(spec.clauses):
-        part = f"clause #{i + 1} ({clause.describe()})"
+        part = spec.part(i, clause)
         if clause.category in seen_always_true:  # SQL runs it, and it acts on no row
             dropped.append(
                 (clause, f"unreachable: an earlier WHEN {clause.category.value} clause's condition is always true")

@@ -429,7 +429,7 @@ def kind_of(spark: SparkSession, name: str) -> str | None:
     if lookup(spark, name) is not None:
         return "tablets"
     try:
-        info = spark.catalog.getTable(name.replace("`", ""))
+        info = spark.catalog.getTable(name)  # (Spark parses backquoted parts)
     except Exception:  # noqa: BLE001 - Spark's "not found"
         return None
     if info.isTemporary or (info.tableType or "").upper() in ("VIEW", "TEMPORARY"):

@@ -103,6 +103,17 @@ class MergeSpec:
     def categories(self) -> set[Category]:
         return {c.category for c in self.clauses}
 
+    def part(self, i: int, clause: Clause) -> str:
+        """Clause ``i`` as a message names it: a MERGE's by number and words; an UPDATE, DELETE
+        or ON CONFLICT (run as a MERGE of one clause) by the part of the statement it came from."""
+        if self.operation == "MERGE":
+            return f"clause #{i + 1} ({clause.describe()})"
+        if self.operation == "UPDATE":
+            return "SET" + (" ... WHERE" if clause.condition else "")
+        if self.operation == "DELETE":
+            return "WHERE"
+        return "ON CONFLICT DO UPDATE SET" if clause.action is ActionKind.UPDATE else "the inserted rows"
+
     @property
     def head(self) -> str:
         """The statement's opening words, as its SQL reads (``UPDATE t``, ``DELETE FROM t``):

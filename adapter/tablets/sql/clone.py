@@ -16,6 +16,7 @@ from sqlglot.tokens import Token, TokenType
 
 from tablets.exceptions import StatementParseError
 from tablets.spec import AsOf
+from tablets.sql.create import refuse_constraint_properties
 
 _NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.DOT, TokenType.TABLE, TokenType.SCHEMA)
 
@@ -115,8 +116,8 @@ def _parse(text: str, toks: list[Token], *, probe: bool) -> CloneSpec | None:
     source = name()
     as_of = None
     if take("VERSION", "AS", "OF") or take("FOR", "VERSION", "AS", "OF"):
-        if i >= n or toks[i].token_type != TokenType.NUMBER:
-            raise bad("VERSION AS OF takes a version number")
+        if i >= n or toks[i].token_type != TokenType.NUMBER or not toks[i].text.isdigit():
+            raise bad("VERSION AS OF takes a version number (a whole number >= 0)")
         as_of, i = AsOf(version=int(toks[i].text)), i + 1
     elif take("TIMESTAMP", "AS", "OF") or take("FOR", "TIMESTAMP", "AS", "OF"):
         if i >= n:
@@ -143,4 +144,5 @@ def _parse(text: str, toks: list[Token], *, probe: bool) -> CloneSpec | None:
             raise bad(f"unexpected {toks[i].text!r}")
     if replace and if_not_exists:
         raise bad("OR REPLACE and IF NOT EXISTS cannot go together")
+    refuse_constraint_properties(props, f"CREATE TABLE {target} SHALLOW CLONE {source}")
     return CloneSpec(target, source, shallow, replace, if_not_exists, as_of, location, tuple(props))

@@ -10,6 +10,9 @@ from tablets.spec import (
 )
 from tablets.sql.syntax import table_name, to_sql
 from tablets.sqltext import quote_ident
+from tablets.storage.constraints import PREFIX
+from tablets.storage.metadata import reserved_names
+from tablets.storage.properties import COLUMN_LISTS, InvalidProperty, check_properties
 
 # --- CREATE ------------------------------------------------------------------------------------
 
@@ -18,6 +21,7 @@ def create_statement(tree: exp.Create) -> CreateSpec:
     this = tree.this
     target = table_name(this)
     columns_ddl = None
+    defs: list[exp.ColumnDef] = []
     not_null: list[str] = []
     checks: list[tuple[str, str]] = []
     column_comments: list[tuple[str, str]] = []
@@ -79,6 +83,13 @@ def create_statement(tree: exp.Create) -> CreateSpec:
                 help="Keep the COMMENT clause.",
             )
         comment = props.pop("comment")
+    where = f"CREATE TABLE {target}"
+    if tree.args.get("replace") and tree.args.get("exists"):  # Spark's grammar: one or the other
+        raise StatementParseError(
+            f"{where}: OR REPLACE and IF NOT EXISTS do not go together",
+            help="Write CREATE OR REPLACE TABLE (replace it) or CREATE TABLE IF NOT EXISTS (keep it).",
+        )
+    _check_properties(props, [c.name for c in defs] if columns_ddl is not None else None, where)
     query = tree.args.get("expression")
     return CreateSpec(
         target=target,
@@ -94,6 +105,34 @@ def create_statement(tree: exp.Create) -> CreateSpec:
         column_comments=tuple(column_comments),
         like=like,
     )
+
+
+def _check_properties(props: dict[str, str], columns: list[str] | None, where: str) -> None:
+    """What the table's creation would refuse, refused before anything runs (a CREATE OR REPLACE
+    of another kind of table drops it first): reserved column names, the properties tablets
+    reads (the column lists only where the columns are given), and CHECKs written as properties."""
+    refuse_constraint_properties(props, where)
+    if columns is None:
+        check_properties({k: v for k, v in props.items() if k not in COLUMN_LISTS}, [], where)
+        return
+    reserved = reserved_names(columns)
+    if reserved:
+        raise SchemaMismatch(
+            f"{where}: column names {reserved} are reserved by dbt-tablets", help="Rename the columns."
+        )
+    check_properties(props, columns, where)
+
+
+def refuse_constraint_properties(props: dict[str, str] | list[tuple[str, str]], where: str) -> None:
+    """``delta.constraints.<name>`` is a CHECK: given as a property it was never resolved, and every
+    write failed on it (as ALTER TABLE ... SET TBLPROPERTIES refuses it)."""
+    keys = [k for k in (props if isinstance(props, dict) else dict(props)) if k.lower().startswith(PREFIX)]
+    if keys:
+        raise InvalidProperty(
+            f"{where}: table property {keys[0]} is a CHECK constraint, declared by its own clause",
+            help=f"Write CONSTRAINT {keys[0][len(PREFIX) :] or 'name'} CHECK (<condition>) in the column list, or "
+            "ALTER TABLE ... ADD CONSTRAINT after creating the table.",
+        )
 
 
 def _property(p: exp.Expr) -> tuple[str, str]:
@@ -147,7 +186,11 @@ def stored_column_type(col: exp.ColumnDef, where: str) -> str:
                 f"{where}: column {col.name}: {to_sql(c)} is not supported on tablet tables",
                 help="Drop the constraint; fill the column with UPDATE after adding it.",
             )
-    kind = col.args["kind"]
+    kind = col.args.get("kind")
+    if kind is None:  # (its DDL was Spark's syntax error, at a position of tablets' text)
+        raise StatementParseError(
+            f"{where}: column {col.name} has no type", help=f"Give its type: {quote_ident(col.name)} STRING."
+        )
     if isinstance(kind, exp.DataType) and kind.this in (exp.DataType.Type.CHAR, exp.DataType.Type.VARCHAR):
         return "STRING"
     if isinstance(kind, exp.DataType) and kind.this is exp.DataType.Type.DECIMAL and kind.expressions:

@@ -25,7 +25,7 @@ from tablets.spec import (
     MergeSpec,
     Source,
 )
-from tablets.sql.alter import alter_columns
+from tablets.sql.alter import FORMS, alter_columns
 from tablets.sql.create import create_statement
 from tablets.sql.syntax import needs_quotes, parse_sql, parsed_sql, table_name, to_sql
 from tablets.sqltext import quote_ident
@@ -54,8 +54,8 @@ def statement_target(text: str) -> tuple[str, str] | None:
         return None
     text, _ = schema_evolution(text)
     tree = _tree(text)
-    if tree is None:
-        return _unread_create(text)
+    if tree is None or _alter_command(tree):
+        return _unread_target(text)
     if isinstance(tree, exp.Merge | exp.Insert | exp.Update | exp.Delete) and not isinstance(tree.this, exp.Expr):
         return None  # sqlglot accepted a statement with no table
     if isinstance(tree, exp.Merge):
@@ -75,26 +75,40 @@ def statement_target(text: str) -> tuple[str, str] | None:
     return None
 
 
-# a CREATE / REPLACE TABLE that sqlglot cannot read, by its leading words and its USING
+# a statement sqlglot cannot read, by its leading words: CREATE / REPLACE TABLE ... USING tablets,
+# ALTER TABLE, INSERT OVERWRITE
 _NAME_PART = r"(?:`(?:[^`]|``)*`|\w+)"
-_CREATE_HEAD = re.compile(
-    rf"^\s*(?:CREATE\s+(?:OR\s+REPLACE\s+)?|REPLACE\s+)(?:TEMPORARY\s+|EXTERNAL\s+)?TABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?"
-    rf"(?P<name>{_NAME_PART}(?:\s*\.\s*{_NAME_PART})*)",
+_NAME = rf"(?P<name>{_NAME_PART}(?:\s*\.\s*{_NAME_PART})*)"
+_UNREAD = re.compile(
+    r"^\s*(?:(?P<create>(?:CREATE\s+(?:OR\s+REPLACE\s+)?|REPLACE\s+)(?:TEMPORARY\s+|EXTERNAL\s+)?TABLE"
+    r"\s+(?:IF\s+NOT\s+EXISTS\s+)?)|(?P<alter>ALTER\s+TABLE\s+)|(?P<insert>INSERT\s+OVERWRITE\s+(?:TABLE\s+)?))"
+    + _NAME,
     re.IGNORECASE,
 )
 _USING = re.compile(r"\bUSING\s+(?P<provider>\w+)", re.IGNORECASE)
 
 
-def _unread_create(text: str) -> tuple[str, str] | None:
-    """("CREATE", table) of a CREATE ... USING tablets that sqlglot cannot read: the front door
-    then refuses it with sqlglot's reason (``parse_statement``), where Spark's own path for the
-    tablets provider made a catalog entry no tablet table stands behind, or dropped a view that
-    REPLACE TABLE named."""
-    m, using = _CREATE_HEAD.match(text), _USING.search(text)
-    if m is None or using is None or using.group("provider").lower() != "tablets":
+def _unread_target(text: str) -> tuple[str, str] | None:
+    """(kind, table) of a statement sqlglot cannot read that the front door must answer (with
+    sqlglot's reason, ``parse_statement``) when the table is a tablet table or USING tablets
+    makes one: Spark's own path made a catalog entry no tablet table stands behind, dropped the
+    view a REPLACE TABLE named, or said the table 'does not support table constraint'."""
+    m = _UNREAD.match(text)
+    if m is None:
         return None
+    if m.group("create"):
+        using = _USING.search(text)
+        if using is None or using.group("provider").lower() != "tablets":
+            return None
+    kind = "CREATE" if m.group("create") else "ALTER" if m.group("alter") else "INSERT"
     parts = re.findall(_NAME_PART, m.group("name"))
-    return "CREATE", ".".join(p[1:-1].replace("``", "`") if p.startswith("`") else p for p in parts)
+    return kind, ".".join(p[1:-1].replace("``", "`") if p.startswith("`") else p for p in parts)
+
+
+def _alter_command(tree: exp.Expr) -> bool:
+    """An ALTER sqlglot kept as an opaque Command (``ADD COLUMNS (...) FIRST``, a type it does not
+    know): Spark ran it on the tablet table's catalog entry alone."""
+    return isinstance(tree, exp.Command) and str(tree.this).upper() == "ALTER"
 
 
 def _tree(text: str) -> exp.Expr | None:
@@ -152,7 +166,8 @@ def like_with_columns(text: str, columns_ddl: str) -> str:
 def create_provider(text: str) -> str | None:
     """The ``USING <provider>`` of a CREATE TABLE statement, lower case, or None."""
     if _tree(text) is None:
-        return "tablets" if _unread_create(text) is not None else None
+        found = _unread_target(text)
+        return "tablets" if found is not None and found[0] == "CREATE" else None
     return next((p.name.lower() for p in _create_properties(text) if isinstance(p, exp.FileFormatProperty)), None)
 
 
@@ -173,6 +188,14 @@ def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
         return DropSpec(table_name(tree.args["tables"][0]), if_exists=bool(tree.args.get("exists")))
     if isinstance(tree, exp.Alter):
         return alter_columns(tree)
+    found = _unread_target(text) if _alter_command(tree) else None
+    if found is not None:
+        m = _UNREAD.match(text)
+        rest = text[m.end() :].strip() if m is not None else text
+        raise StatementParseError(
+            f"ALTER TABLE {found[1]}: {rest[:200]!r} is not a form tablet tables take (one of: {FORMS})",
+            help="Rebuild the table (dbt --full-refresh) for other schema changes.",
+        )
     raise StatementParseError(f"not a statement that writes a tablet table: {text.strip()[:80]!r}")
 
 

@@ -124,8 +124,10 @@ def parse_sql(text: str) -> exp.Expr:
 def _head(text: str) -> str:
     """The statement's first words, to name it in a message (``MERGE INTO db.t``)."""
     words = text.split()
-    create = re.match(r"\s*((?:CREATE|REPLACE)\b.{0,60}?\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\S+)", text, re.I | re.S)
-    if create is not None:  # CREATE TABLE db.t, not CREATE OR
+    create = re.match(
+        r"\s*((?:CREATE|REPLACE|ALTER)\b.{0,60}?\bTABLE\s+(?:IF\s+NOT\s+EXISTS\s+)?\S+)", text, re.I | re.S
+    )
+    if create is not None:  # CREATE TABLE db.t, not CREATE OR; ALTER TABLE db.t
         return " ".join(create.group(1).split())
     n = 3 if words and words[0].upper() in ("MERGE", "INSERT", "DELETE") else 2
     return " ".join(words[:n]) or "empty statement"

@@ -262,8 +262,21 @@ class TabletTable:
         """Schema evolution: new nullable columns (with ``comments``, (column, comment)); older
         tablets read them as NULL."""
         snap = self.snapshot()
-        names = set(snap.metadata.column_names)
-        new = [(n, t, True) for n, t in columns if n not in names]
+        have = {n.lower(): (n, t) for n, t, _ in snap.metadata.schema}
+        for n, t in columns:  # Spark resolves names without regard to case: V is v
+            if n.lower() in have and have[n.lower()] != (n, t.lower()) and have[n.lower()] != (n, t):
+                old, old_type = have[n.lower()]
+                raise SchemaMismatch(
+                    f"ADD COLUMNS: {n} {t}: the table has a column {old} ({old_type}), and Spark resolves names "
+                    "without regard to case",
+                    help="Give the new column another name, or change the column's type with ALTER COLUMN.",
+                )
+        seen: set[str] = set()
+        for n, _ in columns:
+            if n.lower() in seen:
+                raise SchemaMismatch(f"ADD COLUMNS: {n} is named twice", help="Name each new column once.")
+            seen.add(n.lower())
+        new = [(n, t, True) for n, t in columns if n.lower() not in have]
         if not new:
             return None
         check_reserved([n for n, _, _ in new])
