@@ -296,3 +296,32 @@ def test_errors_in_a_statements_query_name_the_statement(reg_db, statement, said
     reg_db.sql("DROP TABLE IF EXISTS reg.q_new")
     e = _unchanged(reg_db, "reg.q", lambda: reg_db.sql(statement).collect())
     assert said in str(e) and "clause #" not in str(e) and "__tablets" not in str(e)
+
+
+def test_update_set_through_another_name_is_refused(reg_db):
+    """``UPDATE t SET s.v = 0`` (s a STRING column) set v in every row: the qualifier was dropped."""
+    _fresh(
+        reg_db,
+        "reg.updq",
+        "CREATE TABLE reg.updq (id INT, v INT, s STRING) USING tablets",
+        "INSERT INTO reg.updq VALUES (1, 1, 'a')",
+    )
+    e = _unchanged(reg_db, "reg.updq", lambda: reg_db.sql("UPDATE reg.updq SET s.v = 0"))
+    assert "SET s.v names neither a column" in str(e)
+    reg_db.sql("UPDATE reg.updq SET updq.v = 2")
+    reg_db.sql("UPDATE reg.updq AS x SET x.v = x.v + 1 WHERE x.id = 1")
+    assert [tuple(r) for r in reg_db.sql("SELECT * FROM reg.updq").collect()] == [(1, 3, "a")]
+
+
+def test_insert_overwrite_of_rows_that_do_not_fit_names_the_statement(reg_db):
+    """It was Spark's raw CAST_WITHOUT_SUGGESTION."""
+    _fresh(
+        reg_db,
+        "reg.ovw",
+        "CREATE TABLE reg.ovw (id INT, s STRING, v INT) USING tablets",
+        "INSERT INTO reg.ovw VALUES (1, 'a', 1)",
+    )
+    e = _unchanged(
+        reg_db, "reg.ovw", lambda: reg_db.sql("INSERT OVERWRITE TABLE reg.ovw (id, s, v) VALUES (7, 1, X'00')")
+    )
+    assert str(e).startswith("INSERT OVERWRITE reg.ovw: the rows do not fit the table's columns")

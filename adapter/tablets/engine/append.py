@@ -91,6 +91,13 @@ def append(
         f"CAST({quote_ident(have[n.lower()]) if n.lower() in have else 'NULL'} AS {types[n]}) AS {quote_ident(n)}"
         for n in names
     ]
+    try:  # the rows' types against the table's: Spark's analysis, no job
+        frame.selectExpr(*cols).schema  # noqa: B018 - analysed for its error
+    except AnalysisException as e:
+        raise MergeSpecError(
+            f"{spec_head(operation, name or table.root)}: the rows do not fit the table's columns: {first_line(e)}",
+            help="Give each column a value of its type (CAST(... AS <type>)), in the table's column order or by name.",
+        ) from None
     keys = list(snap.metadata.key_columns)
     if keys and not overwrite and snap.live_rows:
         on = " AND ".join(f"t.{quote_ident(k)} = s.{quote_ident(k)}" for k in keys)

@@ -527,6 +527,17 @@ def _update(tree: exp.Update) -> MergeSpec:
             f"UPDATE {target}: UPDATE ... FROM is not supported", help="Write it as MERGE INTO ... USING."
         )
     _check_set(tree.expressions, f"UPDATE {target}")
+    names = {alias.lower(), target.lower(), target.split(".")[-1].replace("`", "").lower()}
+    if _alias_of(tree.this) is None:
+        names.add("t")  # the target's name in a statement without an alias (as MERGE's default)
+    for eq in tree.expressions:  # SET x.c: x must be the table (a struct's field is not assignable)
+        qualifier = eq.this.table if isinstance(eq.this, exp.Column) else ""
+        if qualifier and (eq.this.args.get("db") is not None or qualifier.lower() not in names):
+            raise StatementParseError(
+                f"UPDATE {target}: SET {to_sql(eq.this)} names neither a column of {target} nor one through its "
+                f"name or alias ({alias})",
+                help="Assign a whole column (SET c = ...); to change a struct's field, SET c = named_struct(...).",
+            )
     pairs = tuple((_column_name(eq.this), to_sql(eq.expression)) for eq in tree.expressions)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
     return MergeSpec(target, alias, None, "", None, (clause,), operation="UPDATE")
