@@ -327,7 +327,7 @@ def _check_metastore(spark: SparkSession, warehouse: str) -> None:
     """Touch the metastore now, so a locked or unreachable one is one clear error at connect time."""
     try:
         spark.sql("SHOW DATABASES").collect()
-    except Exception as exc:  # noqa: BLE001 - py4j and Spark errors alike
+    except Exception as exc:  # py4j and Spark errors alike
         if _derby_message(exc):
             raise _derby_locked(warehouse) from exc
         raise FailedToConnectError(f"Spark started, but its catalog does not answer: {_first_line(exc)}") from exc
@@ -391,7 +391,7 @@ def get_session(
             raise metastore_in_use(exc) from None
         except TabletsError as exc:  # Java missing, an unreachable metastore server, ...
             raise FailedToConnectError(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - the JVM gateway's errors
+        except Exception as exc:  # the JVM gateway's errors
             if _derby_message(exc):
                 raise _derby_locked(warehouse) from None
             raise FailedToConnectError(f"Spark did not start: {_first_line(exc)}") from exc
