@@ -31,7 +31,7 @@ from tablets.sql import (
     statement_target,
     truncated_table,
 )
-from tablets.sqltext import sql_string
+from tablets.sqltext import repeated_names, sql_string
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -123,7 +123,7 @@ def _clustering(spark: SparkSession, text: str, m: re.Match[str]) -> str:
             f"ALTER TABLE {name} CLUSTER BY (): no columns",
             help=f"Name the columns to sort new tablets by, or write ALTER TABLE {table_sql} CLUSTER BY NONE.",
         )
-    repeated = sorted({c for c in names if [n.lower() for n in names].count(c.lower()) > 1})
+    repeated = repeated_names(names)
     if repeated:
         raise StatementParseError(
             f"ALTER TABLE {name} CLUSTER BY ({', '.join(names)}): {', '.join(repeated)} named more than once",

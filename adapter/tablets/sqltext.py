@@ -23,3 +23,10 @@ def quote_if_needed(name: str) -> str:
 def sql_string(text: str) -> str:
     """A Spark SQL string literal (backslash escapes, as Spark parses them)."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def repeated_names(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Each name given more than once, without regard to case (as Spark resolves them): its first
+    spelling, in the order of first appearance."""
+    lower = [n.lower() for n in names]
+    return [names[lower.index(k)] for k in dict.fromkeys(lower) if lower.count(k) > 1]

@@ -9,7 +9,7 @@ from tablets.spec import (
     CreateSpec,
 )
 from tablets.sql.syntax import table_name, to_sql
-from tablets.sqltext import quote_ident
+from tablets.sqltext import quote_ident, repeated_names
 from tablets.storage.constraints import PREFIX
 from tablets.storage.metadata import reserved_names
 from tablets.storage.properties import COLUMN_LISTS, InvalidProperty, check_properties
@@ -214,8 +214,7 @@ def _decimal(column: str, kind: exp.DataType, where: str) -> None:
 
 def refuse_repeated(names: list[str], where: str) -> None:
     """A column list names each column once (Spark compares names without regard to case)."""
-    lowered = [n.lower() for n in names]
-    repeated = [names[lowered.index(k)] for k in dict.fromkeys(lowered) if lowered.count(k) > 1]
+    repeated = repeated_names(names)
     if repeated:
         raise SchemaMismatch(
             f"{where}: column {', '.join(repeated)} is named more than once",

@@ -28,7 +28,7 @@ from tablets.spec import (
 from tablets.sql.alter import FORMS, alter_columns
 from tablets.sql.create import create_statement
 from tablets.sql.syntax import needs_quotes, parse_sql, parsed_sql, table_name, to_sql
-from tablets.sqltext import quote_ident
+from tablets.sqltext import quote_ident, repeated_names
 
 _WRITE_START = re.compile(
     r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(MERGE|INSERT|UPDATE|DELETE|CREATE|REPLACE|DROP|ALTER)\b",
@@ -380,8 +380,7 @@ def _insert(tree: exp.Insert) -> MergeSpec | AppendSpec:
                 "WHEN NOT MATCHED THEN INSERT *, or DELETE then INSERT.",
             )
     columns = tuple(c.name for c in target_node.expressions) if isinstance(target_node, exp.Schema) else ()
-    lowered = [c.lower() for c in columns]
-    repeated = [columns[lowered.index(k)] for k in dict.fromkeys(lowered) if lowered.count(k) > 1]
+    repeated = repeated_names(columns)
     if repeated:  # Spark's error named the query's columns, not the list
         raise StatementParseError(
             f"{verb} {target} ({', '.join(columns)}): {', '.join(repeated)} named more than once",

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from tablets.exceptions import TabletsError
 from tablets.settings import BOOLEANS  # the one vocabulary of on/off values (tablets.settings)
+from tablets.sqltext import repeated_names
 from tablets.storage.delta_schema import MAPPING_MODE  # tablets maps by name when a rename or drop needs it
 
 
@@ -149,7 +150,7 @@ def _column_list(key: str, value: str, columns: Sequence[str], names: set[str], 
             f"(columns: {', '.join(columns)})",
             help=f"Name the table's columns in {key}, separated by commas.",
         )
-    repeated = sorted({c for c in listed if [x.lower() for x in listed].count(c.lower()) > 1})
+    repeated = repeated_names(listed)
     if repeated:
         raise InvalidProperty(
             f"{where}: table property {key} = {value!r} names {', '.join(repeated)} more than once",

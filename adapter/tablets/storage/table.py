@@ -28,6 +28,7 @@ from tablets.exceptions import (
     TableNotFound,
     VacuumRetentionError,
 )
+from tablets.sqltext import repeated_names
 from tablets.storage import check as check_log
 from tablets.storage import clone, log, transaction, vacuum
 from tablets.storage.actions import Action, AddTablet, CommitInfo, RemoveTablet, SetDV
@@ -271,11 +272,9 @@ class TabletTable:
                     "without regard to case",
                     help="Give the new column another name, or change the column's type with ALTER COLUMN.",
                 )
-        seen: set[str] = set()
-        for n, _ in columns:
-            if n.lower() in seen:
-                raise SchemaMismatch(f"ADD COLUMNS: {n} is named twice", help="Name each new column once.")
-            seen.add(n.lower())
+        twice = repeated_names([n for n, _ in columns])
+        if twice:
+            raise SchemaMismatch(f"ADD COLUMNS: {', '.join(twice)} named twice", help="Name each new column once.")
         new = [(n, t, True) for n, t in columns if n.lower() not in have]
         if not new:
             return None
