@@ -315,9 +315,9 @@ class Database:
                 time.sleep(delay)
                 waited += delay
                 continue
-            metrics.timings_ms["total"] = round((time.perf_counter() - start) * 1000, 1)
+            metrics = metrics.with_timings(total=round((time.perf_counter() - start) * 1000, 1))
             if attempt:
-                metrics.timings_ms["retry_wait"] = round(waited * 1000, 1)
+                metrics = metrics.with_timings(retry_wait=round(waited * 1000, 1))
             if metrics.version is not None:
                 if spec.schema_evolution and table.snapshot().metadata.schema != snapshot.metadata.schema:
                     catalog.sync_schema(self.spark, spec.target)  # the catalog entry shows the new columns

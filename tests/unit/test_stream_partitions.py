@@ -37,7 +37,7 @@ def test_big_statements_get_a_task_per_task_rows():
 def test_the_bound_counts_every_live_target_row_under_by_source():
     def run(join: str | None) -> SimpleNamespace:
         return SimpleNamespace(
-            metrics=SimpleNamespace(source_rows=1000),
+            intake=SimpleNamespace(rows=1000),
             plan=SimpleNamespace(join=join),
             snapshot=SimpleNamespace(live_rows=10**8),
         )

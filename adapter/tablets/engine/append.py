@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tablets.engine.constraints import raise_if_violated, violation_column
 from tablets.engine.errors import first_line, job_failed
 from tablets.engine.executor import execute
-from tablets.engine.metrics import MergeMetrics
+from tablets.engine.metrics import MergeMetrics, Rows, summed
 from tablets.engine.names import (
     K_INSERT,
     KIND,
@@ -34,7 +34,6 @@ from tablets.spark.sizes import size_bytes
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import (
-    TabletFragment,
     TabletTable,
     discard,
     fragment_from_json,
@@ -131,7 +130,6 @@ def append(
         target_tablet_rows=options.target_tablet_rows,
         sort_by=options.cluster_by,
     )
-    m = MergeMetrics(operation=operation)
     task = insert_task(handle, names, keys)
     try:
         rows: list[Any] | None = run_task_here(stream, task) if here else None
@@ -154,19 +152,16 @@ def append(
             + "; nothing was written"
         )
     raise_if_violated(handle, frags, rows, snap.metadata, spec_head(operation, name or table.root))
-    m.rows_inserted = sum(r["n_insert"] for r in rows)
-    m.tablets_added = len(frags)
-    m.bytes_written = sum(f.add.bytes for f in frags if isinstance(f, TabletFragment))
     removes: list[Action] = [RemoveTablet(t) for t in snap.tablets] if overwrite else []
     if metadata is not None:
         removes.insert(0, metadata)
-    if overwrite:
-        m.rows_deleted = snap.live_rows
-    m.timings_ms["write"] = round((time.perf_counter() - t0) * 1000, 1)
-    m.version = table.finish(
+    counted = Rows(inserted=sum(r["n_insert"] for r in rows), deleted=snap.live_rows if overwrite else 0)
+    timings = {"write": round((time.perf_counter() - t0) * 1000, 1)}
+    m = summed(operation, timings, rows=counted, fragments=frags)
+    version = table.finish(
         handle, frags, extra_actions=removes, parameters=dict(options.parameters), metrics=m.to_commit()
     )
-    return m
+    return replace(m, version=version)
 
 
 def spec_head(operation: str, target: str) -> str:

@@ -10,7 +10,6 @@ from dataclasses import replace
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from tablets.engine.metrics import MergeMetrics
 from tablets.engine.names import (
     TID,
 )
@@ -65,11 +64,11 @@ def appends_match(run: Run, source: DataFrame | None, adds: list[AddTablet]) -> 
     just those tablets, deletion vectors ignored. A failure counts as a match: a conflict,
     never a wrong result."""
     snap = replace(run.snapshot, tablets={a.tablet_id: TabletState(a) for a in adds})
-    probe = replace(run, snapshot=snap, metrics=MergeMetrics(operation=run.metrics.operation))
+    probe = replace(run, snapshot=snap)
     try:
         rows = (
             classified_pairs(probe, source, [a.tablet_id for a in adds])
-            .filter(F.col(TID).isNotNull())
+            .frame.filter(F.col(TID).isNotNull())
             .limit(1)
             .collect()
         )

@@ -19,7 +19,8 @@ time, read for the rows still alike (``_still_alike``); Spark gets them all (``c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -64,6 +65,27 @@ from tablets.spec import ActionKind, Category
 from tablets.storage.types import schema_to_arrow
 
 
+@dataclass
+class _Memo:
+    """What this module computed once a statement (``Run.cache``), by tablets: a memo of its
+    pure computations over the run, read and written here only."""
+
+    selected: dict[tuple[str, ...], pa.Table | None] = field(default_factory=dict)  # select_target_rows
+    pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # key_pairs
+    clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # driver_clauses, by category
+    on_rest: tuple[Any] | None = None  # (driver_on_rest's answer,) once computed (it may be None)
+
+
+def _memo(run: Run) -> _Memo:
+    return run.cache.setdefault(__name__, _Memo())
+
+
+def read_on_driver(run: Run) -> int:
+    """How many tablets' rows the driver selected for the statement (``select_target_rows``, the
+    last selection made): then its pairs are few. 0 where it selected none."""
+    return next((len(at) for at, rows in reversed(_memo(run).selected.items()) if rows is not None), 0)
+
+
 def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     """The target rows of ``tablets`` that the local source's keys can pair with, selected on the
     driver (``frames.driver_rows``); None where the statement scans the target in Spark: no
@@ -71,12 +93,12 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     source_less = run.plan.spec.source is None  # UPDATE / DELETE: the rows their clause acts on
     if run.intake.keys is None and not source_less:
         return None
-    at = tuple(tablets)
-    if at not in run.driver.selected:
+    at, memo = tuple(tablets), _memo(run)
+    if at not in memo.selected:
         rows = None
         scan = driver_scan_bytes(run.spark)
         if scan > 0 and sum(run.snapshot.tablets[t].add.bytes for t in tablets) <= scan:
-            limit = max(DRIVER_SCAN_ROWS, 4 * run.metrics.source_rows)
+            limit = max(DRIVER_SCAN_ROWS, 4 * run.intake.rows)
             if not run.plan.by_source and not source_less:
                 rows = driver_rows(
                     run.table,
@@ -122,11 +144,8 @@ def select_target_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
                     )
                 except EVAL_FAILED:  # (an overflow, say): Spark evaluates the statement
                     rows = None
-        run.driver.selected[at] = rows
-        if rows is not None:
-            run.metrics.tablets_read_on_driver = len(tablets)
-            run.driver.on_driver = True
-    return run.driver.selected[at]
+        memo.selected[at] = rows
+    return memo.selected[at]
 
 
 def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
@@ -144,9 +163,9 @@ def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         for c in missing:
             rows = rows.append_column(values.schema.field(c), values.column(c))
         rows = rows.select([*columns, *(c for c in rows.column_names if c not in columns)])
-        at = tuple(tablets)
-        run.driver.selected[at] = rows
-        run.driver.pairs.pop(at, None)  # joined again, with every column
+        at, memo = tuple(tablets), _memo(run)
+        memo.selected[at] = rows
+        memo.pairs.pop(at, None)  # joined again, with every column
     return rows
 
 
@@ -164,27 +183,29 @@ def _still_alike(run: Run, t: pa.Table, same: np.ndarray, later: list[tuple[str,
 def driver_clauses(run: Run, category: Category) -> DriverClauses | None:
     """``Plan.driver_clauses`` of ``category`` over the collected source's types, compiled once
     a statement."""
-    if category not in run.driver.clauses:
+    memo = _memo(run)
+    if category not in memo.clauses:
         source = (
             {f.name: type_text(f.dataType) for f in run.intake.local[1].fields}
             if run.intake.local is not None
             else None
         )
-        run.driver.clauses[category] = run.plan.driver_clauses(category, source)
-    return run.driver.clauses[category]
+        memo.clauses[category] = run.plan.driver_clauses(category, source)
+    return memo.clauses[category]
 
 
 def driver_on_rest(run: Run) -> Compiled | Literal[True] | None:
     """``Plan.driver_on_rest`` over the collected source's types, compiled once a statement:
     True where ON is only the key equalities the driver pairs on."""
-    if run.driver.on_rest is None:
+    memo = _memo(run)
+    if memo.on_rest is None:
         source = (
             {f.name: type_text(f.dataType) for f in run.intake.local[1].fields}
             if run.intake.local is not None
             else None
         )
-        run.driver.on_rest = (run.plan.driver_on_rest(source),)
-    return run.driver.on_rest[0]
+        memo.on_rest = (run.plan.driver_on_rest(source),)
+    return memo.on_rest[0]
 
 
 def target_key(run: Run) -> str:
@@ -211,10 +232,10 @@ def key_pairs(run: Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | N
     the pairs of target and source rows with equal keys, joined here (a NULL key pairs with
     nothing), as two tables of equal length, row i of one paired with row i of the other.
     Joined once per statement: the unchanged check and the pairs' relation share it."""
-    at = tuple(tablets)
-    if at not in run.driver.pairs:
-        run.driver.pairs[at] = _join_on_keys(run, tablets)
-    return run.driver.pairs[at]
+    at, memo = tuple(tablets), _memo(run)
+    if at not in memo.pairs:
+        memo.pairs[at] = _join_on_keys(run, tablets)
+    return memo.pairs[at]
 
 
 def _join_on_keys(run: Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | None:
@@ -471,14 +492,14 @@ def _unpaired_target_rows(run: Run, tablets: Sequence[str], paired: pa.Table) ->
     return rows.filter(pa.array(keep))
 
 
-def changes_nothing(run: Run, rows: pa.Table) -> bool:
-    """``classify_on_driver``' rows write nothing: every pair unchanged or acted on by no clause, and no
-    target row acted on twice (that is an error the merge task raises). Sets the unchanged count."""
+def changes_nothing(rows: pa.Table) -> int | None:
+    """Where ``classify_on_driver``' rows write nothing (every pair unchanged or acted on by no
+    clause, and no target row acted on twice: that is an error the merge task raises), the
+    unchanged count; else None."""
     kinds = rows.column(KIND)
     if not pc.all(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED]))).as_py():  # (True when empty)
-        return False
+        return None
     acted = rows.filter(pc.equal(kinds, K_UNCHANGED))
     if acted.group_by([TID, ROW]).aggregate([([], "count_all")]).num_rows != acted.num_rows:
-        return False
-    run.metrics.rows_unchanged = acted.num_rows
-    return True
+        return None
+    return acted.num_rows

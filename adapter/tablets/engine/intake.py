@@ -1,5 +1,6 @@
-"""The source, read exactly once (even if non-deterministic), and what the statement learns of it
-(``Run.intake``).
+"""The source, read exactly once (even if non-deterministic), and what the statement learns of it: a
+frozen ``run.SourceIntake``, returned to the executor (which hands it to the later steps as
+``Run.intake``); a later step that learns more (``source_frame``) returns a new one.
 
 Below ``LOCAL_SOURCE_BYTES`` (or ``LOCAL_SOURCE_BYTES_NO_RULE``, where the session lets it, or
 ``LOCAL_SOURCE_CONF``: ``local_limit``) by Spark's estimate it is collected as Arrow and becomes
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pyarrow as pa
@@ -47,7 +49,7 @@ from tablets.engine.route import (
     driver_scan_bytes,
     local_limit,
 )
-from tablets.engine.run import KeyBuckets, Run, setting_on
+from tablets.engine.run import KeyBuckets, KeyRanges, Run, SourceIntake, setting_on
 from tablets.spark.backend import is_connect
 from tablets.spark.datasource import type_text
 from tablets.spark.file_source import local_parquet_rows
@@ -60,15 +62,15 @@ from tablets.sqltext import quote_ident
 from tablets.storage.tablet import OUT_OF_RANGE, python_value
 
 
-def broadcastable(run: Run, source: DataFrame) -> bool:
-    """The (persisted, counted) source is below ``spark.sql.autoBroadcastJoinThreshold``: by
-    Spark's estimate, else (no estimate) by its row count times its row width."""
+def broadcastable(run: Run, source: DataFrame, rows: int) -> bool:
+    """The (persisted, counted: ``rows``) source is below ``spark.sql.autoBroadcastJoinThreshold``:
+    by Spark's estimate, else (no estimate) by its row count times its row width."""
     limit = broadcast_threshold(run.spark)
     if limit is None or limit < 0:
         return False
     size = size_bytes(source)
     if size is None:
-        size = run.metrics.source_rows * row_width(source)
+        size = rows * row_width(source)
     return size <= limit
 
 
@@ -80,15 +82,16 @@ def persisted_source(run: Run, source: DataFrame) -> DataFrame:
     return source
 
 
-def source_frame(run: Run, original: DataFrame) -> DataFrame:
+def source_frame(run: Run, original: DataFrame) -> tuple[DataFrame, SourceIntake]:
     """The source as a DataFrame where the driver collected it but Spark runs the statement:
-    its rows as a local relation, or (Spark cannot take them back) the source read again."""
-    frame = local_frame(run)
+    its rows as a local relation, or (Spark cannot take them back) the source read again; and
+    ``run.intake`` with what that taught (the frame, whether it broadcasts, a new count)."""
+    intake = local_frame(run, run.intake)
+    frame = intake.frame
     if frame is None:
         frame = persisted_source(run, original)
-        count_and_ranges(run, frame)
-    run.intake.broadcast = broadcastable(run, frame)
-    return frame
+        intake = count_and_ranges(replace(run, intake=intake), frame)[1]
+    return frame, replace(intake, broadcast=broadcastable(run, frame, intake.rows))
 
 
 # NaN is no float's min or max for Arrow, but Spark's largest value: floats take Spark's ranges
@@ -96,16 +99,14 @@ def source_frame(run: Run, original: DataFrame) -> DataFrame:
 _ARROW_RANGE_TYPES = ("int", "uint", "string", "large_string", "date32", "decimal", "timestamp")
 
 
-def collect_local_source(
-    run: Run, source: DataFrame
-) -> tuple[DataFrame | None, list[tuple[str, object, object]] | None] | None:
+def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None, SourceIntake] | None:
     """A source that Spark estimates below ``LOCAL_SOURCE_BYTES`` is collected to the driver
     once (Arrow) and used as a local relation: one job instead of a cached copy filled and
     aggregated (three jobs), its size exact, its row ids plain positions, its count and key
     ranges taken on the driver. None (the cached path) when it is big, of unknown size, or of
-    a type Arrow cannot carry. The frame is None where the driver may classify the statement
-    (the target is small enough to read here): ``local_frame`` makes it if Spark needs it after
-    all."""
+    a type Arrow cannot carry. Else its key ranges and what was learned of it (``SourceIntake``),
+    whose ``frame`` is None where the driver may classify the statement (the target is small
+    enough to read here): ``source_frame`` makes it if Spark needs it after all."""
     limit = broadcast_threshold(run.spark)
     size = size_bytes(source)
     if limit is None or limit < 0 or size is None:
@@ -124,18 +125,18 @@ def collect_local_source(
     except (TypeError, NotImplementedError, pa.ArrowException):
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
-    run.intake.local = (data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema)
-    frame = None if on_driver else local_frame(run)  # Spark may not need it
+    intake = SourceIntake(local=(data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema))
+    if not on_driver:  # else Spark may not need it
+        intake = local_frame(run, intake)
     taken, ranges = _arrow_ranges(run, data)
     if not taken:  # an expression: Spark takes the ranges
-        frame = frame or local_frame(run)
-        ranges = _source_ranges(run, frame) if frame is not None else None
-    if run.intake.local is None:  # Spark cannot take these rows back as they are
+        intake = local_frame(run, intake)
+        ranges = _source_ranges(run, intake.frame) if intake.frame is not None else None
+    if intake.local is None:  # Spark cannot take these rows back as they are
         return None
-    run.metrics.source_rows = data.num_rows
-    run.metrics.source_by_arrow = by_arrow  # (not where Spark reads it again after all, above)
-    run.intake.keys = _key_values(run, data)
-    return frame, ranges
+    keys, key_sources = _key_values(run, data)
+    # (by_arrow: not where Spark reads it again after all, ``source_frame``)
+    return ranges, replace(intake, rows=data.num_rows, by_arrow=by_arrow, keys=keys, key_sources=key_sources)
 
 
 def _arrow_ranges(run: Run, data: pa.Table) -> tuple[bool, list[tuple[str, object, object]] | None]:
@@ -155,11 +156,12 @@ def _arrow_ranges(run: Run, data: pa.Table) -> tuple[bool, list[tuple[str, objec
     return True, ranges
 
 
-def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
-    """Count the persisted ``source`` (filling it) and take its join keys' ranges: where Spark
+def counted_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None, SourceIntake]:
+    """Count the persisted ``source`` (filling it) and take its join keys' ranges, and what was
+    learned of it (``SourceIntake``): where Spark
     may broadcast it (by its estimate) its rows are collected here once, one job where the
     aggregate takes three, and counted, ranged and digested in Arrow as a collected source is
-    (``run.intake.collected``, until the re-run check; key ranges Arrow cannot take, of an
+    (``SourceIntake.collected``, until the re-run check; key ranges Arrow cannot take, of an
     expression, by Spark, over the rows now persisted); else by Spark's aggregate
     (``count_and_ranges``). Not over Spark Connect, where this process may be far from the server
     that holds the rows."""
@@ -179,9 +181,7 @@ def counted_source(run: Run, source: DataFrame) -> list[tuple[str, object, objec
     taken, ranges = _arrow_ranges(run, data)
     if not taken:
         ranges = _source_ranges(run, source)
-    run.metrics.source_rows = data.num_rows
-    run.intake.collected = (data, source.schema)
-    return ranges
+    return ranges, replace(run.intake, rows=data.num_rows, collected=(data, source.schema))
 
 
 def source_digest(run: Run) -> tuple[str, dict[str, str]] | None:
@@ -211,10 +211,11 @@ def _rerun_keys(run: Run, schema: StructType) -> dict[str, str] | None:
     return rerun.idempotent(run.plan, {f.name: type_text(f.dataType) for f in schema.fields if f.name != SID})
 
 
-def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | None) -> bool:
+def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | None) -> int | None:
     """The table's latest commit is this statement's with the same rows (``digest``), made on the
     version before it, and the source's keys are unique and not NULL: running it again changes
-    nothing (``engine.rerun``). Sets the unchanged count: the rows that run matched or inserted.
+    nothing (``engine.rerun``). Then the unchanged count (the rows that run matched or inserted,
+    where the statement updates; else 0), else None.
     ``source``: the persisted source, where Spark digested it (its keys are counted there)."""
     commit = run.table.commit_of(run.snapshot)
     if (
@@ -222,39 +223,36 @@ def ran_before(run: Run, digest: str, keys: dict[str, str], source: DataFrame | 
         or commit.read_version != run.snapshot.version - 1
         or dict(commit.parameters).get(rerun.SOURCE_DIGEST) != digest
     ):
-        return False
+        return None
     held = run.intake.local or run.intake.collected
     if held is not None:
         if not rerun.unique_keys(held[0], keys):
-            return False
+            return None
     elif source is None or not run.intake.keys_not_null or not _unique_in_spark(run, source, keys):
-        return False
-    if run.plan.actions(ActionKind.UPDATE):
-        prior = commit.metrics_dict()
-        run.metrics.rows_unchanged = int(
-            sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted"))
-        )
-    run.metrics.same_source = True
-    return True
+        return None
+    if not run.plan.actions(ActionKind.UPDATE):
+        return 0
+    prior = commit.metrics_dict()
+    return int(sum(prior.get(k, 0.0) for k in ("rows_updated", "rows_unchanged", "rows_inserted")))
 
 
 def _unique_in_spark(run: Run, source: DataFrame, keys: dict[str, str]) -> bool:
     """No two rows of the (persisted, counted) source share a key (its keys are not NULL)."""
     names = sorted(set(keys.values()))
     distinct = source.agg(F.count_distinct(*(F.col(quote_ident(n)) for n in names))).collect()[0][0]
-    return int(distinct) == run.metrics.source_rows
+    return int(distinct) == run.intake.rows
 
 
-def local_frame(run: Run) -> DataFrame | None:
-    """The collected source (``run.intake.local``) as a Spark local relation, made once; None (and
-    ``run.intake.local`` cleared) where Spark cannot take its rows back as they are."""
-    if run.intake.frame is None and run.intake.local is not None:
-        data, schema = run.intake.local
+def local_frame(run: Run, intake: SourceIntake) -> SourceIntake:
+    """``intake`` with its collected source (``local``) as a Spark local relation (``frame``),
+    made once; without ``local`` where Spark cannot take its rows back as they are."""
+    if intake.frame is None and intake.local is not None:
+        data, schema = intake.local
         try:
-            run.intake.frame = local_relation(run.spark, data, schema)
+            return replace(intake, frame=local_relation(run.spark, data, schema))
         except Exception:  # noqa: BLE001 - the caller reads the source in Spark instead
-            run.intake.local = None
-    return run.intake.frame
+            return replace(intake, local=None)
+    return intake
 
 
 def _target_on_driver(run: Run) -> bool:
@@ -270,12 +268,14 @@ def _source_column(run: Run, data: pa.Table, expr: str) -> int | None:
     return {n.lower(): i for i, n in enumerate(data.column_names)}.get(name.lower())
 
 
-def _key_values(run: Run, data: pa.Table) -> dict[str, pa.Array] | None:
+def _key_values(run: Run, data: pa.Table) -> tuple[dict[str, pa.Array] | None, dict[str, str]]:
     """The local source's values of the ON condition's ``t.col = s.col`` conjuncts, by target
     column, where Arrow's equality is Spark's (integers, strings, dates, booleans): the target rows that
-    can pair hold them (``target_scan``'s driver scan). None without such a conjunct."""
+    can pair hold them (``target_scan``'s driver scan). None without such a conjunct. And the
+    source column of each, by target column."""
     types = dict(run.plan.column_types)
     out: dict[str, pa.Array] = {}
+    sources: dict[str, str] = {}
     for col, expr in run.plan.join_keys:
         i = _source_column(run, data, expr)
         if i is None:
@@ -296,8 +296,8 @@ def _key_values(run: Run, data: pa.Table) -> dict[str, pa.Array] | None:
                 continue
         else:
             continue
-        run.intake.key_sources[col] = data.column_names[i]
-    return out or None
+        sources[col] = data.column_names[i]
+    return out or None, sources
 
 
 def _key_type(arrow: pa.DataType, spark: str) -> pa.DataType | None:
@@ -316,9 +316,10 @@ def _source_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, objec
     return _key_ranges(run, source, range_keys(run))[1]
 
 
-def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, object]] | None:
+def count_and_ranges(run: Run, source: DataFrame) -> tuple[KeyRanges | None, SourceIntake]:
     """Count the source (filling the persisted copy) and take min/max of its join keys, and of
-    its first integer key the buckets it falls in (``KeyBuckets``), in one aggregate."""
+    its first integer key the buckets it falls in (``KeyBuckets``), in one aggregate: the ranges,
+    and ``run.intake`` with the count (and the re-run digest, the buckets) taken."""
     keys = range_keys(run)
     span = _bucket_span(run, keys) if run.plan.prune_keys else None
     first = [F.count(F.lit(1)).alias("n")]
@@ -329,16 +330,20 @@ def count_and_ranges(run: Run, source: DataFrame) -> list[tuple[str, object, obj
         first += [F.expr(a).alias(f"h{i}") for i, a in enumerate(rerun.hash_parts(ROW_HASHES))]
         first += [F.count(F.col(quote_ident(n))).alias(f"k{i}") for i, n in enumerate(names)]
     row, ranges = _key_ranges(run, counted, keys, first, span)
-    count = run.metrics.source_rows = int(row["n"])
+    count = int(row["n"])
+    intake = replace(run.intake, rows=count)
     if digested is not None:
         sums = [row[f"h{i}"] for i in range(rerun.HASH_PARTS)]
-        run.intake.digest = (rerun.spark_digest(run.plan, _source_type(source.schema), count, sums), rerun_keys)
-        run.intake.keys_not_null = all(row[f"k{i}"] == count for i in range(len(names)))
+        intake = replace(
+            intake,
+            digest=(rerun.spark_digest(run.plan, _source_type(source.schema), count, sums), rerun_keys),
+            keys_not_null=all(row[f"k{i}"] == count for i in range(len(names))),
+        )
     if span is not None and row["buckets"] is not None:
         i, lo, hi, width = span
         held = tuple(sorted(int(b) for b in row["buckets"]))
-        run.intake.buckets = KeyBuckets(keys[i][0], lo, hi, width, KEY_BUCKETS, held)
-    return ranges if keys else None
+        intake = replace(intake, buckets=KeyBuckets(keys[i][0], lo, hi, width, KEY_BUCKETS, held))
+    return (ranges if keys else None), intake
 
 
 ROW_HASHES = ("__tablets_h1", "__tablets_h2")

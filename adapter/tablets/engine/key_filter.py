@@ -40,37 +40,36 @@ MAX_FPP = 0.25  # a filter letting more through saves too little (above ~13M key
 _SAME_TYPE = ("string", "date", "timestamp", "timestamp_ntz", "boolean", "binary")
 
 
-def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequence[str]) -> DataFrame:
+def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequence[str]) -> DataFrame | None:
     """``frame`` (the target scan) without rows that can neither pair with ``source`` (persisted
-    and counted) nor be acted on by a BY SOURCE clause; ``frame`` itself where that is not
-    worth it or not sure (see the module's docstring)."""
+    and counted) nor be acted on by a BY SOURCE clause; None (``frame`` as it is) where that is
+    not worth it or not sure (see the module's docstring)."""
     plan = run.plan
     if not plan.join_keys or not setting_on(run, KEY_FILTER_CONF):
-        return frame
+        return None
     guards = [b.condition for b in acting_by_source(plan)]
     if not all(guards):
-        return frame  # an unconditional BY SOURCE clause acts on every row without a pair
+        return None  # an unconditional BY SOURCE clause acts on every row without a pair
     target_rows = sum(run.snapshot.tablets[t].live_rows for t in tablets)
-    if not run.metrics.source_rows or target_rows < MIN_TARGET_PER_SOURCE * run.metrics.source_rows:
-        return frame  # (an empty source: no pair, nothing to filter by)
+    if not run.intake.rows or target_rows < MIN_TARGET_PER_SOURCE * run.intake.rows:
+        return None  # (an empty source: no pair, nothing to filter by)
     t = quote_ident(plan.spec.target_alias)
     target, src = frame.alias(plan.spec.target_alias), source.alias(plan.spec.source_alias)
     keys = _hashable_keys(target, src, plan.join_keys, t)
     if not keys:
-        return frame
-    bits = filter_bits(run.metrics.source_rows, bloom.max_items(run.spark))
+        return None
+    bits = filter_bits(run.intake.rows, bloom.max_items(run.spark))
     if bits is None:
-        return frame
+        return None
     hashed = src.select(F.xxhash64(*(F.expr(se) for _, se in keys)))
-    keep = bloom.might_contain(hashed, run.metrics.source_rows, bits, F.xxhash64(*(F.expr(te) for te, _ in keys)))
+    keep = bloom.might_contain(hashed, run.intake.rows, bits, F.xxhash64(*(F.expr(te) for te, _ in keys)))
     if keep is None:
-        return frame
+        return None
     if guards:
         acted = F.expr(" OR ".join(f"({g})" for g in guards))
         if not target.filter(acted)._jdf.queryExecution().analyzed().condition().deterministic():  # noqa: SLF001
-            return frame  # rand() in a BY SOURCE condition: its CASE must see every row once
+            return None  # rand() in a BY SOURCE condition: its CASE must see every row once
         keep = keep | acted
-    run.metrics.key_filtered = True
     return target.filter(keep)
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark import StorageLevel
@@ -293,17 +293,36 @@ def driver_pairs_view(run: Run, tablets: Sequence[str]) -> str | None:
     return temp_view(run, local_relation(run.spark, frame, spark_type))
 
 
-def classified_pairs(run: Run, source: DataFrame | None, tablets: Sequence[str]) -> DataFrame:
+@dataclass(frozen=True)
+class Pairs:
+    """Spark's classified pairs (``classified_pairs``), and whether its target scan kept only the
+    rows a bloom filter of the source's keys may hold (``key_filter``)."""
+
+    frame: DataFrame
+    key_filtered: bool = False
+
+
+def classified_pairs(run: Run, source: DataFrame | None, tablets: Sequence[str]) -> Pairs:
     """The classified row pairs that some clause acts on, and the matched pairs that none acts
     on (kind K_MATCHED: the result depends on them too): row ids, new images and kind."""
-    plan, t = run.plan, target_alias(run)
+    plan = run.plan
     if source is not None and plan.join == "inner":  # the pairs alone: maybe joined on the driver
         paired = driver_pairs_view(run, tablets)
         if paired is not None:
-            return run.spark.sql(_pairs_sql(run, paired, f"{_PAIR} AND ({plan.on or 'TRUE'})"))
+            return Pairs(run.spark.sql(_pairs_sql(run, paired, f"{_PAIR} AND ({plan.on or 'TRUE'})")))
     scan = target_scan(run, tablets)
-    if source is not None and not run.intake.broadcast:  # a shuffle join: rows that cannot pair stay out of it
-        scan = replace(scan, frame=key_filtered(run, scan.frame, source, tablets))
+    # a shuffle join: rows that cannot pair stay out of it
+    filtered = (
+        key_filtered(run, scan.frame, source, tablets) if source is not None and not run.intake.broadcast else None
+    )
+    if filtered is not None:
+        scan = replace(scan, frame=filtered)
+    return Pairs(_joined_pairs(run, source, scan), key_filtered=filtered is not None)
+
+
+def _joined_pairs(run: Run, source: DataFrame | None, scan: TabletScan) -> DataFrame:
+    """``classified_pairs``' rows, of the target rows ``scan`` reads and ``source`` joined in Spark."""
+    plan, t = run.plan, target_alias(run)
     target = temp_view(run, scan.frame)
     dv_join, live = scan.live_sql(lambda f: temp_view(run, f), t)
     if source is None:

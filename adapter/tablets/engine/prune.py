@@ -1,7 +1,8 @@
 """Which tablets a statement reads: those whose key statistics may overlap the source's key ranges
 (``prune_by_key_ranges``), without those whose rows no clause can act on
 (``drop_unacted_tablets``), by the log's statistics; and which source key ranges those
-statistics compare with soundly (``comparable_ranges``)."""
+statistics compare with soundly (``comparable_ranges``). Each returns the tablets it keeps: the
+executor counts the rest as pruned."""
 
 from __future__ import annotations
 
@@ -42,7 +43,6 @@ def prune_by_key_ranges(run: Run, tablets: list[str], ranges: list[tuple[str, ob
         and all(_may_hold(stats, c, ks) for c, ks in sets)
         and (buckets is None or _in_held_bucket(stats, buckets))
     ]
-    run.metrics.tablets_pruned = len(tablets) - len(keep)
     return keep
 
 
@@ -124,7 +124,6 @@ def drop_unacted_tablets(
         return (not pairs or outside(add, pair_ranges or ())) and all(pruning.prune(p, add, kinds) for p in preds)
 
     keep = [t for t in tablets if not skipped(run.snapshot.named_stats(t))]
-    run.metrics.tablets_pruned += len(tablets) - len(keep)
     return keep
 
 

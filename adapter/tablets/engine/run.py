@@ -1,14 +1,20 @@
-"""One MERGE statement's state while it runs: what it was asked (``MergeOptions``), what it
-learned of its source (``SourceIntake``), what the driver computed of the target
-(``DriverWork``), what it must release (``Temporaries``), and the settings it read once.
+"""One MERGE statement's state, as values: what is fixed for it (``Run``: the session, table,
+snapshot and plan, what it was asked (``MergeOptions``), the schema it evolves to, its settings
+(``Switches``)), what it learned of its source (``SourceIntake``) and the columns Spark's scan
+leaves out (``Run.deferred``).
 
-A ``Run`` is made by ``executor.execute`` and passed to each step; each group is written by the
-one step named beside it and read by the later ones.
+``executor.execute`` makes the ``Run``; a step that learns something returns it as a new value
+(the intake returns its ``SourceIntake``, a refinement ``dataclasses.replace``s it) and the
+executor hands the next steps ``replace(run, intake=...)``: no step writes into the state it was
+given. What the steps count goes back in their return values too; ``metrics.summed`` makes the
+statement's ``MergeMetrics`` of them in one place (the executor's). Two parts stay mutable, each
+with one owner and a reason: ``Temporaries`` (the session objects to release, whoever made
+them) and ``Run.cache`` (``driver_plan``'s memo of what it computed once, private to it).
 """
 
 from __future__ import annotations
 
-import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,11 +22,9 @@ import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from tablets.engine.metrics import MergeMetrics
-from tablets.engine.plan import DriverClauses, Plan
+from tablets.engine.plan import Plan
 from tablets.engine.route import PRUNE_CONF
 from tablets.settings import conf_flag
-from tablets.spec import Category
 from tablets.storage import Snapshot, TabletTable
 from tablets.storage.actions import Metadata
 
@@ -50,10 +54,13 @@ class MergeOptions:
     parameters: tuple[tuple[str, str], ...] = field(default=())  # recorded in the commit
 
 
-@dataclass
+@dataclass(frozen=True)
 class SourceIntake:
-    """What the statement learned of its source, read once (``intake``)."""
+    """What the statement learned of its source, read once (``intake``): made by the intake step,
+    refined (a new value) where a later step learns more of it."""
 
+    rows: int = 0  # the source's row count (``MergeMetrics.source_rows``)
+    by_arrow: bool = False  # its Parquet files read here by Arrow (``MergeMetrics.source_by_arrow``)
     broadcast: bool = False  # the source is small enough to broadcast into the target scan
     ranges: KeyRanges | None = None  # the source's join key ranges that filter the target scan (no BY SOURCE clause)
     local: tuple[pa.Table, StructType] | None = None  # a collected source's rows (with SID) and type
@@ -63,7 +70,7 @@ class SourceIntake:
     frame: DataFrame | None = None  # ``local`` as a Spark local relation (``intake.local_frame``)
     keys: dict[str, pa.Array] | None = None  # a collected source's join key values, by target column
     buckets: KeyBuckets | None = None  # a big source's integer key, by bucket (count_and_ranges)
-    key_sources: dict[str, str] = field(default_factory=dict)  # target key column -> its source column
+    key_sources: Mapping[str, str] = field(default_factory=dict)  # target key column -> its source column
     # a source digested in Spark (``count_and_ranges``): its re-run digest and join keys' source
     # columns (``rerun.spark_digest``), and whether those keys are never NULL
     digest: tuple[str, dict[str, str]] | None = None
@@ -71,19 +78,11 @@ class SourceIntake:
 
 
 @dataclass
-class DriverWork:
-    """The driver plan's results (``driver_plan``), computed once a statement, by tablets."""
-
-    selected: dict[tuple[str, ...], pa.Table | None] = field(default_factory=dict)  # select_target_rows
-    pairs: dict[tuple[str, ...], tuple[pa.Table, pa.Table] | None] = field(default_factory=dict)  # key_pairs
-    on_driver: bool = False  # the target's rows were selected on the driver: the pairs are few
-    clauses: dict[Category, DriverClauses | None] = field(default_factory=dict)  # driver_clauses, by category
-    on_rest: tuple[Any] | None = None  # (driver_on_rest's answer,) once computed (it may be None)
-
-
-@dataclass
 class Temporaries:
-    """What the statement made in the session and releases when it ends."""
+    """What the statement made in the session and releases when it ends. Mutable: a resource
+    owner, not state. The steps that persist a frame or register a view (``intake``,
+    ``pairs_sql``) hand it here as they make it, so that it is released however the statement
+    ends, an error in a later step included."""
 
     persisted: list[DataFrame] = field(default_factory=list)
     views: list[str] = field(default_factory=list)  # temp views of the statement's query
@@ -95,41 +94,50 @@ class Temporaries:
             spark.catalog.dropTempView(name)
 
 
-@dataclass
+class Switches:
+    """The shortcuts' on/off settings (``engine.route``), each read from the session once a
+    statement, when first asked: a memo, so that a setting is read (and an invalid one
+    reported) only by a statement that asks for it."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self._spark = spark
+        self._read: dict[str, bool] = {}
+
+    def on(self, setting: str) -> bool:
+        if setting not in self._read:
+            self._read[setting] = conf_flag(self._spark, setting)
+        return self._read[setting]
+
+
+@dataclass(frozen=True, eq=False)
 class Run:
     spark: SparkSession
     table: TabletTable
     snapshot: Snapshot
     plan: Plan
     options: MergeOptions
-    metrics: MergeMetrics
-    intake: SourceIntake = field(default_factory=SourceIntake)
-    driver: DriverWork = field(default_factory=DriverWork)
-    temps: Temporaries = field(default_factory=Temporaries)
+    switches: Switches
     # MERGE WITH SCHEMA EVOLUTION: the new metadata (``snapshot`` already has it), committed
     # with the statement's rows in one version; None: the schema stays
     evolved: Metadata | None = None
-    switches: dict[str, bool] = field(default_factory=dict)  # the shortcuts' settings, read once (setting_on)
+    intake: SourceIntake = SourceIntake()  # the intake's value, once the executor has it
     # Spark's plan: the columns its scan leaves out, compared by the merge tasks for the rows
-    # alike in the rest (``pairs_sql.compared_in_tasks``; set by ``executor.spark_streams``)
+    # alike in the rest (``pairs_sql.compared_in_tasks``; chosen by the executor)
     deferred: tuple[str, ...] = ()
+    temps: Temporaries = field(default_factory=Temporaries)
+    # memos of computations made once a statement, each under the name of the one module that
+    # makes and reads it (``driver_plan``'s); shared by every ``replace`` of the run
+    cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def scan_columns(self) -> list[str]:
         """The target columns Spark's plan reads: ``Plan.target_columns`` but ``deferred``."""
         return [c for c in self.plan.target_columns if c not in self.deferred]
 
-    def phase(self, name: str, start: float) -> float:
-        now = time.perf_counter()
-        self.metrics.timings_ms[name] = round((now - start) * 1000, 1)
-        return now
-
 
 def setting_on(run: Run, setting: str) -> bool:
     """A shortcut's on/off setting (``engine.route``), read from the session once a statement."""
-    if setting not in run.switches:
-        run.switches[setting] = conf_flag(run.spark, setting)
-    return run.switches[setting]
+    return run.switches.on(setting)
 
 
 def may_prune(run: Run) -> bool:

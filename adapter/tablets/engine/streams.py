@@ -5,12 +5,14 @@ Both streams in one shuffle (``delete_stream``): row ids of deletes and of old i
 hashed by tablet id, so each tablet's new deletion vector is written by exactly one task
 (homecoming), with inserts and new images of updates written as new tablets by the same tasks.
 With ``cluster_by`` the insert stream is range-partitioned instead (``insert_stream``): two jobs
-over one persisted base join. Few rows run as one task on the driver (``run_task_here``)."""
+over one persisted base join. Few rows run as one task on the driver (``run_task_here``).
+Each stream returns what its tasks wrote and counted (``Written``)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
@@ -18,6 +20,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from tablets.engine.constraints import raise_if_violated
+from tablets.engine.metrics import Rows
 from tablets.engine.names import (
     IMAGE_PREFIX,
     K_DELETE,
@@ -45,20 +48,37 @@ from tablets.exceptions import (
 from tablets.spec import ActionKind
 from tablets.sqltext import quote_ident
 from tablets.storage import (
+    Fragment,
     discard,
     fragment_from_json,
 )
 
 
+@dataclass(frozen=True)
+class Written:
+    """What a stream's tasks wrote (their fragments) and the rows they counted."""
+
+    fragments: tuple[Fragment, ...]
+    rows: Rows
+
+
 def delete_stream(
-    run: Run, base: DataFrame | pa.Table, handle, n_tablets: int, *, inserts: bool, compare: Deferred | None = None
-) -> list:
+    run: Run,
+    base: DataFrame | pa.Table,
+    handle,
+    n_tablets: int,
+    *,
+    inserts: bool,
+    compare: Deferred | None = None,
+    few: bool = False,
+) -> Written:
     """Row ids of deletes and old images hashed by tablet id (homecoming), so one task writes each
     tablet's DV. With ``inserts`` the insert stream shares the shuffle and the tasks: new images
     of updates ride along to their old tablet's task, inserted rows go to one task where
     ``inserts_in_one_task`` says they fit one, else are spread by a hash of their key. ``base`` in
     Arrow (``classify_on_driver``): one task, here. ``compare``: the columns Spark's scan left out,
-    which the tasks compare for its K_COMPARE rows (``tasks.Deferred``)."""
+    which the tasks compare for its K_COMPARE rows (``tasks.Deferred``). ``few``: the target's rows
+    were selected on the driver (``driver_plan.read_on_driver``), so the pairs are few."""
     names, images = run.plan.columns, run.plan.images
     parts = stream_partitions(run.spark, stream_rows(run))
     keys = _key_images(run.plan, images)
@@ -69,7 +89,7 @@ def delete_stream(
         )
     # few rows (the target's were selected on the driver): one task's work, done here, with no
     # shuffle and no Python worker (the first in a fresh process costs seconds)
-    rows: list[Any] | None = run_task_here(base, task) if run.driver.on_driver or isinstance(base, pa.Table) else None
+    rows: list[Any] | None = run_task_here(base, task) if few or isinstance(base, pa.Table) else None
     if rows is None and inserts:
         # inserted rows of one key meet in one task, which checks them for duplicates
         one_task = inserts_in_one_task(run, handle.target_tablet_rows)
@@ -92,12 +112,13 @@ def delete_stream(
         )
     check_keys(run, handle, fragments, rows)
     raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
-    m = run.metrics
-    m.rows_deleted = sum(r["n_delete"] for r in rows)
-    m.rows_updated = sum(r["n_update"] for r in rows)
-    m.rows_unchanged = sum(r["n_unchanged"] for r in rows)
-    m.rows_inserted = sum(r["n_insert"] for r in rows)
-    return fragments
+    counted = Rows(
+        inserted=sum(r["n_insert"] for r in rows),
+        updated=sum(r["n_update"] for r in rows),
+        deleted=sum(r["n_delete"] for r in rows),
+        unchanged=sum(r["n_unchanged"] for r in rows),
+    )
+    return Written(tuple(fragments), counted)
 
 
 # The most rows one merge or insert task is given (the sizing rule, docs/SCALE.md "Work sized to
@@ -112,14 +133,14 @@ def inserts_in_one_task(run: Run, target_tablet_rows: int) -> bool:
     """The statement's inserted rows go to one task (it writes them as tablets of
     ``target_tablet_rows``): at most a source row each, no more than the sizing rule gives a
     task (``TASK_ROWS``) or than one tablet holds."""
-    return run.metrics.source_rows < max(target_tablet_rows, TASK_ROWS)
+    return run.intake.rows < max(target_tablet_rows, TASK_ROWS)
 
 
 def stream_rows(run: Run) -> int:
     """At most how many rows a statement's write streams carry: a pair or an insert per source row
     (a target row pairs at most once with an acting clause), and with BY SOURCE clauses every
     live target row too."""
-    bound = run.metrics.source_rows
+    bound = run.intake.rows
     if run.plan.join in ("right", "full"):
         bound += run.snapshot.live_rows
     return bound
@@ -135,18 +156,19 @@ def pairs_bound(run: Run, tablets: Sequence[str]) -> int:
     plan = run.plan
     if plan.join is None:  # UPDATE / DELETE: the target rows
         return target
-    source = run.metrics.source_rows
+    source = run.intake.rows
     keyed = bool(plan.key_columns) and set(plan.key_columns) <= {c for c, _ in plan.join_keys}
     pairs = source if keyed else source * target
     return 2 * pairs + source + (target if plan.by_source else 0)
 
 
-def collect_few_pairs(run: Run, base: DataFrame, tablets: Sequence[str]) -> pa.Table | None:
+def collect_few_pairs(run: Run, base: DataFrame, tablets: Sequence[str], few: bool) -> pa.Table | None:
     """Spark's classified pairs collected to the driver, where they can be at most
     ``route.driver_write_rows`` rows: one task here writes them (no shuffle, no Python worker),
-    as the driver plan's pairs are. None where they can be more, or have no Arrow form."""
+    as the driver plan's pairs are. None where they can be more, or have no Arrow form, or are
+    ``few`` (``delete_stream`` runs them here anyway)."""
     limit = driver_write_rows(run.spark)
-    if limit <= 0 or run.driver.on_driver or pairs_bound(run, tablets) > limit:
+    if limit <= 0 or few or pairs_bound(run, tablets) > limit:
         return None
     try:
         return base.toArrow()
@@ -190,7 +212,7 @@ def run_task_here(frame: DataFrame | pa.Table, task) -> list[Any] | None:
     return [r for b in task(iter(data.to_batches())) for r in b.to_pylist()]
 
 
-def insert_stream(run: Run, base: DataFrame, handle) -> list:
+def insert_stream(run: Run, base: DataFrame, handle) -> Written:
     names = [n for n, _ in run.plan.column_types]
     if OUTSIDE in base.columns:  # a row's one BY SOURCE update, however many pairs it has
         once = F.col(OUTSIDE) & (F.col(KIND) == K_UPDATE)
@@ -200,15 +222,14 @@ def insert_stream(run: Run, base: DataFrame, handle) -> list:
         KIND,
         *([VIOLATION] if VIOLATION in base.columns else []),
     )
-    bound = run.metrics.source_rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
+    bound = run.intake.rows + (run.snapshot.live_rows if run.plan.actions(ActionKind.UPDATE) else 0)
     keys = list(run.plan.key_columns) if run.plan.actions(ActionKind.INSERT) else []
     stream = _spread(run.spark, stream, bound, handle.target_tablet_rows, run.options.cluster_by, keys)
     rows = map_in_arrow(stream, insert_task(handle, names, keys), INSERT_RESULT).collect()
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     check_keys(run, handle, fragments, rows)
     raise_if_violated(handle, fragments, rows, run.snapshot.metadata, _where(run))
-    run.metrics.rows_inserted = sum(r["n_insert"] for r in rows)
-    return fragments
+    return Written(tuple(fragments), Rows(inserted=sum(r["n_insert"] for r in rows)))
 
 
 def _spread(
