@@ -340,30 +340,60 @@ def _group(
 MayMatch = Callable[[list[AddTablet]], bool]
 
 
+@dataclass(frozen=True)
 class _Validation:
-    """The commits that landed between the statement's read version and its commit, read in
-    order (``observe``), then judged as a whole (``resolve``): the statement's result must be
-    what it would have been had it read the newest of them. Rebases the statement's deletion
-    vectors onto theirs."""
+    """What a commit judges the commits that landed since its read version against: the
+    tablets it writes, the deletion vectors its tasks staged, the rows its result depends on,
+    its judge of appends and the files it stages. Built once (``_validation``), from the
+    statement's handle and fragments."""
 
-    def __init__(
-        self,
-        handle: WriteHandle,
-        writes: set[str],
-        dvs: dict[str, SetDV],
-        depends: dict[str, BitMap64],
-        may_match: MayMatch | None,
-        state: Snapshot,
-        files: tuple[bool, bool] = (False, False),
-    ) -> None:
-        self.handle = handle
+    handle: WriteHandle
+    writes: frozenset[str]  # tablets this statement removes or sets a DV on
+    staged: Mapping[str, SetDV]  # tablet -> the DV its tasks staged
+    depends: Mapping[str, BitMap64]  # tablet -> rows its result depends on (with track_rows)
+    may_match: MayMatch | None
+    files: tuple[bool, bool]  # (stages files, references files it did not write): what VACUUM could reach
+
+
+def _validation(
+    handle: WriteHandle, fragments: Sequence[Fragment], extra_actions: Sequence[Action], may_match: MayMatch | None
+) -> tuple[_Validation, list[Action]]:
+    """The statement's ``_Validation`` and the actions it commits (``extra_actions``, its DVs and
+    new tablets)."""
+    actions: list[Action] = list(extra_actions)
+    writes: set[str] = {a.tablet_id for a in extra_actions if isinstance(a, (RemoveTablet, SetDV))}
+    dvs: dict[str, SetDV] = {}
+    depends: dict[str, BitMap64] = {}
+    for f in fragments:
+        if isinstance(f, DVFragment):
+            if f.tablet_id in writes:
+                raise FormatError(f"two deletion vectors for tablet {f.tablet_id} in one commit")
+            writes.add(f.tablet_id)
+            if f.deleted:
+                dvs[f.tablet_id] = f.dv
+                actions.append(f.dv)
+        elif isinstance(f, ReadFragment):
+            depends[f.tablet_id] = depends.get(f.tablet_id, BitMap64()) | f.bitmap()
+        else:
+            actions.append(f.add)
+    # files it references that it did not write and its read version did not have live (RESTORE)
+    foreign = any(isinstance(a, (AddTablet, SetDV)) for a in extra_actions)
+    staged = any(isinstance(f, TabletFragment) for f in fragments) or bool(dvs)
+    return _Validation(handle, frozenset(writes), dvs, depends, may_match, (staged, foreign)), actions
+
+
+class _CatchUp:
+    """A commit's catching up with the commits that landed between its read version and the
+    version it tries: read in order (``observe``), then judged as a whole (``resolve``) against
+    what it validates (``_Validation``): the statement's result must be what it would have been
+    had it read the newest of them. Rebases the statement's deletion vectors onto theirs.
+    Mutable: what it has read and judged grows with each retry of the commit."""
+
+    def __init__(self, check: _Validation, state: Snapshot) -> None:
+        self.check = check
+        self.handle = check.handle
         self.state = state  # the verified state of the version before the one it tries
-        self.files = files  # (stages files, references files it did not write): what VACUUM could reach
-        self.writes = writes  # tablets this statement removes or sets a DV on
-        self.staged = dict(dvs)  # tablet -> the DV its tasks staged
-        self.dvs = dvs  # tablet -> the DV it commits (the staged one, or a rebased one)
-        self.depends = depends  # tablet -> rows its result depends on (with track_rows)
-        self.may_match = may_match
+        self.dvs = dict(check.staged)  # tablet -> the DV it commits (the staged one, or a rebased one)
         self.changed: dict[str, tuple[int, SetDV]] = {}  # tablet -> (version, newest DV of others)
         self.judged_dv: dict[str, str] = {}  # tablet -> path of the DV last judged
         self.appended: dict[str, tuple[int, AddTablet]] = {}  # live tablets appended since
@@ -396,7 +426,7 @@ class _Validation:
         h, op = self.handle, self.handle.operation
         for a in actions:
             if isinstance(a, CommitInfo) and a.operation == vacuum.VACUUM_START:
-                vacuum.check_passed(version, a, op, h.began_ms, *self.files)
+                vacuum.check_passed(version, a, op, h.began_ms, *self.check.files)
             if isinstance(a, Metadata):
                 raise MetadataChanged(
                     f"version {version} changed the table's schema or properties while {op} ran", version
@@ -418,13 +448,13 @@ class _Validation:
                 continue  # deletes from an appended tablet: all of its rows are judged anyway
             what = "removed" if isinstance(a, RemoveTablet) else "deleted rows from"
             rebases = isinstance(a, SetDV) and h.track_rows and t in self.dvs
-            if t in self.writes and not rebases:
+            if t in self.check.writes and not rebases:
                 raise ConcurrentDeleteDelete(
                     f"version {version} {what} tablet {t}, which this {op} also deletes from", version
                 )
-            if t in h.read_tablets or (isinstance(a, RemoveTablet) and len(self.depends.get(t, ()))):
+            if t in h.read_tablets or (isinstance(a, RemoveTablet) and len(self.check.depends.get(t, ()))):
                 raise ConcurrentDeleteRead(f"version {version} {what} tablet {t}, which this {op} read", version)
-            if isinstance(a, SetDV) and h.track_rows and (t in self.depends or t in self.dvs):
+            if isinstance(a, SetDV) and h.track_rows and (t in self.check.depends or t in self.dvs):
                 self.changed[t] = (version, a)
 
     def resolve(self) -> None:
@@ -437,14 +467,14 @@ class _Validation:
             before = self._bitmap(read) if read is not None else BitMap64()
             now = self._bitmap(dv)
             gone = now - before  # rows deleted by others since this statement's snapshot
-            staged = self._bitmap(self.staged[t]) if t in self.staged else None
+            staged = self._bitmap(self.check.staged[t]) if t in self.check.staged else None
             if staged is not None and len(gone & (staged - before)):
                 raise ConcurrentDeleteDelete(
                     f"version {version} deleted {len(gone & (staged - before))} row(s) of tablet {t} that this {op} "
                     "also deletes or updates",
                     version,
                 )
-            hit = gone & self.depends.get(t, BitMap64())
+            hit = gone & self.check.depends.get(t, BitMap64())
             if len(hit):
                 raise ConcurrentDeleteRead(
                     f"version {version} deleted {len(hit)} row(s) of tablet {t} that this {op} matched", version
@@ -458,10 +488,11 @@ class _Validation:
         if not fresh:
             return
         self.judged.update(a.tablet_id for _, a in fresh)
-        if self.may_match is None or self.may_match([a for _, a in fresh]):
+        may_match = self.check.may_match
+        if may_match is None or may_match([a for _, a in fresh]):
             versions = sorted({v for v, _ in fresh})
             which = "version " + ", ".join(map(str, versions))
-            why = "should have read" if self.may_match is None else "would have matched or changed"
+            why = "should have read" if may_match is None else "would have matched or changed"
             raise ConcurrentAppend(f"{which} added rows that this {op} {why}", versions[0])
 
     def _bitmap(self, dv: SetDV) -> BitMap64:
@@ -473,7 +504,7 @@ class _Validation:
     def superseded(self) -> list[str]:
         """DV files written for this statement that its commit does not reference."""
         final = {d.path for d in self.dvs.values()}
-        return [p for p in [*(d.path for d in self.staged.values()), *self.written] if p not in final]
+        return [p for p in [*(d.path for d in self.check.staged.values()), *self.written] if p not in final]
 
 
 def commit(handle: WriteHandle, fragments: Iterable[Fragment], **options: Any) -> int | None:
@@ -501,30 +532,14 @@ def commit_state(
     statement; without it any such append conflicts. On a conflict the statement's staged files
     are deleted and the typed ``CommitConflict`` raised."""
     fragments = list(fragments)
-    actions: list[Action] = list(extra_actions)
-    writes: set[str] = {a.tablet_id for a in extra_actions if isinstance(a, (RemoveTablet, SetDV))}
-    dvs: dict[str, SetDV] = {}
-    depends: dict[str, BitMap64] = {}
-    for f in fragments:
-        if isinstance(f, DVFragment):
-            if f.tablet_id in writes:
-                raise FormatError(f"two deletion vectors for tablet {f.tablet_id} in one commit")
-            writes.add(f.tablet_id)
-            if f.deleted:
-                dvs[f.tablet_id] = f.dv
-                actions.append(f.dv)
-        elif isinstance(f, ReadFragment):
-            depends[f.tablet_id] = depends.get(f.tablet_id, BitMap64()) | f.bitmap()
-        else:
-            actions.append(f.add)
+    validation, actions = _validation(handle, fragments, extra_actions, may_match)
     if not actions and not record:
         return None  # no-op commits are not written
     io = handle.io
     base = handle.base or log.load_snapshot(io, handle.root, handle.read_version, trust_unproven=False)
     # files it references that it did not write and its read version did not have live (RESTORE)
     foreign = [a.path for a in extra_actions if isinstance(a, (AddTablet, SetDV))]
-    staged = any(isinstance(f, TabletFragment) for f in fragments) or bool(dvs)
-    check = _Validation(handle, writes, dvs, depends, may_match, base, (staged, bool(foreign)))
+    check = _CatchUp(validation, base)
     version = handle.read_version + 1
     try:
         while True:
@@ -532,7 +547,7 @@ def commit_state(
                 vacuum.check_foreign(io, handle.root, foreign, handle.operation)
             stats = dict(metrics or {})
             if check.written:
-                stats["dvs_rebased"] = float(sum(1 for t, d in check.dvs.items() if d != check.staged[t]))
+                stats["dvs_rebased"] = float(sum(1 for t, d in check.dvs.items() if d != validation.staged[t]))
             info = CommitInfo(
                 operation=handle.operation,
                 txid=handle.txid,
