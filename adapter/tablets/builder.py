@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from tablets.engine.metrics import MergeMetrics
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.spec.expr import Expr
 from tablets.sqltext import DIALECT
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class MergeBuilder:
             target_alias=target_alias,
             source=Source(table="<DataFrame>"),
             source_alias=source_alias,
-            on=on,
+            on=Expr.parse(on),
             clauses=(),
         )
 
@@ -53,50 +54,61 @@ class MergeBuilder:
         return self
 
     @staticmethod
-    def _set(set: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-        return tuple((_column(k), str(v)) for k, v in set.items())
+    def _set(set: Mapping[str, str]) -> tuple[tuple[str, Expr], ...]:
+        return tuple((_column(k), Expr.parse(str(v))) for k, v in set.items())
 
     def when_matched_update(self, condition: str | None = None, set: Mapping[str, str] | None = None) -> MergeBuilder:
         """UPDATE SET col = expr, ...; ``set=None`` is UPDATE SET * (every column from the source)."""
-        return self._add(Clause(Category.MATCHED, ActionKind.UPDATE, condition, self._set(set or {}), star=set is None))
+        return self._add(
+            Clause(Category.MATCHED, ActionKind.UPDATE, _cond(condition), self._set(set or {}), star=set is None)
+        )
 
     def when_matched_delete(self, condition: str | None = None) -> MergeBuilder:
-        return self._add(Clause(Category.MATCHED, ActionKind.DELETE, condition))
+        return self._add(Clause(Category.MATCHED, ActionKind.DELETE, _cond(condition)))
 
     def when_matched_do_nothing(self, condition: str | None = None) -> MergeBuilder:
-        return self._add(Clause(Category.MATCHED, ActionKind.DO_NOTHING, condition))
+        return self._add(Clause(Category.MATCHED, ActionKind.DO_NOTHING, _cond(condition)))
 
     def when_not_matched_insert(
         self, condition: str | None = None, values: Mapping[str, str] | Sequence[str] | None = None
     ) -> MergeBuilder:
         """INSERT (cols) VALUES (exprs) from a mapping, VALUES (exprs) from a list, or INSERT *."""
         if values is None:
-            return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, star=True))
+            return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, _cond(condition), star=True))
         if isinstance(values, Mapping):
             return self._add(
                 Clause(
                     Category.NOT_MATCHED,
                     ActionKind.INSERT,
-                    condition,
+                    _cond(condition),
                     insert_columns=tuple(_column(k) for k in values),
-                    insert_values=tuple(str(v) for v in values.values()),
+                    insert_values=tuple(Expr.parse(str(v)) for v in values.values()),
                 )
             )
-        return self._add(Clause(Category.NOT_MATCHED, ActionKind.INSERT, condition, insert_values=tuple(values)))
+        return self._add(
+            Clause(
+                Category.NOT_MATCHED,
+                ActionKind.INSERT,
+                _cond(condition),
+                insert_values=tuple(Expr.parse(v) for v in values),
+            )
+        )
 
     def when_not_matched_do_nothing(self, condition: str | None = None) -> MergeBuilder:
-        return self._add(Clause(Category.NOT_MATCHED, ActionKind.DO_NOTHING, condition))
+        return self._add(Clause(Category.NOT_MATCHED, ActionKind.DO_NOTHING, _cond(condition)))
 
     def when_not_matched_by_source_update(
         self, condition: str | None = None, set: Mapping[str, str] | None = None
     ) -> MergeBuilder:
-        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, condition, self._set(set or {})))
+        return self._add(
+            Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _cond(condition), self._set(set or {}))
+        )
 
     def when_not_matched_by_source_delete(self, condition: str | None = None) -> MergeBuilder:
-        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, condition))
+        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DELETE, _cond(condition)))
 
     def when_not_matched_by_source_do_nothing(self, condition: str | None = None) -> MergeBuilder:
-        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DO_NOTHING, condition))
+        return self._add(Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.DO_NOTHING, _cond(condition)))
 
     def with_schema_evolution(self) -> MergeBuilder:
         """MERGE WITH SCHEMA EVOLUTION: the source's new columns (and wider types) join the
@@ -135,6 +147,11 @@ class TableRef:
 
 def table(db: Database, name: str) -> TableRef:
     return TableRef(db, name)
+
+
+def _cond(text: str | None) -> Expr | None:
+    """A clause's condition, parsed here once (text that does not parse: the planner says so)."""
+    return Expr.parse(text) if text is not None else None
 
 
 def _column(text: str) -> str:

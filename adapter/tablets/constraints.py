@@ -75,7 +75,7 @@ def declared(
         refuse_unfit_check(expression, f"{where} CONSTRAINT {name.lower()}")
         if key in properties:
             raise SchemaMismatch(f"{where}: two constraints named {name.lower()}", help="Give each its own name.")
-        properties[key] = expression
+        properties[key] = expression.text
     meta = Metadata("new", tuple(cols), properties=tuple(sorted(properties.items())))
     check_existing_rows(spark, empty_frame(spark, meta.schema, names), meta, where)
     return cols
@@ -92,7 +92,7 @@ def alter(spark: SparkSession, spec: ConstraintSpec, table: TabletTable) -> int 
         name, expression = spec.add_check
         where = f"{where} ADD CONSTRAINT {name.lower()}"
         refuse_unfit_check(expression, where)
-        new, adds = add_check(meta, name, expression, where), True
+        new, adds = add_check(meta, name, expression.text, where), True
     else:
         assert spec.not_null is not None
         column, on = spec.not_null

@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from tablets.engine.arrow_eval import EvalUnsupported, compile_expr, compile_predicate
+from tablets.spec.expr import Expr
 
 pytestmark = pytest.mark.spark
 
@@ -477,7 +478,7 @@ def _plain(typ: pa.DataType) -> pa.DataType:
 @pytest.mark.parametrize("mode", ["true", "false"])
 @pytest.mark.parametrize("expr", EXPRESSIONS)
 def test_values_match_spark(spark_results, expr, mode):
-    compiled = compile_expr(expr, SIDES)
+    compiled = compile_expr(Expr.parse(expr), SIDES)
     assert compiled is not None, expr
     ours = compiled(TABLES)
     theirs = spark_results[mode].column(f"e{EXPRESSIONS.index(expr)}")
@@ -488,7 +489,7 @@ def test_values_match_spark(spark_results, expr, mode):
 
 @pytest.mark.parametrize("expr", PREDICATES)
 def test_predicates_are_true_only_where_spark_says_true(spark_results, expr):
-    compiled = compile_predicate(expr, SIDES)
+    compiled = compile_predicate(Expr.parse(expr), SIDES)
     assert compiled is not None, expr
     ours = compiled(TABLES)
     assert ours.type == pa.bool_() and ours.null_count == 0
@@ -499,13 +500,13 @@ def test_predicates_are_true_only_where_spark_says_true(spark_results, expr):
 @pytest.mark.parametrize("expr", UNSUPPORTED)
 def test_outside_the_subset_compiles_to_none(expr):
     sides = {"t": {**TYPES, "dec": "decimal(10,2)"}, "s": TYPES}
-    assert compile_expr(expr, sides) is None
+    assert compile_expr(Expr.parse(expr), sides) is None
 
 
 def test_predicate_needs_a_boolean():
-    assert compile_predicate("t.i + 1", SIDES) is None
-    assert compile_predicate("NULL", SIDES) is None
-    assert compile_expr("t.i + 1", SIDES) is not None
+    assert compile_predicate(Expr.parse("t.i + 1"), SIDES) is None
+    assert compile_predicate(Expr.parse("NULL"), SIDES) is None
+    assert compile_expr(Expr.parse("t.i + 1"), SIDES) is not None
 
 
 def _one(**cols: pa.Array) -> dict[str, pa.Table]:
@@ -525,7 +526,7 @@ def _one(**cols: pa.Array) -> dict[str, pa.Table]:
 )
 def test_overflow_raises_eval_unsupported(expr, name, column):
     """ANSI Spark raises where legacy Spark wraps: neither answer is safe to give."""
-    compiled = compile_expr(expr, {"t": {name: TYPES[name]}})
+    compiled = compile_expr(Expr.parse(expr), {"t": {name: TYPES[name]}})
     assert compiled is not None
     compiled(_one(**{name: column.slice(0, 1)}))  # the first row alone is in range
     with pytest.raises(EvalUnsupported, match="overflow"):
@@ -538,12 +539,14 @@ def test_values_under_nulls_are_ignored():
     validity = pa.py_buffer(np.packbits(np.array([False, True]), bitorder="little"))
     column = pa.Array.from_buffers(pa.int32(), 2, [validity, pa.py_buffer(values)])
     sides = {"t": {"i": "int"}}
-    assert compile_expr("t.i + 1", sides)(_one(i=column)).to_pylist() == [None, 6]
-    assert compile_expr("t.i % 3", sides)(_one(i=column)).to_pylist() == [None, 2]
+    assert compile_expr(Expr.parse("t.i + 1"), sides)(_one(i=column)).to_pylist() == [None, 6]
+    assert compile_expr(Expr.parse("t.i % 3"), sides)(_one(i=column)).to_pylist() == [None, 2]
 
 
 def test_inputs_chunks_case_and_columns_read():
-    compiled = compile_predicate("T.`I` > s.M AND t.S = 'b'", {"t": {"I": "int", "S": "string"}, "s": {"m": "int"}})
+    compiled = compile_predicate(
+        Expr.parse("T.`I` > s.M AND t.S = 'b'"), {"t": {"I": "int", "S": "string"}, "s": {"m": "int"}}
+    )
     assert compiled.columns == {"t": ("I", "S"), "s": ("m",)}
     t = pa.Table.from_batches(
         [
@@ -558,8 +561,11 @@ def test_inputs_chunks_case_and_columns_read():
 
 
 def test_constant_takes_the_tables_length():
-    assert compile_expr("1 + 1", {"t": {}})({"t": pa.table({"x": [1, 2, 3]})}).to_pylist() == [2, 2, 2]
-    assert compile_predicate("TRUE AND NULL", {"t": {}})({"t": pa.table({"x": [1, 2]})}).to_pylist() == [False, False]
+    assert compile_expr(Expr.parse("1 + 1"), {"t": {}})({"t": pa.table({"x": [1, 2, 3]})}).to_pylist() == [2, 2, 2]
+    assert compile_predicate(Expr.parse("TRUE AND NULL"), {"t": {}})({"t": pa.table({"x": [1, 2]})}).to_pylist() == [
+        False,
+        False,
+    ]
 
 
 def test_timestamps_compare_as_instants_whatever_zone_labels_them():
@@ -568,7 +574,7 @@ def test_timestamps_compare_as_instants_whatever_zone_labels_them():
     sides = {"t": {"ts": "timestamp"}, "s": {"ts": "timestamp"}}
     la = pa.array([0, 10, None], pa.timestamp("us", tz="America/Los_Angeles"))
     utc = pa.array([5, 5, 5], pa.timestamp("us", tz="UTC"))
-    newer = compile_predicate("s.ts > t.ts", sides)
+    newer = compile_predicate(Expr.parse("s.ts > t.ts"), sides)
     assert newer({"t": pa.table({"ts": utc}), "s": pa.table({"ts": la})}).to_pylist() == [False, True, False]
     with pytest.raises(EvalUnsupported, match="expected timestamp"):
         newer({"t": pa.table({"ts": pa.array([5], pa.timestamp("ms", tz="UTC"))}), "s": pa.table({"ts": la[:1]})})

@@ -9,6 +9,7 @@ import random
 import pyarrow as pa
 import pytest
 from tablets.spec.conditions import Cond, condition, typed
+from tablets.spec.expr import Expr
 from tablets.sql.reads import references
 from tablets.storage.actions import AddTablet
 from tablets.storage.pruning import Pred, kind_of, prune
@@ -123,8 +124,10 @@ def test_timestamps_with_an_offset_are_instants_and_conditions_read_alone():
     names = {c: c for c in kinds}
     got = typed(
         condition(
-            "t.ts >= '2024-01-01 00:00:00+00:00' AND ts < '2024-01-01T01:30:00.5-02:00' "
-            "AND ts > '2024-01-01 00:00:00' AND s.id = 1 AND id IN (1, 2) AND (id = 3 OR id = 4)",
+            Expr.parse(
+                "t.ts >= '2024-01-01 00:00:00+00:00' AND ts < '2024-01-01T01:30:00.5-02:00' "
+                "AND ts > '2024-01-01 00:00:00' AND s.id = 1 AND id IN (1, 2) AND (id = 3 OR id = 4)"
+            ),
             "t",
         ),
         kinds,
@@ -136,7 +139,7 @@ def test_timestamps_with_an_offset_are_instants_and_conditions_read_alone():
         Pred("lt", "ts", dt.datetime(2024, 1, 1, 3, 30, 0, 500000, tzinfo=utc)),
         Pred("in", "id", (1, 2)),
     ]
-    assert condition("not sql (", "t") == []
+    assert condition(Expr.parse("not sql ("), "t") == []
 
 
 # --- pruning against the rows ------------------------------------------------------------------

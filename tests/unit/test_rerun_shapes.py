@@ -3,9 +3,10 @@ shape, and the digest of a source's rows."""
 
 import pyarrow as pa
 import pytest
+from support.exprs import Clause, MergeSpec
 from tablets.engine.plan import plan_merge
 from tablets.engine.rerun import digest, idempotent, unique_keys
-from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.spec import ActionKind, Category, Source
 
 pytestmark = pytest.mark.unit
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.errors import AnalysisException, PySparkException
 from pyspark.sql import DataFrame, SparkSession
+from sqlglot import exp
 
 from tablets.engine.constraints import raise_if_violated, violation_column
 from tablets.engine.errors import first_line, job_failed
@@ -32,6 +33,7 @@ from tablets.exceptions import (
 )
 from tablets.spark.sizes import size_bytes
 from tablets.spec import ActionKind, Category, Clause, MergeSpec, Source
+from tablets.spec.expr import Expr, all_of, column
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import (
     TabletTable,
@@ -99,7 +101,7 @@ def append(
         ) from None
     keys = list(snap.metadata.key_columns)
     if keys and not overwrite and snap.live_rows:
-        on = " AND ".join(f"t.{quote_ident(k)} = s.{quote_ident(k)}" for k in keys)
+        on = Expr.of(all_of(exp.EQ(this=column(k, "t"), expression=column(k, "s")) for k in keys))
         clauses = (
             Clause(Category.MATCHED, ActionKind.REFUSE),
             Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True),

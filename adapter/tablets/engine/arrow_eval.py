@@ -18,7 +18,8 @@ integer overflow (ANSI raises, legacy wraps) raises :class:`EvalUnsupported` at 
 anything else compiles to ``None``: the caller then lets Spark evaluate it.
 
 >>> import pyarrow as pa
->>> c = compile_predicate("t.id % 100 = 0", {"t": {"id": "bigint"}})
+>>> from tablets.spec.expr import Expr
+>>> c = compile_predicate(Expr.parse("t.id % 100 = 0"), {"t": {"id": "bigint"}})
 >>> c({"t": pa.table({"id": pa.array([100, 7, None], pa.int64())})}).to_pylist()
 [True, False, False]
 """
@@ -64,6 +65,7 @@ from tablets.engine.eval_types import (
     unreachable,
     widen,
 )
+from tablets.spec.expr import Expr
 
 
 class EvalUnsupported(Exception):
@@ -115,24 +117,24 @@ class Compiled:
         return out
 
 
-def compile_expr(sql: str, sides: Mapping[str, Mapping[str, str]]) -> Compiled | None:
-    """``sql`` (Spark SQL, columns qualified by the aliases of ``sides``: alias -> {column: Spark
-    type}) compiled to a function over Arrow tables, or None outside the subset."""
+def compile_expr(sql: Expr, sides: Mapping[str, Mapping[str, str]]) -> Compiled | None:
+    """``sql`` (columns qualified by the aliases of ``sides``: alias -> {column: Spark type})
+    compiled to a function over Arrow tables, or None outside the subset."""
     return _compile(sql, sides, predicate=False)
 
 
-def compile_predicate(sql: str, sides: Mapping[str, Mapping[str, str]]) -> Compiled | None:
+def compile_predicate(sql: Expr, sides: Mapping[str, Mapping[str, str]]) -> Compiled | None:
     """:func:`compile_expr` for a boolean condition; the result is True only where the condition
     is TRUE (NULL counts as False, as in ``WHEN ... AND <cond>``)."""
     return _compile(sql, sides, predicate=True)
 
 
-def _compile(sql: str, sides: Mapping[str, Mapping[str, str]], predicate: bool) -> Compiled | None:
-    if "\\" in sql:
+def _compile(sql: Expr, sides: Mapping[str, Mapping[str, str]], predicate: bool) -> Compiled | None:
+    if "\\" in sql.text:
         return None  # Spark and sqlglot unescape string literals differently in corners (\%, \_)
     try:
-        tree = sqlglot.parse_one(sql, read="spark")
-        tokens = Spark().tokenize(sql)
+        tree = sql.tree
+        tokens = Spark().tokenize(sql.text)  # (the text's tokens: what the tree may have dropped)
     except sqlglot.errors.SqlglotError:
         return None
     if not _tokens_match(tokens, tree):

@@ -35,6 +35,7 @@ from tablets.engine.errors import spark_message
 from tablets.engine.names import K_CANDIDATE, K_COMPARE, K_INSERT, K_REPLACE, K_UPDATE, KIND, VIOLATION
 from tablets.engine.tasks import violations_of
 from tablets.exceptions import ConstraintViolation, MergeSpecError
+from tablets.spec.expr import Expr
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import WriteHandle, discard
 from tablets.storage.actions import Metadata
@@ -43,18 +44,19 @@ from tablets.storage.constraints import checks, not_null
 NOT_NULL = "NOT NULL "  # the label of a column's NOT NULL (a CHECK's name has no space)
 
 
-def rebind(expression: str, columns: Mapping[str, str], table: str | None = None) -> str:
-    """``expression`` with each column of the table named as ``columns`` maps it (table column
-    -> the stream's column, found without regard to case), qualified by ``table`` if given."""
+def rebind(expression: str, columns: Mapping[str, str], table: str | None = None) -> Expr:
+    """``expression`` (a CHECK as the table's metadata stores it: text, parsed once a process)
+    with each column of the table named as ``columns`` maps it (table column -> the stream's
+    column, found without regard to case), qualified by ``table`` if given."""
     lower = {c.lower(): s for c, s in columns.items()}
-    tree = sqlglot.parse_one(expression, read="spark")
+    tree = Expr.parse(expression).tree
 
     def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and not node.table and node.name.lower() in lower:
             return exp.column(lower[node.name.lower()], table=table, quoted=True)
         return node
 
-    return tree.transform(swap).sql(dialect="spark")
+    return Expr.of(tree.transform(swap, copy=False))
 
 
 def violation_sql(meta: Metadata, columns: Mapping[str, str]) -> str | None:
@@ -165,11 +167,11 @@ NONDETERMINISTIC = frozenset(
 )
 
 
-def refuse_unfit_check(expression: str, where: str) -> None:
+def refuse_unfit_check(expression: Expr, where: str) -> None:
     """Refuse a CHECK that no row can be checked against alone: a subquery, an aggregate, a
     window, a non-deterministic function (Delta refuses them too)."""
     try:
-        tree = sqlglot.parse_one(expression, read="spark")
+        tree = expression.tree
     except sqlglot.errors.SqlglotError as e:
         raise MergeSpecError(
             f"{where}: CHECK ({expression}) is not an expression Spark SQL parses ({str(e).splitlines()[0][:200]})",
@@ -208,7 +210,7 @@ def check_existing_rows(spark: SparkSession, frame: DataFrame, meta: Metadata, w
     names = {n: n for n in meta.column_names}
     for name, expression in checks(meta):
         try:
-            kind = frame.select(F.expr(rebind(expression, names))).schema.fields[0].dataType.simpleString()
+            kind = frame.select(F.expr(rebind(expression, names).text)).schema.fields[0].dataType.simpleString()
         except Exception as e:  # noqa: BLE001 - Spark's analysis error: the expression is the user's
             raise MergeSpecError(
                 f"{where}: Spark cannot evaluate CHECK ({expression}) over the table's columns: {spark_message(e)}",

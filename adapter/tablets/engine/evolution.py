@@ -111,7 +111,7 @@ def evolved_metadata(spec: MergeSpec, meta: Metadata, source: Sequence[tuple[str
             continue
         for column, value in named:
             low = column.lower()
-            from_source = source_column(spec, value)
+            from_source = source_column(spec, value.text)
             if low in by_lower:
                 if from_source is not None and from_source.lower() == low:
                     fed[by_lower[low]] = src.get(low, (from_source, ""))[0]

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import sqlglot
 from sqlglot import exp
 
 from tablets.engine.images import insert_image
 from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
 from tablets.spec import ActionKind, Category, Clause, MergeSpec
+from tablets.spec.expr import Expr, all_of, any_of, coalesce_false, column, paren, spark_sql
 from tablets.sqltext import quote_ident
 
 # --- key columns -----------------------------------------------------------------------------
@@ -26,7 +28,7 @@ def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, fou
         if clause.action is not ActionKind.INSERT:
             continue
         part = spec.part(i, clause)
-        image, _ = insert_image(spec, scope, clause, tcols, lower_t, types, part)
+        image, _, _ = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         for col, value in image:
             if col not in keys or _same_sql(value, sql_cast("NULL", types[col])):
                 continue
@@ -42,21 +44,27 @@ def _inserted_keys_matched(spec, scope, tcols, lower_t, target_schema, keys, fou
             )
 
 
-def _first_of(spec: MergeSpec, scope: Scope, category: Category) -> list[tuple[str, Clause]]:
+def _first_of(spec: MergeSpec, scope: Scope, category: Category) -> list[tuple[exp.Expr, Clause]]:
     """Each clause of ``category``, with the condition that it is the first of them to hold."""
-    out: list[tuple[str, Clause]] = []
-    earlier: list[str] = []
+    out: list[tuple[exp.Expr, Clause]] = []
+    earlier: list[exp.Expr] = []
     for c in spec.clauses:
         if c.category is not category:
             continue
-        cond = (
-            scope.qualify(c.condition, category, f"{category.value} clause").sql(dialect="spark")
-            if c.condition
-            else "TRUE"
-        )
-        out.append((" AND ".join([*(f"NOT COALESCE({e}, FALSE)" for e in earlier), f"COALESCE({cond}, FALSE)"]), c))
+        cond = scope.qualify(c.condition, category, f"{category.value} clause") if c.condition else exp.true()
+        first = [*(exp.Not(this=coalesce_false(e.copy())) for e in earlier), coalesce_false(cond.copy())]
+        out.append((all_of(first), c))
         earlier.append(cond)
     return out
+
+
+def _tree(spec: MergeSpec, c: Clause) -> exp.Expr:
+    """``c``'s condition as written (a builder's string may not parse: said as the planner says it)."""
+    assert c.condition is not None
+    try:
+        return c.condition.tree
+    except sqlglot.errors.ParseError as e:
+        raise plan_error(spec, "MATCHED clause", f"cannot parse expression {c.condition.text!r} ({e})") from e
 
 
 def _same_sql(a: str, b: str) -> bool:
@@ -65,12 +73,14 @@ def _same_sql(a: str, b: str) -> bool:
 
 def _key_matches(
     spec: MergeSpec, on: exp.Expr, lower_t: dict[str, str], keys: Sequence[str]
-) -> tuple[dict[str, str], list[exp.Expr], set[str]]:
+) -> tuple[dict[str, str], list[exp.Expr], set[str], dict[str, exp.Expr]]:
     """The ON condition's ``target.key = <source expression>`` (or ``<=>``) conjuncts, by key
-    column, the other conjuncts, and the key columns matched with ``<=>``."""
+    column, the other conjuncts, the key columns matched with ``<=>``, and the source
+    expressions' trees."""
     t = spec.target_alias.lower()
     wanted = {k.lower() for k in keys}
     found: dict[str, str] = {}
+    trees: dict[str, exp.Expr] = {}
     rest: list[exp.Expr] = []
     null_safe: set[str] = set()
     for c in conjuncts(on):
@@ -84,7 +94,8 @@ def _key_matches(
                     and a.name.lower() not in found
                     and not any(col.table.lower() == t for col in b.find_all(exp.Column))
                 ):
-                    hit = (lower_t[a.name.lower()], b.sql(dialect="spark"))
+                    hit = (lower_t[a.name.lower()], spark_sql(b))
+                    trees[a.name.lower()] = b
                     break
         if hit is None:
             rest.append(c)
@@ -92,7 +103,7 @@ def _key_matches(
             found[hit[0].lower()] = hit[1]
             if isinstance(c, exp.NullSafeEQ):
                 null_safe.add(hit[0].lower())
-    return found, rest, null_safe
+    return found, rest, null_safe, trees
 
 
 def check_conflict_target(spec: MergeSpec, keys: Sequence[str]) -> None:
@@ -139,17 +150,18 @@ def keyed(
     scope = Scope(spec, tcols, source_columns)
     key_list = ", ".join(keys)
     found: dict[str, str] = {}
+    found_trees: dict[str, exp.Expr] = {}
     rest: list[exp.Expr] = []
     null_safe: set[str] = set()
     if spec.on is not None:
-        found, rest, null_safe = _key_matches(
+        found, rest, null_safe, found_trees = _key_matches(
             spec, scope.qualify(spec.on, Category.MATCHED, "ON condition"), lower_t, keys
         )
     for i, clause in enumerate(spec.clauses):
         if clause.action is not ActionKind.UPDATE:
             continue
         part = spec.part(i, clause)
-        assigned = list(clause.assignments)
+        assigned: list[tuple[str, Expr | str]] = list(clause.assignments)
         if clause.star and source_columns is not None:
             scols = {c.lower(): c for c in source_columns}
             assigned += [
@@ -159,7 +171,7 @@ def keyed(
             key = lower_t.get(col.lower())
             if key is None or key not in keys:
                 continue
-            tree = scope.qualify(value, clause.category, part).sql(dialect="spark")
+            tree = spark_sql(scope.qualify(value, clause.category, part)) if isinstance(value, Expr) else value
             if _same_sql(tree, f"{spec.target_alias}.{key}") or (
                 clause.category is Category.MATCHED and _same_sql(found.get(key.lower(), ""), tree)
             ):
@@ -180,7 +192,7 @@ def keyed(
         raise plan_error(
             spec,
             "ON condition",
-            f"the statement inserts rows, but {spec.on!r} does not match on key column(s) {missing} "
+            f"the statement inserts rows, but {str(spec.on)!r} does not match on key column(s) {missing} "
             f"(the table's key is ({key_list})): an inserted row could repeat a key the table has",
             help="Match on every key column: ON "
             + " AND ".join(f"{spec.target_alias}.{k} = {spec.source_alias}.{k}" for k in keys)
@@ -196,12 +208,14 @@ def keyed(
             "ON condition",
             f"on a table with a key ({key_list}), a MERGE that inserts and has WHEN NOT MATCHED BY SOURCE "
             f"clauses must match on the key and target columns only, not also on "
-            f"{' AND '.join(r.sql(dialect='spark') for r in rest)}",
+            f"{' AND '.join(spark_sql(r) for r in rest)}",
             help="Move the conditions on source columns into the WHEN clauses' AND conditions.",
         )
-    extra = " AND ".join(f"({r.sql(dialect='spark')})" for r in rest)
-    on = " AND ".join(
-        f"{spec.target_alias}.{quote_ident(k)} {'<=>' if k.lower() in null_safe else '='} {found[k.lower()]}"
+    extra = all_of(paren(r.copy()) for r in rest)
+    on = all_of(
+        (exp.NullSafeEQ if k.lower() in null_safe else exp.EQ)(
+            this=column(k, spec.target_alias), expression=found_trees[k.lower()].copy()
+        )
         for k in keys
     )
     if null_safe:
@@ -209,43 +223,53 @@ def keyed(
         # source rows outside the rest: where a null-safe key is NULL, rows pair only as the
         # whole ON says (its rest then holds, so the clauses below treat them as plain matched
         # pairs); the key conjuncts stay join keys Spark hashes
-        present = " AND ".join(
-            f"{spec.target_alias}.{quote_ident(k)} IS NOT NULL" for k in keys if k.lower() in null_safe
+        present = all_of(
+            exp.Not(this=exp.Is(this=column(k, spec.target_alias), expression=exp.Null()))
+            for k in keys
+            if k.lower() in null_safe
         )
-        on = f"{on} AND (({present}) OR ({extra}))"
+        on = exp.And(this=on, expression=paren(exp.Or(this=paren(present), expression=paren(extra.copy()))))
     clauses: list[Clause] = []
     for c in spec.clauses:
         if c.category is Category.MATCHED:
-            c = replace(c, condition=f"({extra}) AND ({c.condition})" if c.condition else extra)
+            cond = exp.And(this=paren(extra.copy()), expression=paren(_tree(spec, c))) if c.condition else extra
+            c = replace(c, condition=Expr.of(cond))
         clauses.append(c)
     # a pair the original ON leaves unmatched is two events: its source row is NOT MATCHED (the
     # first NOT MATCHED clause that holds), its target row NOT MATCHED BY SOURCE (with such
     # clauses ON's rest names target columns only, so every pair of the row is outside alike)
-    outside = f"NOT COALESCE({extra}, FALSE)"
+    outside = exp.Not(this=coalesce_false(extra.copy()))
     firsts = _first_of(spec, scope, Category.NOT_MATCHED)
-    deleted = " OR ".join(
-        f"({j})" for j, d in _first_of(spec, scope, Category.NOT_MATCHED_BY_SOURCE) if d.action is ActionKind.DELETE
-    )
+    deletes = [
+        paren(j) for j, d in _first_of(spec, scope, Category.NOT_MATCHED_BY_SOURCE) if d.action is ActionKind.DELETE
+    ]
+    deleted = any_of(deletes) if deletes else None
     # its source row inserted and its target row deleted: one row of the key remains
     for first, ins in firsts:
-        if deleted and ins.action is ActionKind.INSERT:
-            replaced = f"{outside} AND ({first}) AND ({deleted})"
+        if deleted is not None and ins.action is ActionKind.INSERT:
+            replaced = all_of([outside.copy(), paren(first.copy()), paren(deleted.copy())])
             clauses.append(
-                replace(ins, category=Category.MATCHED, action=ActionKind.REPLACE, condition=replaced, outside=True)
+                replace(
+                    ins, category=Category.MATCHED, action=ActionKind.REPLACE, condition=Expr.of(replaced), outside=True
+                )
             )
     # its source row inserted and its target row kept: refused
-    inserted = " OR ".join(f"({f})" for f, ins in firsts if ins.action is ActionKind.INSERT) or "FALSE"
-    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, f"{outside} AND ({inserted})"))
+    firsts_inserting = [paren(f.copy()) for f, ins in firsts if ins.action is ActionKind.INSERT]
+    inserted = any_of(firsts_inserting) if firsts_inserting else exp.false()
+    refused = exp.And(this=outside.copy(), expression=paren(inserted))
+    clauses.append(Clause(Category.MATCHED, ActionKind.REFUSE, Expr.of(refused)))
     # a target row whose key matches but whose own columns fail the other conjuncts was NOT
     # MATCHED BY SOURCE: its clauses (target columns only) act on it as a matched pair now
     for c in spec.clauses:
         if c.category is Category.NOT_MATCHED_BY_SOURCE:
             part = "NOT MATCHED BY SOURCE clause"
             by_src = (
-                f"{outside} AND ({scope.qualify(c.condition, c.category, part).sql(dialect='spark')})"
+                exp.And(this=outside.copy(), expression=paren(scope.qualify(c.condition, c.category, part)))
                 if c.condition
-                else outside
+                else outside.copy()
             )
-            sets = tuple((col, scope.qualify(v, c.category, part).sql(dialect="spark")) for col, v in c.assignments)
-            clauses.append(replace(c, category=Category.MATCHED, condition=by_src, assignments=sets, outside=True))
-    return replace(spec, on=on, clauses=tuple(clauses))
+            sets = tuple((col, Expr.of(scope.qualify(v, c.category, part))) for col, v in c.assignments)
+            clauses.append(
+                replace(c, category=Category.MATCHED, condition=Expr.of(by_src), assignments=sets, outside=True)
+            )
+    return replace(spec, on=Expr.of(on), clauses=tuple(clauses))

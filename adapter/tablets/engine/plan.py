@@ -2,14 +2,15 @@
 
 The plan is the seed's shape: the strictest join with a mark column on each side, one CASE that
 classifies each row pair into the index of its clause, and per action the columns it needs.
-Expressions stay Spark SQL text; sqlglot qualifies unqualified columns and folds constants.
+Expressions come as the spec's trees (``spec.expr.Expr``) and leave qualified, as ``Expr`` again
+(Spark is given their text); sqlglot qualifies unqualified columns and folds constants.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import sqlglot
@@ -22,6 +23,7 @@ from tablets.engine.keys import check_conflict_target, keyed
 from tablets.engine.names import IMAGE_PREFIX, S_MARK, T_MARK
 from tablets.engine.scope import Scope, conjuncts, plan_error, sql_cast
 from tablets.spec import ActionKind, Category, Clause, MergeSpec
+from tablets.spec.expr import Expr, all_of, paren, spark_sql
 from tablets.sqltext import quote_ident
 
 JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "full": "FULL OUTER"}
@@ -31,11 +33,13 @@ JOIN_NAMES = {"inner": "INNER", "left": "LEFT OUTER", "right": "RIGHT OUTER", "f
 class Branch:
     index: int  # the clause's position in the statement = its CASE value
     clause: Clause
-    condition: str | None  # qualified Spark SQL
+    condition: Expr | None  # qualified
     image: tuple[tuple[str, str], ...] = ()  # UPDATE/INSERT: (target column, Spark SQL) for every column
     # the image's values by target column, uncast (driver_plan.classify_on_driver reads them): a plain copy
     # ("t" | "s", column), ("null", ""), or ("expr", qualified Spark SQL); None: no image
     copies: tuple[tuple[str, str], ...] | None = None
+    # by target column, the ("expr", ...) copies' trees (Arrow compiles them), else None
+    values: tuple[Expr | None, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def plain(self) -> bool:
@@ -61,7 +65,7 @@ class Plan:
     spec: MergeSpec
     noop_reason: str | None
     join: str | None  # inner | left | right | full; None: no source (UPDATE/DELETE)
-    on: str | None  # qualified
+    on: Expr | None  # qualified
     branches: tuple[Branch, ...]  # clauses that can fire, in statement order
     dropped: tuple[tuple[Clause, str], ...]  # clauses removed before planning, and why
     target_columns: tuple[str, ...]  # target columns to read
@@ -70,7 +74,7 @@ class Plan:
     key_columns: tuple[str, ...] = ()  # the table's key: inserted keys are checked for duplicates
     on_is_keys: bool = False  # every conjunct of ON is one of join_keys (no other condition)
     join_keys: tuple[tuple[str, str], ...] = ()  # (target column, source expression) equi-join pairs
-    on_rest: str | None = None  # the conjuncts of ON besides join_keys, ANDed (dbt's incremental_predicates)
+    on_rest: Expr | None = None  # the conjuncts of ON besides join_keys, ANDed (dbt's incremental_predicates)
     # target columns read only to tell an UPDATE's unchanged rows (skip_unchanged): the driver
     # plan reads them last, for the rows still alike (``driver_plan.classify_on_driver``)
     compare_only: tuple[str, ...] = ()
@@ -119,7 +123,12 @@ class Plan:
         for b in self.branches:
             if b.clause.category is category:
                 cond: Compiled | Literal[True] | None = compile_predicate(b.condition, sides) if b.condition else True
-                values = tuple(compile_expr(sql, sides) if side == "expr" else None for side, sql in b.copies or ())
+                copies = b.copies or ()
+                exprs = b.values or (None,) * len(copies)
+                values = tuple(
+                    compile_expr(e, sides) if side == "expr" and e is not None else None
+                    for (side, _), e in zip(copies, exprs, strict=True)
+                )
                 if cond is None or any(
                     v is None for v, (side, _) in zip(values, b.copies or (), strict=True) if side == "expr"
                 ):
@@ -141,7 +150,7 @@ class Plan:
     @property
     def pairs_nothing(self) -> bool:
         """ON is constantly false (microbatch, replace_where): every row is unmatched, no join."""
-        return self.on is not None and _constant(sqlglot.parse_one(self.on, dialect="spark")) is False
+        return self.on is not None and _constant(self.on.tree) is False
 
     @property
     def columns(self) -> list[str]:
@@ -207,7 +216,7 @@ def noop_reason(spec: MergeSpec) -> str | None:
         if c.condition is None:
             return None
         try:
-            if _constant(sqlglot.parse_one(c.condition, read="spark")) is not False:
+            if _constant(c.condition.tree) is not False:
                 return None
         except sqlglot.errors.ParseError:
             return None  # the planner reports it
@@ -254,11 +263,11 @@ def plan_merge(
     dropped: list[tuple[Clause, str]] = []
     seen_unconditional: set[Category] = set()  # a clause without a condition: a later one is refused
     seen_always_true: set[Category] = set()  # a condition that folds to TRUE: a later one is dropped
-    on_sql = None
+    on_sql = on_tree = None
     if spec.on is not None:
         on_tree = scope.qualify(spec.on, Category.MATCHED, "ON condition")
         needed |= scope.target_refs(on_tree)
-        on_sql = on_tree.sql(dialect="spark")
+        on_sql = Expr.of(on_tree)
 
     for i, clause in enumerate(spec.clauses):
         part = spec.part(i, clause)
@@ -283,22 +292,23 @@ def plan_merge(
                 continue
             if const is None:
                 needed |= scope.target_refs(tree)
-                cond_sql = tree.sql(dialect="spark")
+                cond_sql = Expr.of(tree)
         if cond_sql is None:
             (seen_unconditional if not clause.condition else seen_always_true).add(clause.category)
         image: tuple[tuple[str, str], ...] = ()
         copies: tuple[tuple[str, str], ...] | None = None
+        values: tuple[Expr | None, ...] = ()
         if clause.action is ActionKind.UPDATE:
-            image, copies = update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
+            image, copies, values = update_image(spec, scope, clause, tcols, lower_t, types, part, needed)
         elif clause.action in (ActionKind.INSERT, ActionKind.REPLACE):
-            image, copies = insert_image(spec, scope, clause, tcols, lower_t, types, part)
+            image, copies, values = insert_image(spec, scope, clause, tcols, lower_t, types, part)
         elif clause.action is ActionKind.REFUSE:  # the key it would repeat, for the message
             image = tuple(
                 (c, f"{spec.target_alias}.{quote_ident(c)}" if c in key_columns else sql_cast("NULL", types[c]))
                 for c in tcols
             )
             copies = tuple(("t", c) if c in key_columns else ("null", "") for c in tcols)
-        branches.append(Branch(i, clause, cond_sql, image, copies))
+        branches.append(Branch(i, clause, cond_sql, image, copies, values))
 
     acting = [b for b in branches if b.clause.action is not ActionKind.DO_NOTHING]
     reason = noop_reason(spec) or (None if acting else "every clause is DO NOTHING or can never fire")
@@ -306,12 +316,8 @@ def plan_merge(
     cats = {b.clause.category for b in acting}
     branches = [b for b in branches if b.clause.category in cats]
     join = _join_type(cats) if spec.source is not None else None
-    join_keys = _join_keys(on_sql, spec, lower_t)
-    rest = (
-        [c for c in conjuncts(sqlglot.parse_one(on_sql, read="spark")) if _key_pair(c, spec, lower_t) is None]
-        if on_sql
-        else []
-    )
+    join_keys = _join_keys(on_tree, spec, lower_t)
+    rest = [c for c in conjuncts(on_tree) if _key_pair(c, spec, lower_t) is None] if on_tree is not None else []
     updates = [b for b in acting if b.clause.action is ActionKind.UPDATE]
     for b in updates:  # the columns an image keeps (unassigned, or SET c = t.c)
         needed |= {c for c, copy in zip(tcols, b.copies or (), strict=True) if copy == ("t", c)}
@@ -334,7 +340,7 @@ def plan_merge(
         key_columns=tuple(key_columns),
         on_is_keys=bool(join_keys) and not rest,
         join_keys=join_keys,
-        on_rest=" AND ".join(f"({c.sql(dialect='spark')})" for c in rest) or None,
+        on_rest=Expr.of(all_of(paren(c.copy()) for c in rest)) if rest else None,
     )
 
 
@@ -350,12 +356,12 @@ def _join_type(cats: set[Category]) -> str:
     return "inner"
 
 
-def _join_keys(on_sql: str | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
+def _join_keys(on: exp.Expr | None, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[tuple[str, str], ...]:
     """Equi-join conjuncts ``t.col = <source expr>``: a pair's keys are equal and not NULL, so
     min/max can skip tablets and the driver can pair rows by them (``<=>`` pairs NULLs)."""
-    if on_sql is None:
+    if on is None:
         return ()
-    pairs = (_key_pair(c, spec, lower_t) for c in conjuncts(sqlglot.parse_one(on_sql, read="spark")))
+    pairs = (_key_pair(c, spec, lower_t) for c in conjuncts(on))
     return tuple(p for p in pairs if p is not None)  # (dbt writes ON (a) AND (b))
 
 
@@ -371,7 +377,7 @@ def _key_pair(c: exp.Expr, spec: MergeSpec, lower_t: dict[str, str]) -> tuple[st
             and not any(col.table.lower() == spec.target_alias.lower() for col in b.find_all(exp.Column))
             and any(True for _ in b.find_all(exp.Column))
         ):
-            return lower_t[a.name.lower()], b.sql(dialect="spark")
+            return lower_t[a.name.lower()], spark_sql(b)
     return None
 
 

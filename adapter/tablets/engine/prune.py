@@ -116,7 +116,7 @@ def drop_unacted_tablets(
     if pairs and not pair_ranges:
         return tablets
     kinds, names = pruning.column_kinds(schema_to_arrow(run.snapshot.metadata.schema))
-    preds = [typed(condition(b.condition or "", plan.spec.target_alias), kinds, names) for b in acting]
+    preds = [typed(condition(b.condition, plan.spec.target_alias) if b.condition else [], kinds, names) for b in acting]
     if not all(preds):
         return tablets
 

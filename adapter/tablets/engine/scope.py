@@ -12,6 +12,7 @@ from sqlglot import exp
 
 from tablets.exceptions import MergeSpecError
 from tablets.spec import Category, MergeSpec
+from tablets.spec.expr import Expr
 
 # Spark functions written without parentheses, which sqlglot reads as column names
 _NILADIC = {"user", "current_database", "current_schema", "current_catalog", "current_timezone", "default"}
@@ -71,11 +72,12 @@ class Scope:
                 name,
             )
 
-    def qualify(self, text: str, category: Category | None, part: str) -> exp.Expr:
+    def qualify(self, expr: Expr, category: Category | None, part: str) -> exp.Expr:
+        """A copy of ``expr``'s tree, its unqualified columns qualified with the alias they mean."""
         try:
-            tree = sqlglot.parse_one(text, read="spark")
-        except sqlglot.errors.ParseError as e:
-            raise plan_error(self.spec, part, f"cannot parse expression {text!r} ({e})") from e
+            tree = expr.tree
+        except sqlglot.errors.ParseError as e:  # a builder's string
+            raise plan_error(self.spec, part, f"cannot parse expression {expr.text!r} ({e})") from e
         for col in list(tree.find_all(exp.Column)):
             if col.find_ancestor(exp.Select) is not None:
                 continue  # a subquery's own columns: Spark resolves them against its tables

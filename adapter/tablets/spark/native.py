@@ -216,6 +216,7 @@ def plan_read(
     # here: the executors import this module (the data source's registry) without sqlglot
     from tablets.spark.read_frames import native_scan, read_frame, reads_natively, tablets_to_read
     from tablets.spec.conditions import condition
+    from tablets.spec.expr import Expr
 
     if not reads_natively(spark):
         return None
@@ -226,7 +227,7 @@ def plan_read(
     if not native_scan(spark, table, root):  # before any I/O: a store Spark cannot read (per scheme)
         return None
     snap = table.snapshot()
-    keep, pruned, early = tablets_to_read(snap, condition(where, "") if where else [])
+    keep, pruned, early = tablets_to_read(snap, condition(Expr.parse(where), "") if where else [])
     frame = read_frame(spark, table, snap, keep, early)
     if frame is None:
         return None

@@ -7,14 +7,19 @@ A MERGE is a target, a source, an ON condition and ordered clauses. UPDATE and D
 specs with no source: every target row is NOT MATCHED BY SOURCE. INSERT ... ON CONFLICT is a
 MERGE whose source is the inserted rows, aliased ``excluded``.
 
-Expressions are Spark SQL text (re-emitted by sqlglot), qualified with the aliases
-``target_alias`` and ``source_alias``.
+Expressions are ``spec.expr.Expr`` values: parsed once where the statement is read (``sql.parse``,
+the Python builder), their trees carried to the planner, their text (sqlglot's Spark SQL) what
+messages show; qualified with the aliases ``target_alias`` and ``source_alias``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tablets.spec.expr import Expr
 
 
 class Category(StrEnum):
@@ -59,10 +64,10 @@ class Clause:
 
     category: Category
     action: ActionKind
-    condition: str | None = None
-    assignments: tuple[tuple[str, str], ...] = ()
+    condition: Expr | None = None
+    assignments: tuple[tuple[str, Expr], ...] = ()
     insert_columns: tuple[str, ...] = ()
-    insert_values: tuple[str, ...] = ()
+    insert_values: tuple[Expr, ...] = ()
     star: bool = False
     # the keyed rewrite's clause for a pair the original ON leaves unmatched (engine.keys): its
     # act on the target row is the row's one NOT MATCHED BY SOURCE event, however many pairs
@@ -90,7 +95,7 @@ class MergeSpec:
     target_alias: str
     source: Source | None  # None: UPDATE/DELETE with no source (target rows only)
     source_alias: str
-    on: str | None  # None when source is None
+    on: Expr | None  # None when source is None
     clauses: tuple[Clause, ...]
     operation: str = "MERGE"  # MERGE | UPDATE | DELETE | INSERT (ON CONFLICT)
     null_safe: bool = False  # informational: ON uses <=>
@@ -146,7 +151,7 @@ class CreateSpec:
     location: str | None = None
     properties: tuple[tuple[str, str], ...] = ()
     not_null: tuple[str, ...] = ()  # columns declared NOT NULL
-    checks: tuple[tuple[str, str], ...] = ()  # CONSTRAINT name CHECK (expression)
+    checks: tuple[tuple[str, Expr], ...] = ()  # CONSTRAINT name CHECK (expression)
     comment: str | None = None  # COMMENT '...': the table's
     column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment) of the column list
     like: str | None = None  # CREATE TABLE t LIKE <like> (tablets.create_like)
@@ -194,7 +199,7 @@ class ConstraintSpec:
     first checks the table's rows."""
 
     target: str
-    add_check: tuple[str, str] | None = None  # (name, expression)
+    add_check: tuple[str, Expr] | None = None  # (name, expression)
     drop: str | None = None
     if_exists: bool = False  # of drop
     not_null: tuple[str, bool] | None = None  # (column, NOT NULL or not)

@@ -1,7 +1,7 @@
 """A condition's conjuncts as statistics predicates: the part of a WHERE, a clause's condition or
 an ON condition that can rule tablets (and row groups) out by their min/max statistics.
 
-``condition(text, alias)`` takes the conjuncts of a condition on one table of the form
+``condition(expr, alias)`` takes the conjuncts of a condition on one table of the form
 ``column <op> literal``, ``BETWEEN``, ``IN (literals)``, ``IS [NOT] NULL``, ``LIKE 'prefix%'``,
 ``NOT`` of those (``Cond``); ``typed`` makes them ``storage.pruning`` predicates where the
 literal compares with the column's values as Spark compares them. Part of the statement
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import sqlglot
 from sqlglot import exp
 
+from tablets.spec.expr import Expr
 from tablets.sqltext import DIALECT
 from tablets.storage.pruning import Pred
 
@@ -208,12 +209,14 @@ def _value(lit: Lit, kind: str) -> object:
     return None
 
 
-def condition(text: str, alias: str) -> list[Cond]:
-    """The conjuncts of the SQL condition ``text`` on the columns of the table ``alias`` (or
+def condition(expr: Expr, alias: str) -> list[Cond]:
+    """The conjuncts of the condition ``expr`` on the columns of the table ``alias`` (or
     unqualified: a condition that sees only that table's columns, a BY SOURCE clause's or a
     DELETE's WHERE), as ``Cond`` to ``typed``; the others are left out (none: [])."""
     try:
-        tree = sqlglot.parse_one(text, read=DIALECT, into=exp.Condition)
-    except (sqlglot.errors.SqlglotError, ValueError):
+        tree = expr.tree
+    except sqlglot.errors.SqlglotError:
+        return []
+    if not isinstance(tree, exp.Condition):
         return []
     return [with_sql(p, c) for c in conjuncts(tree) if (p := predicate(c, {alias.lower()})) is not None]

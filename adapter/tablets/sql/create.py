@@ -8,6 +8,7 @@ from tablets.exceptions import SchemaMismatch, StatementParseError
 from tablets.spec import (
     CreateSpec,
 )
+from tablets.spec.expr import Expr
 from tablets.sql.syntax import table_name, to_sql
 from tablets.sqltext import quote_ident, repeated_names
 from tablets.storage.constraints import PREFIX
@@ -23,7 +24,7 @@ def create_statement(tree: exp.Create) -> CreateSpec:
     columns_ddl = None
     defs: list[exp.ColumnDef] = []
     not_null: list[str] = []
-    checks: list[tuple[str, str]] = []
+    checks: list[tuple[str, Expr]] = []
     column_comments: list[tuple[str, str]] = []
     if isinstance(this, exp.Schema) and this.expressions:
         defs = [c for c in this.expressions if isinstance(c, exp.ColumnDef)]
@@ -156,12 +157,12 @@ def _property(p: exp.Expr) -> tuple[str, str]:
     return ".".join(parts(p.this)), text
 
 
-def check_of(node: exp.Expr, where: str) -> tuple[str, str]:
+def check_of(node: exp.Expr, where: str) -> tuple[str, Expr]:
     """``CONSTRAINT name CHECK (expression)`` -> (name, expression); other table constraints
     (PRIMARY KEY, FOREIGN KEY, UNIQUE) are refused, not dropped."""
     kinds = node.expressions if isinstance(node, exp.Constraint) else []
     if len(kinds) == 1 and isinstance(kinds[0], exp.CheckColumnConstraint) and node.this is not None:
-        return node.this.name, to_sql(kinds[0].this)
+        return node.this.name, Expr.of(kinds[0].this)
     raise StatementParseError(
         f"{where}: {to_sql(node)!r} is not supported on tablet tables (only CONSTRAINT name CHECK (expression))",
         help="Tablet tables enforce NOT NULL and CHECK constraints; a key is the key_columns table property "

@@ -1,8 +1,8 @@
 """Statement text -> spec, with sqlglot (Spark dialect). Never hand-written parsing.
 
 ``statement_target`` is the cheap router question (does this statement write a table, which
-one?); ``parse_statement`` builds the frozen spec the planner takes. Expressions are re-emitted
-as Spark SQL text with the aliases as written.
+one?); ``parse_statement`` builds the frozen spec the planner takes. Expressions are parsed here
+once and carried as ``Expr`` (their trees, and their Spark SQL with the aliases as written).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tablets.spec import (
     MergeSpec,
     Source,
 )
+from tablets.spec.expr import Expr, all_of, column
 from tablets.sql.alter import FORMS, alter_columns
 from tablets.sql.create import create_statement
 from tablets.sql.syntax import needs_quotes, parse_sql, parsed_sql, table_name, to_sql
@@ -257,7 +258,7 @@ def _column_name(e: exp.Expr) -> str:
 def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clause:
     category = _category(when)
     cond = when.args.get("condition")
-    condition = to_sql(cond) if cond is not None else None
+    condition = Expr.of(cond) if cond is not None else None
     then = when.args.get("then")
     part = f"WHEN {category.value} clause #{number}"
     if isinstance(then, exp.Var):
@@ -280,7 +281,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                         f"MERGE INTO {target}: {part}: SET {to_sql(col)} assigns a column of {col.table!r}, not of the target",
                         help=f"Assign target columns only (unqualified, or qualified with {target_alias}).",
                     )
-                pairs.append((_column_name(col), to_sql(eq.expression)))
+                pairs.append((_column_name(col), Expr.of(eq.expression)))
             names = [p[0].lower() for p in pairs]
             dup = {n for n in names if names.count(n) > 1}
             if dup:
@@ -308,7 +309,7 @@ def _clause(when: exp.When, number: int, target: str, target_alias: str) -> Clau
                 else ()
             )
             vals_node = values
-            vals = tuple(to_sql(v) for v in vals_node.expressions) if vals_node is not None else ()
+            vals = tuple(Expr.of(v) for v in vals_node.expressions) if vals_node is not None else ()
             if cols and len(cols) != len(vals):
                 raise MergeSpecError(
                     f"MERGE INTO {target}: {part}: INSERT names {len(cols)} columns but gives {len(vals)} values",
@@ -356,7 +357,7 @@ def _merge(tree: exp.Merge, default_source_alias: str, schema_evolution: bool = 
         target_alias=target_alias,
         source=source,
         source_alias=source_alias,
-        on=to_sql(on),
+        on=Expr.of(on),
         clauses=clauses,
         null_safe=any(True for _ in on.find_all(exp.NullSafeEQ)),
         schema_evolution=schema_evolution,
@@ -436,8 +437,13 @@ def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, 
         raise MergeSpecError(
             f"INSERT INTO {target}: ON CONFLICT needs the conflict columns", help="Write ON CONFLICT (key, ...)."
         )
-    on = " AND ".join(
-        f"{quote_ident(alias)}.{quote_ident(_column_name(k))} = excluded.{quote_ident(_column_name(k))}" for k in keys
+    on = Expr.of(
+        all_of(
+            exp.EQ(
+                this=column(_column_name(k), alias, quote_table=True), expression=column(_column_name(k), "excluded")
+            )
+            for k in keys
+        )
     )
     if columns:
         cols = ", ".join(quote_ident(c) for c in columns)
@@ -446,7 +452,7 @@ def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, 
             Category.NOT_MATCHED,
             ActionKind.INSERT,
             insert_columns=columns,
-            insert_values=tuple(f"excluded.{quote_ident(c)}" for c in columns),
+            insert_values=tuple(Expr.of(column(c, "excluded")) for c in columns),
         )
     else:
         insert = Clause(Category.NOT_MATCHED, ActionKind.INSERT, star=True)
@@ -463,7 +469,7 @@ def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, 
     elif word == "DO UPDATE":
         _check_set(conflict.expressions, f"INSERT INTO {target}: ON CONFLICT DO UPDATE")
 
-        def existing_row(e: exp.Expr) -> str:
+        def existing_row(e: exp.Expr) -> Expr:
             """PostgreSQL's scoping: ``excluded.c`` is the incoming row, a bare ``c`` the existing one."""
             e = e.copy()
             for col in e.find_all(exp.Column):
@@ -472,7 +478,7 @@ def _on_conflict(target: str, alias: str, columns: tuple[str, ...], query: str, 
                     col.set("table", exp.to_identifier("excluded"))
                 elif not t or t == alias.lower():
                     col.set("table", exp.to_identifier(alias, quoted=True))
-            return to_sql(e)
+            return Expr.of(e)
 
         pairs = [(_column_name(eq.this), existing_row(eq.expression)) for eq in conflict.expressions]
         where = conflict.args.get("where")
@@ -512,9 +518,9 @@ def _check_set(items: list[exp.Expr], where: str) -> None:
         raise MergeSpecError(f"{where}: column(s) {dup} assigned more than once", help="Assign each column once.")
 
 
-def _where(tree: exp.Expr) -> str | None:
+def _where(tree: exp.Expr) -> Expr | None:
     where = tree.args.get("where")
-    return to_sql(where.this) if where is not None else None
+    return Expr.of(where.this) if where is not None else None
 
 
 def _update(tree: exp.Update) -> MergeSpec:
@@ -537,7 +543,7 @@ def _update(tree: exp.Update) -> MergeSpec:
                 f"name or alias ({alias})",
                 help="Assign a whole column (SET c = ...); to change a struct's field, SET c = named_struct(...).",
             )
-    pairs = tuple((_column_name(eq.this), to_sql(eq.expression)) for eq in tree.expressions)
+    pairs = tuple((_column_name(eq.this), Expr.of(eq.expression)) for eq in tree.expressions)
     clause = Clause(Category.NOT_MATCHED_BY_SOURCE, ActionKind.UPDATE, _where(tree), assignments=pairs)
     return MergeSpec(target, alias, None, "", None, (clause,), operation="UPDATE")
 
