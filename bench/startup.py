@@ -157,7 +157,7 @@ def breakdown(spawned: float, ended: float, dbt_log: str, events_dir: str | None
     app = next(e["Timestamp"] / 1000 for e in spark if e["Event"].endswith("ApplicationStart"))
     sql_start = [e for e in spark if e["Event"].endswith("SQLExecutionStart")]
     ends = {e["executionId"]: e["time"] / 1000 for e in spark if e["Event"].endswith("SQLExecutionEnd")}
-    check = next((e for e in sql_start if "dbt/adapters/tablets/session.py" in e.get("description", "")), sql_start[0])
+    check = next((e for e in sql_start if "tablets/spark/process.py" in e.get("description", "")), sql_start[0])
     first_sql = sql_start[0]["time"] / 1000
     metastore = ends[check["executionId"]]
     marks = [spawned, first_event, opening, app, first_sql, metastore, first_query, model_sql, model_done, ended]

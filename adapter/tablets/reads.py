@@ -45,7 +45,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from tablets.spark import catalog
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.errors import read_error  # noqa: F401 - dbt's cursor and older callers ask here
 from tablets.spark.read_frames import read_view, reads_natively, tablets_to_read
 from tablets.sql.reads import TableRef, references
@@ -83,7 +83,7 @@ def views(spark: SparkSession, text: str) -> Iterator[str]:
 
 def _rewrite(spark: SparkSession, text: str, made: list[str]) -> str:
     # Spark Connect analyzes a statement when it runs, after the views would be gone
-    if is_connect(spark) or not reads_natively(spark) or not catalog.may_name_a_tablet_table(spark, text):
+    if backend(spark).analyzes_late() or not reads_natively(spark) or not catalog.may_name_a_tablet_table(spark, text):
         return text
     refs = references(text)
     if not refs:
@@ -137,11 +137,4 @@ def _shadowed(spark: SparkSession, name: str) -> bool:
     """Whether an unqualified ``name`` resolves to a temporary view of the session."""
     if "." in name:
         return False
-    try:  # the session's own catalog: no metastore call (classic Spark)
-        return bool(spark._jsparkSession.sessionState().catalog().getTempView(name).isDefined())  # noqa: SLF001
-    except Exception:  # noqa: BLE001 - Spark Connect: ask the catalog API
-        pass
-    try:
-        return bool(spark.catalog.getTable(name).isTemporary)
-    except Exception:  # noqa: BLE001 - Spark's "not found"
-        return False
+    return backend(spark).is_temp_view(spark, name)

@@ -1,6 +1,8 @@
 """Sessions, for hosts of the engine (the dbt plugin, a notebook): start one or adopt one built
-elsewhere, and what a host asks of it: Spark Connect or classic, its warehouse, the Java it runs on,
-its metastore. The front door's face of ``tablets.spark``: a host imports this, not ``spark/``.
+elsewhere, keep the process's one (``shared_session``, maybe started in the background), and what a
+host asks of it: its backend (classic or Spark Connect: ``backend(spark).java_version()``, ...), its
+warehouse, its metastore. The front door's face of ``tablets.spark``: a host imports this, not
+``spark/``.
 
     >>> spark = start_session("/tmp/wh", master="local[2]")
     >>> warehouse_of(spark)
@@ -14,10 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import SparkContext
 
-from tablets.spark import backend, catalog, jvm, metastore, warm
+from tablets.spark import catalog, jvm, metastore, warm
 from tablets.spark import session as _session
+from tablets.spark.backend import backend
 from tablets.spark.metastore import DEFAULT_PORT as METASTORE_PORT
-from tablets.spark.metastore import WARM_MODULE, MetastoreInUse
+from tablets.spark.metastore import WARM_MODULE, MetastoreInUse, derby_locked
+from tablets.spark.process import alive, shared_session, start_in_background, touch_catalog
 from tablets.storage.fileio import normalize
 
 if TYPE_CHECKING:
@@ -28,12 +32,17 @@ __all__ = [
     "MetastoreInUse",
     "WARM_MODULE",
     "adopt",
+    "alive",
+    "backend",
     "check_metastore_uri",
-    "is_connect",
+    "derby_locked",
     "java_version",
     "metastore_serve_command",
     "same_location",
+    "shared_session",
+    "start_in_background",
     "start_session",
+    "touch_catalog",
     "warehouse_of",
 ]
 
@@ -81,11 +90,6 @@ def adopt(
 ) -> SparkSession:
     """Set up a session built elsewhere for tablet tables (``tablets.spark.session.adopt``)."""
     return _session.adopt(spark, warehouse, storage_options)
-
-
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect session (``tablets.spark.backend``)."""
-    return backend.is_connect(spark)
 
 
 def warehouse_of(spark: SparkSession) -> str:

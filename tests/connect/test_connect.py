@@ -20,9 +20,9 @@ from support.timings import record
 
 
 def test_connect_session_is_remote(spark):
-    from tablets.spark.backend import is_connect
+    from tablets.spark.backend import CONNECT, backend
 
-    assert is_connect(spark)
+    assert backend(spark) is CONNECT and backend(spark.range(1)).connect
     assert spark.range(3).count() == 3
 
 

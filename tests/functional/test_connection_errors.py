@@ -84,7 +84,7 @@ def test_derby_metastore_in_use(tmp_path, held_metastore):
 
 def test_commands_without_queries_never_start_spark(tmp_path, held_metastore):
     """`dbt parse` and `dbt ls` start no Spark session (the others start it while dbt parses the
-    project: ``session.start_early``), so they run beside a process that holds the metastore."""
+    project: ``startup.start_early``), so they run beside a process that holds the metastore."""
     dbt_debug(tmp_path, profile(tmp_path, warehouse=held_metastore))  # writes the project
     project = tmp_path / "project"
     for command in ("parse", "ls"):

@@ -85,7 +85,7 @@ def test_keep_alive_is_a_profile_key_for_a_local_spark_only():
 def test_a_warm_server_holding_the_metastore_is_named_with_how_to_stop_it():
     from tablets.spark.metastore import Holder, MetastoreInUse
 
-    from dbt.adapters.tablets.session import metastore_in_use
+    from dbt.adapters.tablets.startup import metastore_in_use
 
     holder = Holder(4711, "host", "/v/bin/python -m tablets.spark.warm --serve /wh/_metastore/server")
     engine = MetastoreInUse("/wh", "/wh/_metastore", holder)

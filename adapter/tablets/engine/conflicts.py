@@ -16,7 +16,7 @@ from tablets.engine.names import (
 from tablets.engine.pairs_sql import classified_pairs
 from tablets.engine.run import Run
 from tablets.spark import catalog
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.native import MARKER as NATIVE_MARKER
 from tablets.storage import (
     TabletState,
@@ -36,13 +36,9 @@ def reads_target(run: Run, source: DataFrame) -> bool:
     the source's analyzed plan; a relation read by path, or a plan that cannot be had, counts."""
 
     try:
-        if is_connect(source):
-            explain = getattr(source, "_explain_string", None)  # Connect's DataFrame.explain, as text
-            if not callable(explain):
-                return True
-            text = str(explain(extended=True))
-        else:
-            text = str(source._jdf.queryExecution().analyzed().toString())  # noqa: SLF001
+        text = backend(source).plan_text(source)
+        if text is None:
+            return True
         for provider in set(_NATIVE.findall(text)):  # a read the native-read rule replaced
             root = catalog.root_of_provider(run.spark, provider)
             if root is None or normalize(root) == normalize(run.table.root):

@@ -50,7 +50,7 @@ from tablets.engine.route import (
     local_limit,
 )
 from tablets.engine.run import KeyBuckets, KeyRanges, Run, SourceIntake, setting_on
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.datasource import type_text
 from tablets.spark.file_source import local_parquet_rows
 from tablets.spark.frames import (
@@ -171,7 +171,7 @@ def counted_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None, Sourc
         or limit < 0
         or size is None
         or size > min(limit, DRIVER_MERGE_SOURCE_BYTES)
-        or is_connect(run.spark)
+        or not backend(run.spark).rows_near()
     ):
         return count_and_ranges(run, source)
     try:

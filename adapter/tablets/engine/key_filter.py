@@ -31,6 +31,7 @@ from tablets.engine.prune import acting_by_source
 from tablets.engine.route import KEY_FILTER_CONF
 from tablets.engine.run import Run, setting_on
 from tablets.spark import bloom
+from tablets.spark.backend import backend
 from tablets.sqltext import quote_ident
 
 FPP = 0.02  # the filter's false positives: that share of the other target rows still crosses
@@ -67,7 +68,7 @@ def key_filtered(run: Run, frame: DataFrame, source: DataFrame, tablets: Sequenc
         return None
     if guards:
         acted = F.expr(" OR ".join(f"({g})" for g in guards))
-        if not target.filter(acted)._jdf.queryExecution().analyzed().condition().deterministic():  # noqa: SLF001
+        if not backend(target).deterministic(target.filter(acted)):
             return None  # rand() in a BY SOURCE condition: its CASE must see every row once
         keep = keep | acted
     return target.filter(keep)

@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from tablets.engine.plan import Plan, source_column
 from tablets.settings import conf_count, conf_flag, conf_value
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.session import EXCLUDED_RULES_CONF, LOCAL_RELATION_RULE
 from tablets.spark.sizes import broadcast_threshold, conf_bytes, size_bytes
 from tablets.spec import Category
@@ -88,7 +88,7 @@ def driver_scan_bytes(spark: SparkSession) -> int:
     if size is not None:
         return size
     # a Spark Connect client may be on another machine than its server's local-mode executors
-    local = not is_connect(spark) and (conf_value(spark, "spark.master") or "").startswith("local")
+    local = backend(spark).local_master(spark)
     return DRIVER_SCAN_BYTES_LOCAL if local else DRIVER_SCAN_BYTES
 
 

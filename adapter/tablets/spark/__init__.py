@@ -11,8 +11,10 @@
 Rooms, top down (no circles): ``session`` (build, ``adopt``) -> ``catalog`` (create, drop, rename;
 ``registry``, ``names``, ``resolve``) -> ``native`` (the analyzer rule's read planner) ->
 ``read_frames`` (queries' reads) -> ``frames`` (the engine's scan) -> ``vectors`` (deletion vectors
-tested in the scans' tasks), ``datasource``, ``columns``; leaves: ``backend`` (classic or Spark Connect, asked here only), ``jvm`` (Java, the class
-archive), ``sizes`` (Spark's size estimates), ``ship``, ``metastore``.
+tested in the scans' tasks), ``datasource``, ``columns``; ``process`` (the process's one session,
+for a host); leaves: ``backend`` (classic or Spark Connect, decided once per session: every
+question whose answer differs between the two is its method), ``jvm`` (Java, the class archive),
+``sizes`` (Spark's size estimates), ``ship``, ``metastore``.
 
 May import: ``tablets.spec``, ``tablets.storage`` and the leaves; never ``tablets.sql``,
 ``tablets.engine``, the front door or dbt (``tests/unit/test_layers.py``).

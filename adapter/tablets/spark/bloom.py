@@ -15,7 +15,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.sqltext import quote_ident
 
 
@@ -47,9 +47,9 @@ def might_contain(values: DataFrame, items: int, bits: int, value: Column) -> Co
     ``items`` values expected, a filter of ``bits`` bits), false where it is not; NULL where
     ``value`` is NULL, and false everywhere when ``values`` has no rows (the aggregate of none is
     NULL). None where py4j cannot reach Spark's classes (Spark Connect)."""
-    if is_connect(values.sparkSession):
+    jvm: Any = backend(values).jvm(values.sparkSession)
+    if jvm is None:
         return None
-    jvm: Any = values.sparkSession._jvm  # noqa: SLF001
     exprs = jvm.org.apache.spark.sql.catalyst.expressions
     utils = jvm.org.apache.spark.sql.classic.ExpressionUtils
 

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from tablets.exceptions import SchemaMismatch, TableAlreadyExists, TableNotFound, TabletsError
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.datasource import spark_ddl, type_text
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import delta_adopt
@@ -520,7 +520,7 @@ def sync_schema(spark: SparkSession, name: str, *, keys_changed: bool = False) -
     store = storage(spark).table(root)
     meta = store.snapshot().metadata
     want = [(n, t.lower()) for n, t, _ in meta.schema]
-    entry = None if is_connect(spark) else _entry_schema(spark, db, table)  # read once
+    entry = _entry_schema(spark, db, table)  # read once
     have = _entry_columns(spark, db, table, entry)
     now = [(n.lower(), t) for n, t, _ in have]
     if [(n.lower(), t) for n, t in want] == now and not keys_changed:
@@ -588,7 +588,10 @@ def _ident(spark: SparkSession, db: str, table: str):  # a py4j proxy
     return jvm.org.apache.spark.sql.catalyst.TableIdentifier.apply(table, jvm.scala.Option.apply(db))
 
 
-def _entry_schema(spark: SparkSession, db: str, table: str) -> dict:
-    """The entry's schema as Spark's JSON, from a classic session's catalog."""
-    entry = spark._jsparkSession.sessionState().catalog().getTableMetadata(_ident(spark, db, table))  # noqa: SLF001
-    return json.loads(entry.schema().json())
+def _entry_schema(spark: SparkSession, db: str, table: str) -> dict | None:
+    """The entry's schema as Spark's JSON, from a classic session's catalog; None over Spark
+    Connect, which has no session catalog to ask here."""
+    session_catalog = backend(spark).session_catalog(spark)
+    if session_catalog is None:
+        return None
+    return json.loads(session_catalog.getTableMetadata(_ident(spark, db, table)).schema().json())

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.storage.fileio import LOCAL
 from tablets.storage.types import GREGORIAN_REFORM
 
@@ -30,8 +30,6 @@ from tablets.storage.types import GREGORIAN_REFORM
 def local_parquet_rows(frame: DataFrame) -> pa.Table | None:
     """``frame.toArrow()`` read straight from its Parquet files, or None where it is not only
     such a read or Arrow's rows could differ from Spark's (the module's rules)."""
-    if is_connect(frame):
-        return None
     try:
         files = _plain_parquet_files(frame)
         if files is None:
@@ -69,7 +67,9 @@ def local_parquet_rows(frame: DataFrame) -> pa.Table | None:
 def _plain_parquet_files(frame: DataFrame) -> list[str] | None:
     """The local paths of the Parquet files ``frame`` reads, where its optimized plan is a file
     relation of Parquet (no partition columns, no buckets) under at most a projection of columns."""
-    plan: Any = frame._jdf.queryExecution().optimizedPlan()  # noqa: SLF001
+    plan: Any = backend(frame).optimized_plan(frame)
+    if plan is None:  # Spark Connect: the files are the server's to read
+        return None
     if plan.nodeName() == "Project":
         exprs = plan.projectList()
         if any(exprs.apply(i).getClass().getSimpleName() != "AttributeReference" for i in range(exprs.size())):

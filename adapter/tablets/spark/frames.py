@@ -72,7 +72,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from tablets.exceptions import SchemaMismatch
 from tablets.spark import vectors
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.columns import named, physical_struct
 from tablets.spark.datasource import quote_ident, spark_ddl
 from tablets.storage.dv import DVInfo, live_mask, positions_of, read_dv
@@ -132,20 +132,7 @@ def _hadoop_knows(spark: SparkSession, tablet: str) -> bool:
         seen = _known.setdefault(spark, {})
         if scheme in seen:
             return seen[scheme]
-    try:
-        jvm = spark.sparkContext._jvm  # noqa: SLF001
-        assert jvm is not None
-        conf = spark.sparkContext._jsc.hadoopConfiguration()  # noqa: SLF001
-        jvm.org.apache.hadoop.fs.FileSystem.getFileSystemClass(scheme, conf)
-        ok = True
-    except Exception:  # noqa: BLE001 - no such file system, or Spark Connect (no JVM here)
-        ok = False
-        if is_connect(spark):  # Spark Connect: ask the server
-            try:
-                spark.read.parquet(location).schema  # noqa: B018
-                ok = True
-            except Exception:  # noqa: BLE001
-                ok = False
+    ok = backend(spark).has_file_system(spark, scheme, location)
     with _known_lock:
         _known.setdefault(spark, {})[scheme] = ok
     if not ok:

@@ -63,6 +63,7 @@ DEFAULT_PORT = 9083
 URIS_CONF = "spark.hadoop.hive.metastore.uris"
 JDO_URL_CONF = "spark.hadoop.javax.jdo.option.ConnectionURL"
 DERBY_WAIT_S = 5.0  # a holder that just died: its JVM may outlive it by a moment
+DERBY_LOCK_MARKERS = ("Another instance of Derby may have already booted", "XSDB6")
 
 _held: dict[str, int] = {}  # metastore dir -> the fd of its lock, open for the process's life
 _held_lock = threading.Lock()
@@ -176,6 +177,19 @@ class MetastoreInUse(TabletsError):
                 f'and connect every process with metastore_uri="thrift://127.0.0.1:{DEFAULT_PORT}".'
             )
         super().__init__(message, help=help)
+
+
+def derby_locked(exc: BaseException) -> bool:
+    """Whether Spark's error ``exc``, or one it came from, is Derby's refusal of a database
+    another process has booted (a metastore tablets did not place, whose holder is unknown)."""
+    seen = 0
+    cur: BaseException | None = exc
+    while cur is not None and seen < 20:
+        if any(m in str(cur) for m in DERBY_LOCK_MARKERS):
+            return True
+        cur = cur.__cause__ or cur.__context__
+        seen += 1
+    return False
 
 
 def serve_command(warehouse: str, port: int = DEFAULT_PORT) -> str:

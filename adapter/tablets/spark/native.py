@@ -49,7 +49,7 @@ import pyspark
 from pyspark.java_gateway import ensure_callback_server_started
 
 from tablets.exceptions import FormatError
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 from tablets.spark.jvm import cache_dir
 
 if TYPE_CHECKING:
@@ -162,11 +162,10 @@ def register(spark: SparkSession, table_of: Callable[[SparkSession, str], Tablet
     starts py4j's callback server once. ``table_of(spark, provider)``: the tablet table a
     provider reads (the catalog's), None if none. False where the JVM lacks the extension."""
     global _planner
-    if is_connect(spark):
+    jvm = backend(spark).jvm(spark)
+    if jvm is None:  # Spark Connect: the server's JVM is not this process's
         return False
     try:
-        jvm = spark._jvm  # noqa: SLF001
-        assert jvm is not None
         rule = jvm.tablets.spark.NativeReads
         key = str(rule.sessionKey(spark._jsparkSession))  # noqa: SLF001
     except Exception:  # noqa: BLE001 - py4j: no such class (no extension in this JVM)

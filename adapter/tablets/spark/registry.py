@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from tablets.exceptions import WarehouseCopied
 from tablets.spark import native
-from tablets.spark.backend import context_key
+from tablets.spark.backend import backend
 from tablets.spark.datasource import SOURCE_NAME, TabletsDataSource
 from tablets.spark.datasource import register as register_base
 from tablets.storage.fileio import FileIO, environment_options, io_for, join, normalize
@@ -263,7 +263,7 @@ def has_log(spark: SparkSession, root: str) -> bool:
 def _registry_of(spark: SparkSession) -> set[str]:
     """The providers registered where Spark keeps them: per SparkContext (every session of a
     context sees them: registering one again fails), per session over Spark Connect."""
-    return _registered.setdefault(context_key(spark), set())
+    return _registered.setdefault(backend(spark).context_key(spark), set())
 
 
 def register_entries(spark: SparkSession, entries: Sequence[RegistryEntry]) -> None:

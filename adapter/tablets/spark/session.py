@@ -42,6 +42,7 @@ from pyspark.sql import SparkSession
 
 from tablets.exceptions import TabletsError
 from tablets.spark import jvm, metastore, native
+from tablets.spark.backend import CLASSIC, CONNECT, choose
 from tablets.spark.catalog import configure, register_sources
 from tablets.spark.errors import install as install_errors
 from tablets.spark.jvm import java_version
@@ -209,6 +210,7 @@ def build_session(
             builder = builder.config(k, v)
     fresh = SparkContext._active_spark_context is None  # noqa: SLF001 - a JVM this call starts
     spark = builder.getOrCreate()
+    choose(spark, CONNECT if remote else CLASSIC)  # decided here, once: everything else asks it
     if remote:
         return adopt(spark, warehouse, storage_options)
     spark.sparkContext.setLogLevel("ERROR")
@@ -275,8 +277,10 @@ def adopt(
     """Set ``spark`` up for tablet tables, whoever built it: the package shipped to its
     executors (``tablets.spark.ship``), its warehouse and store settings where given
     (``catalog.configure``; else those it has, or its conf's), and every tablets source and the
-    native-read planner registered (``catalog.register_sources``). Idempotent; returns ``spark``."""
+    native-read planner registered (``catalog.register_sources``); its backend, classic or Spark
+    Connect, decided (``tablets.spark.backend``) unless its builder did. Idempotent; returns ``spark``."""
 
+    choose(spark)
     ship(spark)
     install_errors(spark)
     if warehouse or storage_options is not None:

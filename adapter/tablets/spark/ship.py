@@ -35,7 +35,7 @@ import weakref
 import zipfile
 from typing import TYPE_CHECKING, Any
 
-from tablets.spark.backend import context_key, is_connect
+from tablets.spark.backend import backend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -111,7 +111,7 @@ def package_zip() -> str:
 def _key(spark: SparkSession) -> Any:
     """What a shipped zip belongs to: the SparkContext of a classic session (its sessions
     share the workers' files), the session itself on Spark Connect (artifacts are per session)."""
-    return context_key(spark)
+    return backend(spark).context_key(spark)
 
 
 def ship(spark: SparkSession) -> str | None:
@@ -125,10 +125,7 @@ def ship(spark: SparkSession) -> str | None:
         return done
     path = package_zip()
     try:
-        if is_connect(spark):
-            spark.addArtifacts(path, pyfile=True)
-        else:
-            spark.sparkContext.addPyFile(path)
+        backend(spark).add_py_file(spark, path)
     except Exception as e:  # noqa: BLE001 - Spark's refusal must not stop the session
         logger.warning(
             "tablets: could not ship the tablets package to Spark's executors (%s); they need "

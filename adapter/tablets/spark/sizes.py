@@ -10,7 +10,7 @@ import re
 from pyspark.sql import DataFrame, SparkSession
 
 from tablets.settings import InvalidSetting, conf_value
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 
 _UNITS = {
     "": 1,
@@ -26,8 +26,6 @@ _UNITS = {
     "p": 1 << 50,
     "pb": 1 << 50,
 }
-_SIZE_UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "PiB": 1 << 50, "EiB": 1 << 60}
-_STATS = re.compile(r"Statistics\(sizeInBytes=([0-9.E+]+) ?([KMGTPE]?i?B)\b")
 
 
 def parse_bytes(text: str | None) -> int | None:
@@ -55,33 +53,10 @@ def conf_bytes(spark: SparkSession, key: str) -> int | None:
     return size
 
 
-def connect_size(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame`` over Spark Connect: the optimized plan's root statistics
-    from the server's ``EXPLAIN COST`` (``Statistics(sizeInBytes=1.5 KiB, ...)``)."""
-    explain = getattr(frame, "_explain_string", None)  # Connect's DataFrame.explain, as text
-    try:
-        text = str(explain(mode="cost")) if callable(explain) else ""
-    except Exception:  # noqa: BLE001 - no estimate
-        return None
-    plan = text.split("== Optimized Logical Plan ==", 1)[-1]
-    m = _STATS.search(plan)
-    if m is None:
-        return None
-    try:
-        return int(float(m.group(1)) * _SIZE_UNITS[m.group(2)])
-    except (ValueError, KeyError):
-        return None
-
-
 def size_bytes(frame: DataFrame) -> int | None:
-    """Spark's size estimate of ``frame`` (exact for a materialized cache), or None."""
-    if is_connect(frame):
-        return connect_size(frame)
-    try:
-        size = frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()  # noqa: SLF001
-        return int(size if isinstance(size, int) else size.toString())  # py4j gives a BigInt or an int
-    except Exception:  # noqa: BLE001 - no estimate
-        return None
+    """Spark's size estimate of ``frame`` (exact for a materialized cache), or None: the JVM's
+    statistics of its optimized plan, or the Connect server's ``EXPLAIN COST`` (``backend``)."""
+    return backend(frame).size_bytes(frame)
 
 
 _WIDTHS = {
@@ -121,11 +96,9 @@ def row_width(source: DataFrame) -> int:
 
 def broadcast_threshold(spark: SparkSession) -> int | None:
     """``spark.sql.autoBroadcastJoinThreshold`` in bytes (-1: never broadcast)."""
-    if not is_connect(spark):
-        try:  # Spark's own parse of the setting ("10MB", "-1", ...)
-            return int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())  # noqa: SLF001
-        except Exception:  # noqa: BLE001 - read it as text below
-            pass
+    parsed = backend(spark).broadcast_threshold(spark)  # Spark's own parse, where it can be asked
+    if parsed is not None:
+        return parsed
     try:
         return parse_bytes(spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB"))
     except Exception:  # noqa: BLE001

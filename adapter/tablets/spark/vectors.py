@@ -33,7 +33,7 @@ from py4j.java_gateway import JavaClass
 from pyspark.sql import Column
 
 from tablets.settings import conf_flag
-from tablets.spark.backend import is_connect
+from tablets.spark.backend import backend
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,7 +51,7 @@ def on_executors(spark: SparkSession) -> bool:
     """Whether ``spark``'s scans test deletion vectors in their tasks (else they broadcast the
     words): a classic session whose JVM has the tablets classes, with the jar added for the
     executors (done here, once per SparkContext)."""
-    if is_connect(spark) or not conf_flag(spark, EXECUTORS_CONF):
+    if backend(spark).jvm(spark) is None or not conf_flag(spark, EXECUTORS_CONF):
         return False
     sc: Any = spark.sparkContext
     with _lock:

@@ -46,6 +46,7 @@ from pyspark.sql import SparkSession
 
 from tablets.exceptions import TabletsError
 from tablets.spark import metastore, native
+from tablets.spark.backend import CLASSIC, choose
 from tablets.spark.jvm import process_alive
 from tablets.spark.metastore import Holder, MetastoreInUse, metastore_dir
 from tablets.spark.session import adopt, build_session, default_warehouse, prepare_env
@@ -224,7 +225,9 @@ def _connect(state: Mapping[str, Any]) -> SparkSession:
     jsc = jvm.org.apache.spark.api.java.JavaSparkContext(js.sparkContext())
     sc = SparkContext(gateway=gateway, jsc=jsc, conf=SparkConf(_jconf=jsc.getConf()))
     sc.setLogLevel("ERROR")
-    return SparkSession(sc, jsparkSession=js)
+    spark = SparkSession(sc, jsparkSession=js)
+    choose(spark, CLASSIC)  # a session of the server's JVM, reached here through py4j
+    return spark
 
 
 def _retire(directory: str, state: Mapping[str, Any], warehouse: str) -> None:

@@ -54,13 +54,8 @@ from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
 import tablets
-from dbt.adapters.tablets.session import (
-    ANSI_CONF,
-    TabletsConnection,
-    TabletsConnectionWrapper,
-    open_database,
-    start_early,
-)
+from dbt.adapters.tablets.session import ANSI_CONF, TabletsConnection, TabletsConnectionWrapper
+from dbt.adapters.tablets.startup import open_database, start_early
 from tablets.exceptions import TabletsError
 from tablets.sessions import check_metastore_uri
 
@@ -203,7 +198,7 @@ class TabletsCredentials(SparkCredentials):
 
 
 # dbt commands that run queries: their Spark session starts while dbt parses the project
-# (``session.start_early``); the others (parse, ls, deps, docs serve, ...) never start one
+# (``startup.start_early``); the others (parse, ls, deps, docs serve, ...) never start one
 CONNECTING_COMMANDS = frozenset(
     {
         "build",
@@ -254,7 +249,7 @@ def _skip_last_collection() -> None:
 
 
 def _session_args(creds: TabletsCredentials) -> dict[str, Any]:
-    """The session a profile's connections share (``session.get_session``'s arguments)."""
+    """The session a profile's connections share (``startup.get_session``'s arguments)."""
     return {
         "master": creds.master,
         "remote": creds.remote,

@@ -64,7 +64,7 @@ from dbt.adapters.tablets.seeds import ROWS, rows_view
 from dbt.adapters.tablets.session import options_comment
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
 from tablets.exceptions import TabletsError
-from tablets.sessions import is_connect, java_version, warehouse_of
+from tablets.sessions import backend, warehouse_of
 
 if TYPE_CHECKING:
     from tablets.db import Database
@@ -81,10 +81,10 @@ def engine_errors(what: str) -> Generator[None, None, None]:
         raise DbtRuntimeError(f"{what}: {e}") from e
 
 
-def _java_version() -> str:
+def _java_version(spark: Any) -> str:
 
     try:
-        return java_version()
+        return backend(spark).java_version()  # "remote" over Spark Connect
     except Exception as e:  # noqa: BLE001 - reported, not raised
         return f"unknown ({e})"
 
@@ -124,7 +124,7 @@ class TabletsAdapter(SparkAdapter):
         self.execute("select 1 as id")
         spark = self._database().spark
 
-        java = "remote" if is_connect(spark) else _java_version()
+        java = _java_version(spark)
         logger.info(f"  spark: {spark.version}")
         logger.info(f"  java: {java}")
         logger.info(f"  warehouse: {warehouse_of(spark)}")
