@@ -47,16 +47,23 @@ def cluster(tmp_path_factory, worker_python):
     assert leftovers(cluster.pids) == [], "cluster processes left running"
 
 
+@pytest.fixture(scope="session")
+def driver_warehouse(tmp_path_factory):
+    """The one warehouse of this process's drivers: a JVM keeps the Hive client of its first
+    SparkContext, so a later driver of the process still uses the first one's metastore (with
+    another warehouse its tables would be the first one's: refused, ``WarehouseCopied``)."""
+    return os.path.join(str(tmp_path_factory.mktemp("driver")), "warehouse")
+
+
 @pytest.fixture(scope="module")
-def spark(cluster, worker_python, tmp_path_factory):
+def spark(cluster, worker_python, driver_warehouse):
     """A driver in this process on the cluster, for one test module (stopped after it, so the
     next module's driver, e.g. a dbt subprocess, gets the workers' cores)."""
     from support.spark_servers import executor_conf
     from tablets.spark.session import build_session
 
-    base = tmp_path_factory.mktemp("driver")
     session = build_session(
-        os.path.join(str(base), "warehouse"),
+        driver_warehouse,
         master=cluster.master,
         shuffle_partitions=2,
         conf=executor_conf(worker_python),
