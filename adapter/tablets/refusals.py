@@ -14,10 +14,13 @@ from tablets.sql import parse_statement, statement_target
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from tablets.spec.statement import Statement
+
 ROW_WRITE = re.compile(
     r"^\s*(?:--[^\n]*\n\s*|/\*.*?\*/\s*)*(?:MERGE(?:\s+WITH\s+SCHEMA\s+EVOLUTION)?(?:\s+INTO)?|UPDATE|DELETE(?:\s+FROM)?|INSERT\s+INTO)\s+(?:TABLE\s+)?(?P<name>[\w.`]+)",
     re.IGNORECASE | re.DOTALL,
 )
+_VERBS = ("MERGE", "UPDATE", "DELETE", "INSERT")
 ON_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 CONSTRAINT_DDL = re.compile(
     r"^\s*ALTER\s+TABLE\s+(?P<name>[\w.`]+)\s+(?:(?:ADD|DROP)\s+CONSTRAINT|ALTER\s+COLUMN\s+\S+\s+(?:SET|DROP)\s+NOT\s+NULL)",
@@ -25,11 +28,12 @@ CONSTRAINT_DDL = re.compile(
 )
 
 
-def refuse_unroutable(spark: SparkSession, text: str) -> None:
+def refuse_unroutable(spark: SparkSession, stmt: Statement) -> None:
     """Constraint DDL on a view, and a MERGE, UPDATE, DELETE or INSERT ... ON CONFLICT that is
     not for a tablet table: a clear error where Spark's would be a stack trace (a view, a plain file-format table, no
     such table) or where it would blame a rewrite (a statement about a tablet table that
     does not parse). Tables of a catalog that can run it (Delta, Iceberg) pass through."""
+    text = stmt.text
     c = CONSTRAINT_DDL.match(text)
     if c is not None and catalog.kind_of(spark, c.group("name")) == "view":
         raise TabletsError(
@@ -39,14 +43,14 @@ def refuse_unroutable(spark: SparkSession, text: str) -> None:
     m = ROW_WRITE.match(text)
     if m is None:
         return
-    found = statement_target(text)
+    found = (stmt.form, stmt.target) if stmt.target is not None and stmt.form in _VERBS else statement_target(text)
     name = (found[1] if found else m.group("name")).replace("`", "")
     if found is None:
         if catalog.lookup(spark, name) is not None:
             parse_statement(text)  # raises the parse error in the statement's words
         return
     kind = found[0]
-    if kind not in ("MERGE", "UPDATE", "DELETE", "INSERT") or (kind == "INSERT" and not ON_CONFLICT.search(text)):
+    if kind not in _VERBS or (kind == "INSERT" and not ON_CONFLICT.search(text)):
         return
     what = "INSERT ... ON CONFLICT" if kind == "INSERT" else kind
     provider = catalog.kind_of(spark, name)

@@ -20,7 +20,7 @@ from support.conf import settings
 from support.delta_check import assert_delta_agrees
 from support.differential import PLANS, Mirror, PlanRun, canon, sessions
 from support.sqlgen import make_case
-from tablets import maintenance
+from tablets.statements import maintenance
 
 pytestmark = pytest.mark.spark
 

@@ -10,8 +10,8 @@ import pyarrow as pa
 import pytest
 from support.delta_check import assert_delta_agrees, delta_read
 from support.differential import canon
-from tablets import maintenance
 from tablets.exceptions import FormatError
+from tablets.statements import maintenance
 
 deltalake = pytest.importorskip("deltalake")
 pytestmark = pytest.mark.spark

@@ -6,7 +6,7 @@ import time
 
 import pyarrow as pa
 import pytest
-from tablets import maintenance
+from tablets.engine.rewrite import auto_compact
 from tablets.exceptions import (
     FormatError,
     StatementParseError,
@@ -14,6 +14,7 @@ from tablets.exceptions import (
     TabletsError,
     VacuumRetentionError,
 )
+from tablets.statements import maintenance
 from tablets.storage import TabletTable
 from tablets.storage.transaction import RowLevelSink
 
@@ -234,7 +235,7 @@ def test_hundred_merges_with_auto_compaction(tmp_path, spark):
         v = t.finish(h, sink.finish())
         state.update(new)
         expected[v] = sorted(state.items())
-        c = maintenance.auto_compact(spark, t, "MERGE")
+        c = auto_compact(spark, t, "MERGE")
         if c is not None:
             expected[c] = expected[v]
         most = max(most, len(t.snapshot().tablets))
@@ -261,7 +262,7 @@ def test_auto_compaction_gives_up_on_a_race(tmp_path, monkeypatch, spark):
         raise ConcurrentDeleteRead("version 3 removed tablet x, which this OPTIMIZE read", 3)
 
     monkeypatch.setattr("tablets.storage.transaction.commit", lose)
-    assert maintenance.auto_compact(spark, t, "INSERT") is None
+    assert auto_compact(spark, t, "INSERT") is None
     monkeypatch.undo()
-    assert maintenance.auto_compact(spark, t, "INSERT") == 3
+    assert auto_compact(spark, t, "INSERT") == 3
     assert sorted(t.read().column("id").to_pylist()) == [1, 2]

@@ -43,7 +43,7 @@ def test_engine_never_imports_dbt():
 # door's. Written here once; the README's Layout section and each package's docstring say the same.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("dbt.adapters.tablets",),  # the dbt plugin (macros call it)
-    ("tablets",),  # the front door: Database, connect, table, reads, maintenance, metadata, ...
+    ("tablets",),  # the front door: Database, connect, the statement kinds (tablets.statements), reads, ...
     ("tablets.sql",),  # statement text -> spec (sqlglot)
     ("tablets.engine",),  # plans and runs specs
     ("tablets.spark",),  # the session, catalog tables, scans, data source
@@ -138,6 +138,15 @@ def test_dbt_comes_through_the_front_door():
     assert not behind, "the dbt plugin reaches behind the front door:\n" + "\n".join(behind)
 
 
+def test_statement_kinds_are_peers():
+    """The handlers of ``tablets.statements`` never import each other: what two kinds share
+    lives below them (``tablets.context``, ``tablets.rows``, ``tablets.asof``, spec, sql)."""
+    kinds = [m for m in _graph() if m.startswith("tablets.statements.")]
+    graph = _graph()
+    peers = [f"{m} imports {t}" for m in kinds for t in sorted(graph[m]) if t.startswith("tablets.statements")]
+    assert len(kinds) >= 10 and not peers, "\n".join(peers)
+
+
 def test_no_import_circles():
     graph = _graph()
     circles, state, stack = [], {}, []
@@ -161,7 +170,8 @@ def test_no_import_circles():
 
 def test_the_graph_is_read():
     graph = _graph()
-    assert "tablets.engine.executor" in graph["tablets.db"]
+    assert "tablets.statements" in graph["tablets.db"]
+    assert "tablets.engine.executor" in graph["tablets.statements.merge"]
     assert "tablets.storage.table" in graph["tablets.spark.catalog"]
 
 

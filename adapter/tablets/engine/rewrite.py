@@ -17,6 +17,7 @@ Spark job (``TabletTable.rewrite_here``)."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -28,11 +29,14 @@ from tablets.engine.errors import job_failed
 from tablets.engine.names import K_INSERT, KIND
 from tablets.engine.streams import columns_named, map_in_arrow
 from tablets.engine.tasks import INSERT_RESULT, insert_task, rewrite_task
+from tablets.exceptions import TabletsError
 from tablets.spark.frames import local_relation, tablet_scan
 from tablets.spark.sizes import conf_bytes
 from tablets.storage import Fragment, Snapshot, TabletTable, WriteHandle, fragment_from_json
 from tablets.storage.actions import action_to_json
 from tablets.storage.table import Rewriter
+
+logger = logging.getLogger("tablets")
 
 REWRITE_CONF = "spark.tablets.optimize.driverRewriteBytes"
 DRIVER_REWRITE_BYTES = 64 << 20
@@ -101,3 +105,17 @@ def rewrite_on_spark(
     except PySparkException as e:
         raise job_failed(f"{handle.operation} {table.root}", e) from e
     return [fragment_from_json(r["fragment"]) for r in out if r["fragment"]]
+
+
+def auto_compact(spark: SparkSession, table: TabletTable, after: str) -> int | None:
+    """Run the table's auto-compaction policy after ``after`` committed: the new version or
+    None. Never raises: the statement has committed, and a compaction that fails or loses a
+    race only leaves the tablets as they are."""
+    try:
+        version = table.auto_compact(rewriter(spark, table))
+    except (TabletsError, OSError) as e:
+        logger.warning("tablets: auto-compaction of %s after %s skipped: %s", table.root, after, e)
+        return None
+    if version is not None:
+        logger.info("tablets: auto-compaction of %s after %s committed version %d", table.root, after, version)
+    return version

@@ -154,7 +154,7 @@ class CreateSpec:
     checks: tuple[tuple[str, Expr], ...] = ()  # CONSTRAINT name CHECK (expression)
     comment: str | None = None  # COMMENT '...': the table's
     column_comments: tuple[tuple[str, str], ...] = ()  # (column, comment) of the column list
-    like: str | None = None  # CREATE TABLE t LIKE <like> (tablets.create_like)
+    like: str | None = None  # CREATE TABLE t LIKE <like> (tablets.statements.create)
 
 
 @dataclass(frozen=True)

@@ -8,29 +8,16 @@ them) instead of its tree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import Token, TokenType
 
 from tablets.exceptions import StatementParseError
 from tablets.spec import AsOf
+from tablets.spec.clone import CloneSpec
 from tablets.sql.create import refuse_constraint_properties
 
 _NAME_TOKENS = (TokenType.VAR, TokenType.IDENTIFIER, TokenType.DOT, TokenType.TABLE, TokenType.SCHEMA)
-
-
-@dataclass(frozen=True)
-class CloneSpec:
-    target: str
-    source: str
-    shallow: bool = True
-    replace: bool = False
-    if_not_exists: bool = False
-    as_of: AsOf | None = None
-    location: str | None = None
-    properties: tuple[tuple[str, str], ...] = ()
 
 
 def _tokens(text: str) -> list[Token] | None:

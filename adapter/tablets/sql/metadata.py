@@ -19,11 +19,11 @@ rest: string literals are unescaped by Spark's rules (``\\'``, ``\\n``, adjacent
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import sqlglot
 
 from tablets.exceptions import StatementParseError
+from tablets.spec.metadata import AlterMetadataSpec, DescribeSpec, MetadataSpec, ShowCreateSpec, ShowPropertiesSpec
 from tablets.sqltext import DIALECT
 from tablets.storage.metadata import MetadataChange
 
@@ -39,36 +39,6 @@ _NOT_A_TABLE = {
 }  # fmt: skip
 _STRINGS = ("STRING", "RAW_STRING", "NATIONAL_STRING")
 COMMENT_PROPERTY = "comment"
-
-
-@dataclass(frozen=True)
-class DescribeSpec:
-    target: str
-    extended: bool = False  # EXTENDED or FORMATTED: the table's details after its columns
-    column: str | None = None
-
-
-@dataclass(frozen=True)
-class ShowPropertiesSpec:
-    target: str
-    key: str | None = None
-
-
-@dataclass(frozen=True)
-class ShowCreateSpec:
-    target: str
-
-
-@dataclass(frozen=True)
-class AlterMetadataSpec:
-    target: str
-    operation: str  # the commit's operation: SET TBLPROPERTIES, UNSET TBLPROPERTIES, ...
-    change: MetadataChange
-    # Hive's CHANGE COLUMN c c <type> COMMENT ...: (column, type as written), to be its type
-    column_type: tuple[str, str] | None = None
-
-
-MetadataSpec = DescribeSpec | ShowPropertiesSpec | ShowCreateSpec | AlterMetadataSpec
 
 
 class _Tokens:

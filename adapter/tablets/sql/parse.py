@@ -51,12 +51,25 @@ def schema_evolution(text: str) -> tuple[str, bool]:
 
 def statement_target(text: str) -> tuple[str, str] | None:
     """(kind, table) when ``text`` writes a table, else None. Never raises."""
+    found = read_target(text)
+    return None if found is None else found[:2]
+
+
+def read_target(text: str) -> tuple[str, str, exp.Expr | None] | None:
+    """(kind, table, sqlglot's tree or None) when ``text`` writes a table, else None: the one
+    parse of a statement that writes (``parse_statement`` takes the tree). Never raises."""
     if not _WRITE_START.match(text):
         return None
     text, _ = schema_evolution(text)
     tree = _tree(text)
     if tree is None or _alter_command(tree):
-        return _unread_target(text)
+        found = _unread_target(text)
+        return None if found is None else (*found, None)
+    target = _target_of(tree)
+    return None if target is None else (*target, tree)
+
+
+def _target_of(tree: exp.Expr) -> tuple[str, str] | None:
     if isinstance(tree, exp.Merge | exp.Insert | exp.Update | exp.Delete) and not isinstance(tree.this, exp.Expr):
         return None  # sqlglot accepted a statement with no table
     if isinstance(tree, exp.Merge):
@@ -135,16 +148,15 @@ def truncated_table(text: str) -> tuple[str, str, str | None] | None:
     return table_name(table), to_sql(table), to_sql(partition) if partition is not None else None
 
 
-def altered_clustering(text: str) -> tuple[str, str, str] | None:
-    """(name, the table as SQL, its columns as a comma list) of ``ALTER TABLE t CLUSTER BY
-    (cols)``, or None."""
+def altered_clustering(text: str) -> tuple[str, str, tuple[str, ...]] | None:
+    """(name, the table as SQL, its columns) of ``ALTER TABLE t CLUSTER BY (cols)``, or None."""
     tree = _tree(text)
     if not isinstance(tree, exp.Alter):
         return None
     actions = tree.args.get("actions") or []
     if len(actions) != 1 or not isinstance(actions[0], exp.ClusterProperty):
         return None
-    return table_name(tree.this), to_sql(tree.this), ",".join(c.name for c in actions[0].expressions)
+    return table_name(tree.this), to_sql(tree.this), tuple(c.name for c in actions[0].expressions)
 
 
 def create_like(text: str) -> str | None:
@@ -172,9 +184,10 @@ def create_provider(text: str) -> str | None:
     return next((p.name.lower() for p in _create_properties(text) if isinstance(p, exp.FileFormatProperty)), None)
 
 
-def parse_statement(text: str, *, default_source_alias: str = "s") -> Spec:
+def parse_statement(text: str, *, default_source_alias: str = "s", tree: exp.Expr | None = None) -> Spec:
+    """The spec of ``text``; ``tree``: sqlglot's parse of it (``read_target``'s), not parsed again."""
     text, evolve = schema_evolution(text)
-    tree = parse_sql(text)
+    tree = parse_sql(text, tree)
     if isinstance(tree, exp.Merge):
         return _merge(tree, default_source_alias, evolve)
     if isinstance(tree, exp.Insert):

@@ -113,10 +113,14 @@ def split_statements(text: str) -> list[str]:
     return out or [text]
 
 
-def parse_sql(text: str) -> exp.Expr:
+def parse_sql(text: str, tree: exp.Expr | None = None) -> exp.Expr:
+    """``text``'s tree (``tree``, where the statement was read already), its tokens checked; a
+    copy: building the spec may rewrite the tree."""
     _check_tokens(text)
+    if tree is not None:
+        return tree.copy()
     try:
-        return parsed_sql(text).copy()  # a copy: building the spec may rewrite the tree
+        return parsed_sql(text).copy()
     except sqlglot.errors.SqlglotError as e:
         raise StatementParseError(f"{_head(text)}: {parse_error_text(e)}") from e
 

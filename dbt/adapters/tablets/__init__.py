@@ -3,7 +3,7 @@
 The macros call it (``adapter.<method>``); it parses and validates configs (``config``,
 ``vocabulary``, ``strategies``, ``table_options``, ``clauses``, ``snapshot``), renders statements
 (``render``) and runs them through the engine's front door only: ``tablets.Database``,
-``tablets.sessions``, ``tablets.reads``, ``tablets.metadata``, ``tablets.exceptions`` (never
+``tablets.sessions``, ``tablets.reads``, ``tablets.statements.metadata``, ``tablets.exceptions`` (never
 ``tablets.sql``/``engine``/``spark``/``spec``/``storage``: ``tests/unit/test_layers.py``).
 """
 

@@ -391,7 +391,7 @@ class TabletsAdapter(SparkAdapter):
         """The model's description and column descriptions as the tablet table's comments, in
         one commit (none when they are already so)."""
 
-        from tablets.metadata import set_comments  # (as above)
+        from tablets.statements.metadata import set_comments  # (as above)
 
         db = self._database()
         with engine_errors(f"persisting the docs of {relation}"):

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tablets.asof import resolve_version
+from tablets.context import Door
 from tablets.exceptions import TableAlreadyExists, TableNotFound, TabletsError
-from tablets.maintenance import resolve_version
 from tablets.spark import catalog
-from tablets.sql.clone import CloneSpec, is_clone, parse_clone
+from tablets.spec.clone import CloneSpec
+from tablets.spec.statement import Statement
+from tablets.sql.clone import parse_clone
 from tablets.storage.clone import shallow_clone
 from tablets.storage.fileio import normalize
 
@@ -30,11 +33,11 @@ RESULT_DDL = (
 )
 
 
-def run(spark: SparkSession, text: str) -> DataFrame | None:
-    """The result of a CLONE of a tablet table; None when ``text`` is no CLONE of one."""
-    if "clone" not in text.lower() or not is_clone(text):
-        return None
-    spec = parse_clone(text)
+def run(door: Door, stmt: Statement) -> DataFrame | None:
+    """The result of a CLONE of a tablet table; None when its source is another format's
+    table (Delta's: Spark's then)."""
+    spark = door.spark
+    spec = parse_clone(stmt.text)
     what = f"CREATE TABLE {spec.target} {'SHALLOW' if spec.shallow else 'DEEP'} CLONE {spec.source}"
     root = catalog.lookup(spark, spec.source)
     if root is None:

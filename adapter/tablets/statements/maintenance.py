@@ -15,8 +15,6 @@ the log work is ``tablets.storage.maintenance``):
   their rows deleted), new tablets sorted by the table's ``cluster_by`` property if it has one;
   the rows are rewritten by Spark's tasks, or by the driver when they are few
   (``tablets.engine.rewrite``);
-- ``auto_compact``: after a statement's commit, the table's auto-compaction policy.
-
 Each returns a DataFrame, as Delta's do.
 
     >>> db.sql("DESCRIBE HISTORY t LIMIT 1").collect()[0].operation
@@ -29,16 +27,14 @@ import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from sqlglot import exp
-
-from tablets import metadata as table_metadata
+from tablets.asof import RETENTION_PROPERTY, resolve_version
+from tablets.context import Door
 from tablets.engine.file_check import missing_files
 from tablets.engine.rewrite import rewriter
-from tablets.exceptions import FormatError, TableNotFound, TabletsError, VacuumRetentionError
+from tablets.exceptions import TableNotFound, TabletsError, VacuumRetentionError
 from tablets.settings import conf_flag
 from tablets.spark import catalog
 from tablets.spec import (
-    AsOf,
     CheckSpec,
     HistorySpec,
     MaintenanceSpec,
@@ -46,19 +42,15 @@ from tablets.spec import (
     RestoreSpec,
     VacuumSpec,
 )
-from tablets.sql.maintenance import as_of, maintenance_target, may_time_travel, parse_maintenance
-from tablets.sql.syntax import table_name
-from tablets.storage.fileio import join
+from tablets.spec.statement import Statement
+from tablets.sql.maintenance import parse_maintenance
 from tablets.storage.table import DEFAULT_RETENTION_HOURS, TabletTable
-from tablets.storage.tablet import check_sizes
 from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-RETENTION_PROPERTY = "deleted_file_retention_hours"
 RETENTION_CHECK_CONF = "spark.tablets.retentionDurationCheck.enabled"
-VIEW_PREFIX = "tablets_asof_"
 HISTORY_DDL = (
     "version BIGINT, timestamp TIMESTAMP, operation STRING, operationParameters MAP<STRING, STRING>, "
     "operationMetrics MAP<STRING, STRING>, readVersion BIGINT"
@@ -70,7 +62,7 @@ logger = logging.getLogger("tablets")
 # --- routing ---------------------------------------------------------------------------------
 
 
-def tablet_root(spark: SparkSession, kind: str, name: str) -> str | None:
+def _tablet_root(spark: SparkSession, kind: str, name: str) -> str | None:
     """The root of the tablet table a maintenance statement names; None for another table
     (Delta's own statements then run in Spark); ``TableNotFound`` when there is none."""
     if not name:
@@ -103,21 +95,16 @@ def _plain(spark: SparkSession, name: str) -> str | None:
     return f"a {kind} table" if kind in catalog.FILE_FORMATS else None
 
 
-def run(spark: SparkSession, text: str) -> DataFrame | None:
-    """The result of a DESCRIBE HISTORY, RESTORE, VACUUM or OPTIMIZE of a tablet table, or of a
-    statement about its columns, comments and properties (``tablets.metadata``: DESCRIBE, SHOW
-    TBLPROPERTIES, SET / UNSET TBLPROPERTIES, COMMENT ON TABLE, ALTER COLUMN ... COMMENT); None
-    when ``text`` is none of them or names another kind of table."""
-    found = maintenance_target(text)
-    if found is None:
-        return table_metadata.run(spark, text)
-    kind, name = found
+def run(door: Door, stmt: Statement) -> DataFrame | None:
+    """The result of a DESCRIBE HISTORY, RESTORE, VACUUM, OPTIMIZE or CHECK TABLE of a tablet
+    table; None when it names another kind of table (Spark's then)."""
+    kind, name = stmt.form, stmt.target or ""
     if not name:
-        parse_maintenance(text)  # the statement's own parse error
-    root = tablet_root(spark, kind, name)
+        parse_maintenance(stmt.text)  # the statement's own parse error
+    root = _tablet_root(door.spark, kind, name)
     if root is None:
         return None
-    return _run(spark, parse_maintenance(text), catalog.storage(spark).table(root))
+    return _run(door.spark, parse_maintenance(stmt.text), catalog.storage(door.spark).table(root))
 
 
 def _run(spark: SparkSession, spec: MaintenanceSpec, table: TabletTable) -> DataFrame:
@@ -168,79 +155,6 @@ def history_frame(spark: SparkSession, table: TabletTable, limit: int | None = N
     if limit is not None:
         rows = rows[:limit]
     return spark.createDataFrame(rows, HISTORY_DDL)
-
-
-# --- time travel ---------------------------------------------------------------------------------
-
-
-def resolve_version(spark: SparkSession, table: TabletTable, when: AsOf, where: str) -> int:
-    """The version ``when`` names, checked to exist; errors name ``where`` and the AS OF part."""
-    what = f"{where}: {when.sql()}"
-    if when.version is not None:
-        versions = [v for v, _ in table.commit_times()]
-        if when.version not in versions:
-            raise TableNotFound(
-                f"{what}: version {when.version} does not exist (versions {versions[0]}..{versions[-1]})",
-                help="Pick a version from DESCRIBE HISTORY.",
-            )
-        return when.version
-    try:
-        micros = spark.sql(f"SELECT unix_micros(CAST(({when.timestamp}) AS TIMESTAMP)) AS us").collect()[0][0]
-    except Exception as e:  # noqa: BLE001 - Spark's analysis or parse error
-        raise TabletsError(
-            f"{what}: not a timestamp Spark can read ({str(e).splitlines()[0][:200]})",
-            help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone).",
-        ) from None
-    if micros is None:
-        raise TabletsError(
-            f"{what}: not a timestamp", help="Write TIMESTAMP AS OF '2024-05-01 12:00:00' (the session time zone)."
-        )
-    return table.version_at(micros // 1000, what)
-
-
-def _still_there(table: TabletTable, version: int, what: str) -> None:
-    """An old version's tablets and deletion vectors still exist (VACUUM removes what only old
-    versions reference): else a ``TableNotFound`` saying so, before any Spark job fails on them."""
-    if version == table.version:
-        return
-    snap = table.snapshot(version)
-    try:
-        check_sizes(table.io, table.root, [st.add for st in snap.tablets.values()])
-        for st in snap.tablets.values():
-            if st.dv is not None and not table.io.exists(join(table.root, st.dv.path)):
-                raise FormatError(f"deletion vector {st.dv.path} is missing")
-    except FormatError as e:
-        raise TableNotFound(
-            f"{what}: version {version}'s files are gone ({e.detail}): VACUUM removed what only older versions read",
-            help="Read a newer version (DESCRIBE HISTORY), or keep more history next time "
-            f"(VACUUM ... RETAIN <hours> HOURS, the table property {RETENTION_PROPERTY}).",
-        ) from None
-
-
-def time_travel(spark: SparkSession, text: str) -> str:
-    """``text`` with every ``<tablet table> VERSION AS OF n`` / ``TIMESTAMP AS OF ...`` replaced
-    by a temporary view of that version (``catalog.table_views``); ``text`` itself when it has
-    none. Other tables' AS OF (Delta, Iceberg) are left to Spark."""
-    if not may_time_travel(text):
-        return text
-
-    def as_of_version(node: exp.Table) -> catalog.TableView | None:
-        version = node.args.get("version")
-        if not isinstance(version, exp.Version):
-            return None
-        name = table_name(node)
-        root = catalog.lookup(spark, name)
-        if root is None:
-            if catalog.path_of(name) is None:
-                return None
-            root = catalog.require(spark, name)
-        table = catalog.storage(spark).table(root)
-        v = resolve_version(spark, table, as_of(version), f"SELECT ... FROM {name}")
-        _still_there(table, v, f"SELECT ... FROM {name} {as_of(version).sql()}")
-        view = f"{VIEW_PREFIX}{catalog.provider_name(root)[len(catalog.PROVIDER_PREFIX) :]}_v{v}"
-        return catalog.TableView(root, view, version=v, alias=node.name)
-
-    return catalog.table_views(spark, text, as_of_version)
 
 
 # --- RESTORE, VACUUM, OPTIMIZE ---------------------------------------------------------------------
@@ -326,20 +240,3 @@ def optimize(spark: SparkSession, spec: OptimizeSpec, table: TabletTable) -> Dat
         [(table.root, version, added, removed)],
         "path STRING, version BIGINT, numFilesAdded BIGINT, numFilesRemoved BIGINT",
     )
-
-
-# --- auto-compaction -----------------------------------------------------------------------------
-
-
-def auto_compact(spark: SparkSession, table: TabletTable, after: str) -> int | None:
-    """Run the table's auto-compaction policy after ``after`` committed: the new version or
-    None. Never raises: the statement has committed, and a compaction that fails or loses a
-    race only leaves the tablets as they are."""
-    try:
-        version = table.auto_compact(rewriter(spark, table))
-    except (TabletsError, OSError) as e:
-        logger.warning("tablets: auto-compaction of %s after %s skipped: %s", table.root, after, e)
-        return None
-    if version is not None:
-        logger.info("tablets: auto-compaction of %s after %s committed version %d", table.root, after, version)
-    return version

@@ -30,19 +30,15 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from tablets.constraints import declare_key, describe_rows
-from tablets.exceptions import SchemaMismatch, TabletsError
+from tablets.context import Door
+from tablets.exceptions import SchemaMismatch, StatementParseError, TabletsError
 from tablets.spark import catalog
-from tablets.sql.metadata import (
-    AlterMetadataSpec,
-    DescribeSpec,
-    ShowCreateSpec,
-    ShowPropertiesSpec,
-    metadata_target,
-    parse_metadata,
-)
-from tablets.sqltext import quote_ident, quote_if_needed, sql_string
+from tablets.spec.metadata import AlterMetadataSpec, DescribeSpec, ShowCreateSpec, ShowPropertiesSpec
+from tablets.spec.statement import Statement
+from tablets.sql.metadata import parse_metadata
+from tablets.sqltext import quote_ident, quote_if_needed, repeated_names, sql_string
 from tablets.storage.constraints import PREFIX, checks, not_null
-from tablets.storage.metadata import KEY_COLUMNS, MetadataChange
+from tablets.storage.metadata import CLUSTER_BY, KEY_COLUMNS, MetadataChange
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -62,13 +58,12 @@ _owners: dict[str, tuple[str | None, str | None]] = {}  # root -> (Owner, Create
 _owners_lock = threading.Lock()
 
 
-def run(spark: SparkSession, text: str) -> DataFrame | None:
+def run(door: Door, stmt: Statement) -> DataFrame | None:
     """The result of a DESCRIBE, SHOW TBLPROPERTIES or metadata change of a tablet table; None
-    when ``text`` is none of them or is about another table or a view."""
-    found = metadata_target(text)
-    if found is None:
-        return None
-    _, name = found
+    when it is about another table or a view (Spark's then)."""
+    if stmt.form.startswith("CLUSTER BY"):
+        return _clustering(door, stmt)
+    spark, name, text = door.spark, stmt.target or "", stmt.text
     root = catalog.lookup(spark, name)
     if root is None:
         if catalog.path_of(name) is None:
@@ -83,6 +78,43 @@ def run(spark: SparkSession, text: str) -> DataFrame | None:
     if isinstance(spec, ShowCreateSpec):
         return show_create(spark, spec, table)
     return alter(spark, spec, table)
+
+
+def _clustering(door: Door, stmt: Statement) -> DataFrame | None:
+    """``ALTER TABLE t CLUSTER BY (cols)`` / ``CLUSTER BY NONE``: Spark's clustering DDL, which
+    Spark refuses on a tablet table or runs on its catalog entry with no effect. It sets (or
+    unsets) the ``cluster_by`` property, as ``CREATE TABLE ... CLUSTER BY`` does; on a plain
+    table it is refused (it would change nothing); a view's is Spark's error."""
+    spark, name = door.spark, stmt.target or ""
+    table_sql, *columns = stmt.parts
+    root = catalog.lookup(spark, name)
+    if root is None:
+        if catalog.path_of(name) is not None:
+            root = catalog.require(spark, name)  # says what is at the path instead
+        elif catalog.kind_of(spark, name) not in (None, "view"):
+            raise StatementParseError(
+                f"ALTER TABLE {name} CLUSTER BY: {name} is not a tablet table; its clustering would change nothing",
+                help="Cluster a tablet table (CREATE TABLE ... USING tablets AS SELECT * FROM ... copies this one).",
+            )
+        else:
+            return None
+    table = catalog.storage(spark).table(root)
+    if stmt.form == "CLUSTER BY NONE":
+        change = MetadataChange(unset_properties=(CLUSTER_BY,))
+        return alter(spark, AlterMetadataSpec(name, "UNSET TBLPROPERTIES", change), table)
+    if not columns:
+        raise StatementParseError(
+            f"ALTER TABLE {name} CLUSTER BY (): no columns",
+            help=f"Name the columns to sort new tablets by, or write ALTER TABLE {table_sql} CLUSTER BY NONE.",
+        )
+    repeated = repeated_names(columns)
+    if repeated:
+        raise StatementParseError(
+            f"ALTER TABLE {name} CLUSTER BY ({', '.join(columns)}): {', '.join(repeated)} named more than once",
+            help="Name each column once.",
+        )
+    change = MetadataChange(set_properties=((CLUSTER_BY, ",".join(columns)),))
+    return alter(spark, AlterMetadataSpec(name, "SET TBLPROPERTIES", change), table)
 
 
 # --- DESCRIBE ------------------------------------------------------------------------------------
