@@ -65,7 +65,7 @@ def test_ctas_at_a_location_that_holds_a_table_appends_nothing(db, tmp_path):
 
 
 def test_ctas_writes_the_rows_before_the_table_has_its_name(db, monkeypatch):
-    import tablets.db as front
+    import tablets.statements.create as front
 
     seen = []
 

@@ -73,8 +73,10 @@ class VersionChanges:
 
 
 def change_schema(metadata: Metadata) -> pa.Schema:
-    """The schema of ``changes``: the table's columns, then Delta's three change columns."""
-    base = schema_to_arrow(metadata.schema)
+    """The schema of ``changes``: the table's columns, then Delta's three change columns. The
+    table's columns may all be NULL: an older version's rows may predate a column, and a NOT
+    NULL declared since."""
+    base = schema_to_arrow(tuple((n, t, True) for n, t, _ in metadata.schema))
     return (
         base.append(pa.field(CHANGE_TYPE, pa.string(), False))
         .append(pa.field(COMMIT_VERSION, pa.int64(), False))
@@ -154,7 +156,13 @@ def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, wh
     """Each version's deleted and inserted rows, read with ``meta``'s columns."""
     reader = _Reader(table, meta, what)
     prev: Snapshot | None = table.snapshot(start - 1) if start > 0 else None
+    why = _incompatible(prev.metadata, meta) if prev is not None else None
+    if why is not None:
+        _refuse(table, start, end, meta, what, start - 1, why)
     for v, actions, cur in log.walk(table.io, table.root, range(start, end + 1), prev):
+        why = _incompatible(cur.metadata, meta) if prev is None or cur.metadata.schema != prev.metadata.schema else None
+        if why is not None:
+            _refuse(table, start, end, meta, what, v, why)
         info = next((a for a in actions if isinstance(a, CommitInfo)), None)
         op = info.operation if info else ""
         ts = info.timestamp_ms if info else 0
@@ -165,6 +173,40 @@ def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, wh
             if deleted.num_rows or inserted.num_rows:
                 yield VersionChanges(v, ts, deleted, inserted)
         prev = cur
+
+
+def _incompatible(then: Metadata, now: Metadata) -> str | None:
+    """Why rows of a version with ``then``'s columns cannot be read with ``now``'s: a column of
+    another type since; None when they can (a column added since reads as NULL, one dropped
+    since is not shown, as the newer version's columns are the feed's)."""
+    columns = {n.lower(): t for n, t, _ in now.schema}
+    for name, type_, _ in then.schema:
+        if columns.get(name.lower(), type_) != type_:
+            return f"its column {name} is {type_}, and {columns[name.lower()]} in the newer version"
+    return None
+
+
+def _refuse(table: TabletTable, start: int, end: int, meta: Metadata, what: str, version: int, why: str) -> None:
+    """Version ``version``'s columns cannot be read as ``end``'s (``why``): as Delta's change
+    feed refuses such a schema change, say from which version on the changes can be read."""
+    last, bad = version, True  # the newest version in the range whose columns cannot be read as end's
+    prev = table.snapshot(version)
+    for v, _, cur in log.walk(table.io, table.root, range(version + 1, end + 1), prev):
+        if cur.metadata.schema != prev.metadata.schema:
+            bad = _incompatible(cur.metadata, meta) is not None
+        last = v if bad else last
+        prev = cur
+    first = last + 2  # the first version whose deleted rows and inserted rows both have end's columns
+    fix = (
+        f"Read the changes from version {first} on (table_changes(t, {first}, ...))"
+        if first <= end
+        else f"Read the changes of the versions after {last + 1}, once there are some"
+    )
+    raise ChangesUnavailable(
+        f"{what}: a column's type changed within the range (version {version}: {why}), and the changes are "
+        f"read with version {end}'s columns",
+        help=f"{fix}, or end the range before the change.",
+    )
 
 
 class _Reader:
