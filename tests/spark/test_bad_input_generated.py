@@ -66,14 +66,7 @@ STRICT = bool(os.environ.get("TABLETS_BADGEN_STRICT"))  # KNOWN defects fail the
 # Defects found and not yet fixed: (kinds or (), a
 # pattern over "<error type>: <its first line> | <the defect> | <the statement>", what to fix).
 # Each is counted (``-s``), not failed, unless TABLETS_BADGEN_STRICT=1; remove an entry when fixed.
-KNOWN: dict[str, tuple[set[str], str, str]] = {
-    "a rewrite's position": (
-        set(),
-        r"position past the statement",
-        "engine/errors.py spark_message: Spark's 'line 1 pos N' is a position in the engine's rewrite of the "
-        "statement; drop it (or map it back) when the text Spark analysed is not the user's",
-    ),
-}
+KNOWN: dict[str, tuple[set[str], str, str]] = {}
 
 RAW = re.compile(r"py4j|\bjava\.|org\.apache|Traceback|JVM stacktrace|\n\s+at [\w$.]+\(")
 RAW_START = re.compile(r"^\s*(?:pyspark\.|[\w.]*(?:Exception|Error)\b|\[[A-Z][A-Z0-9_.]+\])")

@@ -79,6 +79,9 @@ def _message_lines(text: str) -> list[str]:
 
 
 _SUGGESTIONS = re.compile(r"\s*Did you mean one of the following\?\s*\[[^\]]*\]\.?")
+# Spark's position in the text it analysed: the engine's rewrite of a statement's part, never a
+# place in the statement the user wrote
+_POSITION = re.compile(r"\s*\(line \d+, pos \d+\)|;?\s*\bline \d+,? pos \d+;?")
 
 
 _INTERNAL = re.compile(r"`?(?:\w+\.)?`?__tablets_\w+`?")
@@ -86,8 +89,8 @@ _INTERNAL = re.compile(r"`?(?:\w+\.)?`?__tablets_\w+`?")
 
 def spark_message(e: Exception) -> str:
     """The first line of a Spark error, without the engine's internal column names (Spark's
-    suggestions list them) and without the SQLSTATE tail."""
-    text = _SUGGESTIONS.sub("", first_line(e))
+    suggestions list them), the SQLSTATE tail and the position in the text Spark analysed."""
+    text = _POSITION.sub("", _SUGGESTIONS.sub("", first_line(e)))
     text = re.sub(r"\s*SQLSTATE: \w+\.?$", "", text)
     return _INTERNAL.sub("(an internal column)", text)
 
