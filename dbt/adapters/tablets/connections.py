@@ -223,7 +223,13 @@ def _connects(flags: Any) -> bool:
 
 
 # the engine's modules the plugin calls (and what they import: sqlglot, pandas through pyarrow)
-ENGINE_MODULES = ("tablets.db", "tablets.changes", "tablets.constraints", "tablets.statements.metadata", "tablets.reads")
+ENGINE_MODULES = (
+    "tablets.db",
+    "tablets.changes",
+    "tablets.constraints",
+    "tablets.statements.metadata",
+    "tablets.reads",
+)
 
 
 def _load_engine() -> None:
