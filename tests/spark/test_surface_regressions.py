@@ -325,3 +325,26 @@ def test_insert_overwrite_of_rows_that_do_not_fit_names_the_statement(reg_db):
         reg_db, "reg.ovw", lambda: reg_db.sql("INSERT OVERWRITE TABLE reg.ovw (id, s, v) VALUES (7, 1, X'00')")
     )
     assert str(e).startswith("INSERT OVERWRITE reg.ovw: the rows do not fit the table's columns")
+
+
+def test_restore_to_before_a_clustered_column_was_added_leaves_no_cluster_by_on_it(reg_db):
+    """Regression (the harness soak, seed 1000751): RESTORE to a version before the column that
+    ``cluster_by`` names was added kept the property, so SHOW CREATE TABLE did not run back and
+    OPTIMIZE sorted by a column the table no longer has. The restored columns take the property
+    with them, as they take the key."""
+    reg_db.sql("DROP TABLE IF EXISTS reg.rc")
+    reg_db.sql("DROP TABLE IF EXISTS reg.rc_again")
+    reg_db.sql("CREATE TABLE reg.rc (k1 TIMESTAMP, b INT) USING tablets")
+    reg_db.sql("ALTER TABLE reg.rc ADD COLUMNS (a0_bigint BIGINT)")
+    reg_db.sql("ALTER TABLE reg.rc CLUSTER BY (a0_bigint, b)")
+    reg_db.sql("RESTORE TABLE reg.rc TO VERSION AS OF 0")
+    props = {r.key: r.value for r in reg_db.sql("SHOW TBLPROPERTIES reg.rc").collect()}
+    assert props.get("cluster_by") == "b"
+    ddl = reg_db.sql("SHOW CREATE TABLE reg.rc").collect()[0][0]
+    reg_db.sql(ddl.replace("reg.rc", "reg.rc_again", 1).replace("spark_catalog.reg.rc", "reg.rc_again", 1))
+    reg_db.sql("ALTER TABLE reg.rc CLUSTER BY (b)")
+    reg_db.sql("ALTER TABLE reg.rc ADD COLUMNS (a0_bigint BIGINT)")
+    reg_db.sql("ALTER TABLE reg.rc CLUSTER BY (a0_bigint)")
+    reg_db.sql("RESTORE TABLE reg.rc TO VERSION AS OF 0")
+    assert "cluster_by" not in {r.key for r in reg_db.sql("SHOW TBLPROPERTIES reg.rc").collect()}
+    reg_db.sql("OPTIMIZE reg.rc")

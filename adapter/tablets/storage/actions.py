@@ -123,9 +123,18 @@ class Metadata:
 
     def with_columns_of(self, other: Metadata) -> Metadata:
         """This metadata with ``other``'s columns as they were (names, types, ids, physical
-        names: RESTORE), comments of columns it no longer has dropped; the max id stays this
-        one's if higher, so a column added later still gets an id never given."""
+        names: RESTORE), comments of columns it no longer has dropped, and those columns out of
+        the key and of ``cluster_by`` (dropped when none is left); the max id stays this one's
+        if higher, so a column added later still gets an id never given."""
         names = set(other.column_names)
+        lower = {n.lower() for n in names}
+        props = []
+        for k, v in self.properties:
+            if k.lower() == "cluster_by":
+                v = ",".join(c for c in v.split(",") if c.strip().lower() in lower)
+                if not v:
+                    continue
+            props.append((k, v))
         ids, top = other.column_ids, max(self.max_column_id, other.max_column_id)
         if not other.ids_in_log:
             # its ids were made up on reading (1..n) and may since have been given to other
@@ -144,6 +153,7 @@ class Metadata:
             type_changes=other.type_changes,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
+            properties=tuple(props),
         )
 
     def renamed(self, old: str, new: str) -> Metadata:
