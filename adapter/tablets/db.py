@@ -30,6 +30,7 @@ from pyspark.sql import DataFrame, SparkSession
 from tablets import changes, rows
 from tablets.context import Door, StatementResult
 from tablets.engine.run import MergeOptions
+from tablets.exceptions import StatementParseError
 from tablets.sessions import start_session
 from tablets.spark import catalog
 from tablets.spark.session import adopt
@@ -130,7 +131,10 @@ class Database:
         stmt = classify("EXPLAIN " + text)
         plan = explain.run(self._door(options), stmt)
         if plan is None:
-            raise ValueError(f"not a write of a tablet table: {text.strip()[:80]!r}")
+            raise StatementParseError(
+                f"EXPLAIN {text.strip()[:80]!r}: not a MERGE, UPDATE, DELETE or INSERT of a tablet table",
+                help="Explain a statement that writes a tablet table; Spark explains the others (db.sql('EXPLAIN ...')).",
+            )
         return plan
 
     def explain_merge(

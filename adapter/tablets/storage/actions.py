@@ -153,7 +153,6 @@ class Metadata:
             type_changes=other.type_changes,
             key_columns=tuple(k for k in self.key_columns if k in names),
             column_comments=tuple((n, c) for n, c in self.column_comments if n in names),
-            properties=tuple(props),
         )
 
     def renamed(self, old: str, new: str) -> Metadata:

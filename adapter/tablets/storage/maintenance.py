@@ -22,11 +22,12 @@ that triggered it has already committed and never fails because of it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tablets.exceptions import FormatError, TableNotFound, TabletsError
 from tablets.settings import flag
 from tablets.storage.actions import Action, AddTablet, Metadata, RemoveTablet, SetDV
+from tablets.storage.properties import COLUMN_LISTS
 from tablets.storage.snapshot import Snapshot
 from tablets.storage.transaction import DEFAULT_TARGET_TABLET_ROWS
 
@@ -97,11 +98,12 @@ def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
     tablet's deletion vector to the one it had then (a tablet whose rows were deleted only
     since ``old`` is removed and added back, to drop its vector). The columns of ``old`` come
     back too, as they were (ids and physical names: its tablets are read as then); properties,
-    comments (of the columns it has), the table id and the highest column id given stay."""
+    comments (of the columns it has), the table id and the highest column id given stay, the
+    properties that list columns (``cluster_by``) without the columns it does not have."""
     actions: list[Action] = []
     now, then = current.metadata, old.metadata
     if (then.schema, then.physical_names, then.column_ids) != (now.schema, now.physical_names, now.column_ids):
-        actions.append(now.with_columns_of(then))
+        actions.append(_listing_only(now.with_columns_of(then)))
     actions.extend(RemoveTablet(t) for t in current.tablets if t not in old.tablets)
     for tid, st in old.tablets.items():
         cur = current.tablets.get(tid)
@@ -115,6 +117,19 @@ def restore_actions(current: Snapshot, old: Snapshot) -> list[Action]:
         if st.dv is not None and (cur is None or cur.dv != st.dv):
             actions.append(st.dv)
     return actions
+
+
+def _listing_only(meta: Metadata) -> Metadata:
+    """``meta`` with its column-list properties naming only its columns (one left empty dropped)."""
+    names = {n.lower() for n in meta.column_names}
+    props = []
+    for key, value in meta.properties:
+        if key.lower() in COLUMN_LISTS:
+            value = ",".join(c for c in value.split(",") if c.strip().lower() in names)
+            if not value:
+                continue
+        props.append((key, value))
+    return replace(meta, properties=tuple(props))
 
 
 def restored_files(actions: list[Action]) -> list[str]:
