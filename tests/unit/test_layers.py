@@ -200,3 +200,15 @@ def test_no_private_name_is_imported_from_another_module():
                     if a.name.startswith("_") and not a.name.startswith("__")
                 ]
     assert not bad, "\n".join(bad)
+
+
+def test_test_files_have_unique_names():
+    """pytest imports test files by base name (tests/ holds no packages): two files of one name in
+    different folders stop the whole run at collection."""
+    seen: dict[str, Path] = {}
+    clashes = []
+    for path in sorted((ROOT_DIR / "tests").rglob("test_*.py")):
+        if path.name in seen:
+            clashes.append(f"{seen[path.name].relative_to(ROOT_DIR)} and {path.relative_to(ROOT_DIR)}")
+        seen.setdefault(path.name, path)
+    assert not clashes, clashes
