@@ -28,13 +28,12 @@
 
 {#-- table (and dbt-spark's incremental, seeds) with file_format='tablets' create tablet tables,
      with the model's table options (target_tablet_rows, cluster_by, tblproperties), validated;
-     everything else is dbt-spark's create_table_as. The engine options travel in the statement
-     (adapter.statement_options: a comment the cursor takes out). --#}
+     everything else is dbt-spark's create_table_as. The materializations run it with their
+     engine options (tablets_run_main); another caller runs it with the profile's. --#}
 {% macro tablets__create_table_as(temporary, relation, compiled_code, language='sql') -%}
   {%- if not temporary and language == 'sql' and tablets_file_format() == 'tablets' -%}
     {%- set cfg = adapter.table_config(model.config, model.name) -%}
-    {%- set sql = tablets_create_table_as_sql(relation, compiled_code, cfg.table_properties()) -%}
-    {{ adapter.statement_options(cfg) }}{{ sql }}
+    {{ tablets_create_table_as_sql(relation, compiled_code, cfg.table_properties()) }}
   {%- else -%}
     {{ spark__create_table_as(temporary, relation, compiled_code, language) }}
   {%- endif -%}

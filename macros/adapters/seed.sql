@@ -48,7 +48,8 @@
       {%- if not loop.last %}, {% endif %}
     {%- endfor %} from __tablets_seed_rows__ {#- seeds.ROWS: adapter.load_seed names the view -#}
   {%- endset -%}
-  {%- set sql = tablets__create_table_as(False, this, select, 'sql') -%}
-  {% do adapter.load_seed(sql, agate_table) %}
+  {%- set cfg = adapter.table_config(model.config, model.name) -%}
+  {%- set sql = tablets_create_table_as_sql(this, select, cfg.table_properties()) -%}
+  {% do adapter.load_seed(cfg, sql, agate_table) %}
   {{ return(sql) }}
 {% endmacro %}

@@ -19,9 +19,7 @@
       {% do adapter.drop_relation(existing_relation) %}
     {%- endif -%}
     {%- set create_sql = tablets_create_table_as_sql(target_relation, select_sql, cfg.table_properties()) -%}
-    {%- call statement('main') -%}
-      {{ adapter.statement_options(cfg) }}{{ create_sql }}
-    {%- endcall -%}
+    {% do tablets_run_main(cfg, create_sql) %}
   {%- else -%}
     {#-- an enforced contract's constraints, made the existing table's before its merge --#}
     {% do adapter.sync_contract(model, target_relation) %}

@@ -16,9 +16,7 @@
   {%- set target_columns = adapter.get_columns_in_relation(target_relation) -%}
   {%- set merge_sql = adapter.render_merge(cfg, target_relation, tmp_relation, target_columns, source_columns) -%}
 
-  {%- call statement('main') -%}
-    {{ adapter.statement_options(cfg) }}{{ merge_sql }}
-  {%- endcall -%}
+  {% do tablets_run_main(cfg, merge_sql) %}
 
   {%- call statement('drop_tmp_relation') -%}
     drop view if exists {{ tmp_relation }}

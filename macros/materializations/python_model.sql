@@ -77,9 +77,7 @@ dbt_tablets_view = {{ tojson(tablets_python_view()) }}
     {% do adapter.drop_relation(existing_relation) %}
   {%- endif -%}
   {%- set sql = tablets_create_table_as_sql(target_relation, 'select * from ' ~ view, cfg.table_properties()) -%}
-  {%- call statement('main') -%}
-    {{ adapter.statement_options(cfg) }}{{ sql }}
-  {%- endcall -%}
+  {% do tablets_run_main(cfg, sql) %}
   {% set should_revoke = should_revoke(existing_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, config.get('grants'), should_revoke) %}
   {% do persist_docs(target_relation, model) %}

@@ -87,9 +87,7 @@
 
   {{ check_time_data_types(build_or_select_sql) }}
 
-  {% call statement('main') %}
-      {{ adapter.statement_options(cfg) }}{{ final_sql }}
-  {% endcall %}
+  {% do tablets_run_main(cfg, final_sql) %}
 
   {% set should_revoke = should_revoke(target_relation_exists, full_refresh_mode=False) %}
   {% do apply_grants(target_relation, grant_config, should_revoke=should_revoke) %}

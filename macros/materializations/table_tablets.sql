@@ -38,9 +38,8 @@
   {%- if old_relation is not none and not adapter.is_tablet_table(old_relation) -%}
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
-  {%- call statement('main') -%}
-    {{ create_table_as(False, target_relation, compiled_code, 'sql') }}
-  {%- endcall -%}
+  {%- set cfg = adapter.table_config(model.config, model.name) -%}
+  {% do tablets_run_main(cfg, create_table_as(False, target_relation, compiled_code, 'sql')) %}
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}

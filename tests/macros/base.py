@@ -1,7 +1,8 @@
 """MacroTestBase: render the real macros of ``macros/`` (as dbt-databricks'
 ``tests/unit/macros/base.py`` does), with dbt's own Jinja environment (so ``{% materialization %}``
 blocks compile to the macros dbt calls) and a small fake of the dbt context: ``config``,
-``model``, ``this``, ``adapter``, ``statement`` (records the SQL of every ``{% call statement %}``),
+``model``, ``this``, ``adapter``, ``statement`` (records the SQL of every ``{% call statement %}``,
+and ``adapter.run_statement`` a model's own statement as ``main``),
 ``return`` and the dbt / dbt-spark macros ours delegate to (recorded as calls)."""
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ class MacroTestBase:
             "exceptions": mock.Mock(name="exceptions"),
             "log": lambda *a, **k: "",
             "statement": self._statement,
+            "write": lambda sql: "",
+            "store_result": lambda *a, **k: "",
         }
+        self.adapter.run_statement.side_effect = lambda cfg, sql: self.statements.append(("main", squash(sql)))
         self.context["config"].get = lambda key, default=None, **_: self.config.get(key, default)
         self.context["exceptions"].raise_compiler_error.side_effect = _raise
         for name, result in self.delegates().items():

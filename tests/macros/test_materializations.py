@@ -23,7 +23,6 @@ class MaterializationTest(MacroTestBase):
         self.adapter.render_merge.side_effect = lambda cfg, t, s, tc, sc: render_merge(
             cfg, str(t), str(s), [c.name for c in tc], [c.name for c in sc]
         )
-        self.adapter.statement_options.return_value = ""
         self.columns = {"analytics.m": ["id", "v"], "m__dbt_tmp": ["id", "v"]}
         self.adapter.get_columns_in_relation.side_effect = lambda rel: [Column(c) for c in self.columns[str(rel)]]
         self.adapter.is_tablet_table.return_value = True
@@ -44,7 +43,7 @@ class TestMergeTablets(MaterializationTest):
                 "('key_columns' = 'id', 'target_tablet_rows' = '100', 'auto_compact' = 'true') as select 1 as id",
             )
         ]
-        options = self.adapter.statement_options.call_args.args[0]
+        options = self.adapter.run_statement.call_args.args[0]
         assert options.target_tablet_rows == 100
 
     def test_later_run_merges_from_a_temporary_view(self):

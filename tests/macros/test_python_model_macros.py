@@ -34,7 +34,6 @@ class PythonTest(MacroTestBase):
         self.adapter.render_merge.side_effect = lambda cfg, t, s, tc, sc: render_merge(
             cfg, str(t), str(s), [c.name for c in tc], [c.name for c in sc]
         )
-        self.adapter.statement_options.return_value = ""
         self.adapter.get_columns_in_relation.side_effect = lambda rel: [Column("id"), Column("v")]
         self.adapter.is_tablet_table.return_value = True
         self.script = None
@@ -86,7 +85,7 @@ class TestTable(PythonTest):
             "create or replace table analytics.m using tablets tblproperties "
             f"('target_tablet_rows' = '100', 'cluster_by' = 'id') as select * from {VIEW}"
         )
-        options = self.adapter.statement_options.call_args.args[0]
+        options = self.adapter.run_statement.call_args.args[0]
         assert options.target_tablet_rows == 100 and options.cluster_by == ("id",)
         assert self.statements[2][1] == f"drop view if exists {VIEW}"
         self.adapter.drop_relation.assert_not_called()
@@ -111,7 +110,7 @@ class TestIncremental(PythonTest):
         self.existing(Relation("m"))
         self.run_macro("materialization_incremental_tablets")
         assert self.names() == ["python_model", "create_tmp_relation", "main", "drop_tmp_relation", "drop_python_view"]
-        assert self.languages == ["python", "sql", "sql", "sql", "sql"]
+        assert self.languages == ["python", "sql", "sql", "sql"]  # (main: adapter.run_statement)
         assert self.statements[1][1] == f"create or replace temporary view m__dbt_tmp as select * from {VIEW}"
         assert self.statements[2][1].startswith(
             "MERGE INTO analytics.m AS DBT_INTERNAL_DEST USING m__dbt_tmp AS DBT_INTERNAL_SOURCE"

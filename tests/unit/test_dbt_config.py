@@ -6,6 +6,7 @@ materializations run (and write to target/run/)."""
 from __future__ import annotations
 
 import doctest
+from types import SimpleNamespace
 
 import pytest
 from dbt_common.exceptions import DbtRuntimeError
@@ -806,22 +807,33 @@ def test_strategy_validation_errors(config, key, fragment):
     assert fragment in found[0].render()
 
 
-def test_statement_options_travel_in_the_statement():
-    """A statement's engine options are a comment written into it (``adapter.statement_options``)
-    that the cursor takes out and hands to ``Database.sql``: the same values, tuples as tuples."""
-    from dbt.adapters.tablets.session import options_comment, take_options
+def test_a_models_statement_options_are_a_value_in_the_place_of_dbts_bindings():
+    """A model's statement runs with its options handed over as a value (``run_statement``
+    through dbt's ``add_query``): the engine's options, the ANSI mode beside them, the SQL as
+    written; anything else bound is dbt-spark's."""
+    from dbt.adapters.tablets.impl import statement_options
+    from dbt.adapters.tablets.session import StatementOptions, TabletsConnectionWrapper
 
-    options = {
-        "skip_unchanged": False,
-        "target_tablet_rows": 10,
-        "cluster_by": ("a*/b", "c"),
-        "parameters": (("dbt_model", "m"), ("dbt_materialization", "table")),
-    }
-    comment = options_comment(options)
-    sql, taken = take_options('/* {"app": "dbt"} */\n' + comment + "MERGE INTO t USING s ON t.id = s.id")
-    assert taken == options
-    assert sql == '/* {"app": "dbt"} */\nMERGE INTO t USING s ON t.id = s.id'
-    assert options_comment({}) == "" and take_options("SELECT 1") == ("SELECT 1", None)
+    cfg = parse_merge_config({"unique_key": "id", "skip_unchanged": False, "ansi": False}, "m")
+    options = statement_options(cfg)
+    engine = dict(options.engine)
+    assert options.ansi is False and "ansi" not in engine and engine["skip_unchanged"] is False
+    assert options.parameters == (("dbt_model", "m"), ("dbt_materialization", "merge_tablets"))
+
+    ran = []
+
+    class Cursor:
+        def run(self, sql, opts):
+            ran.append((sql, opts))
+
+        def execute(self, sql, *bindings):
+            ran.append((sql, bindings))
+
+    wrapper = TabletsConnectionWrapper(SimpleNamespace(cursor=Cursor))
+    wrapper.cursor().execute("/* dbt */ MERGE INTO t USING s ON t.id = s.id;", options)
+    wrapper.execute("INSERT INTO t VALUES (%s)", [None])
+    assert ran == [("/* dbt */ MERGE INTO t USING s ON t.id = s.id", options), ("INSERT INTO t VALUES (%s)", ("NULL",))]
+    assert StatementOptions().parameters == ()
 
 
 def test_only_commands_that_query_start_the_session_early():

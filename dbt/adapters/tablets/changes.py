@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from tablets.changes import CONSUMED, last_consumed, record_consumed
 from tablets.sqltext import sql_string
@@ -56,8 +57,8 @@ def take_consumed(model: str) -> tuple[str, str] | None:
     return (CONSUMED, json.dumps(got, sort_keys=True)) if got else None
 
 
-def after_statement(db: Database, options: dict[str, Any] | None, result: StatementResult) -> None:
+def after_statement(db: Database, parameters: Iterable[tuple[str, str]], result: StatementResult) -> None:
     """A statement that was to record its consumption and committed nothing: record it alone."""
-    raw = dict((options or {}).get("parameters", ())).get(CONSUMED)
+    raw = dict(parameters).get(CONSUMED)
     if raw and result.metrics.version is None:
         record_consumed(db.table_of(result.target), {k: int(v) for k, v in json.loads(raw).items()})

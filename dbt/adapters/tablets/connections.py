@@ -54,7 +54,7 @@ from dbt.flags import get_flags
 from dbt_common.exceptions import DbtRuntimeError
 
 import tablets
-from dbt.adapters.tablets.session import ANSI_CONF, TabletsConnection, TabletsConnectionWrapper
+from dbt.adapters.tablets.session import ANSI_CONF, StatementOptions, TabletsConnection, TabletsConnectionWrapper
 from dbt.adapters.tablets.startup import open_database, start_early
 from tablets.exceptions import TabletsError
 from tablets.sessions import check_metastore_uri
@@ -297,6 +297,12 @@ class TabletsConnectionManager(SparkConnectionManager):
         connection.handle = TabletsConnectionWrapper(TabletsConnection(db))
         connection.state = ConnectionState.OPEN
         return connection
+
+    def run_statement(self, sql: str, options: StatementOptions) -> AdapterResponse:
+        """``sql`` run as dbt runs a statement (``add_query``: its log lines, query comment and
+        error handling), with ``options`` in the place of its bindings (``session.py``)."""
+        _, cursor = self.add_query(self._add_query_comment(sql), auto_begin=False, bindings=options)
+        return self.get_response(cursor)
 
     @classmethod
     def get_response(cls, cursor: Any) -> AdapterResponse:

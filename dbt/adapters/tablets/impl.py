@@ -10,13 +10,14 @@ The Jinja orchestrates; these ``@available`` methods decide:
   these three also warn, once per model, of dbt-databricks keys a tablet table ignores;
 - ``contract_ddl(model, properties)``: an enforced contract's constraints in the CREATE
   (``contracts.py``), with a warning for each the engine cannot enforce;
-- ``statement_options(cfg)``: the engine options (``skip_unchanged``, tablet size, ...) as a
-  comment written into the statement they are for (no state between calls);
+- ``run_statement(cfg, sql)``: a model's own statement, run with its engine options
+  (``skip_unchanged``, tablet size, ...) handed to the cursor as a value through dbt's
+  ``add_query`` (the ``tablets_run_main`` macro);
 - ``is_tablet_table``, ``tablet_stats``, and the DDL that Spark cannot do on a tablet table:
   rename, add / drop / retype columns, drop the tablet tables of a schema;
 - ``persist_tablet_docs``: ``persist_docs`` as the table's comments (one commit); the docs
   catalog carries every relation's comments (``docs.py``);
-- ``load_seed``: a seed's one statement, its rows as data (``seeds.py``).
+- ``load_seed(cfg, sql, rows)``: a seed's one statement, its rows as data (``seeds.py``).
 
 Errors of the engine (``tablets.TabletsError``) become ``DbtRuntimeError`` with the engine's
 message and its ``Help:`` line.
@@ -61,7 +62,7 @@ from dbt.adapters.tablets.python_models import (
 from dbt.adapters.tablets.relation import TabletsRelation
 from dbt.adapters.tablets.render import render_merge
 from dbt.adapters.tablets.seeds import ROWS, rows_view
-from dbt.adapters.tablets.session import options_comment
+from dbt.adapters.tablets.session import StatementOptions
 from dbt.adapters.tablets.snapshot import parse_snapshot_config
 from tablets.exceptions import TabletsError
 from tablets.sessions import backend, warehouse_of
@@ -249,18 +250,13 @@ class TabletsAdapter(SparkAdapter):
         )
 
     @available
-    def statement_options(self, cfg: MergeConfig | TableConfig) -> str:
-        """The engine options of the statement it is written into (``skip_unchanged``, tablet
-        size, ...), as a comment the statement carries to ``Database.sql(text, options=...)``;
-        with the upstream versions the model's ``tablets_changes`` read, recorded in its commit
-        (``changes.py``)."""
-        from dbt.adapters.tablets.changes import take_consumed  # (as above)
-
-        options = cfg.statement_options()
-        consumed = take_consumed(cfg.model)
-        if consumed is not None:
-            options["parameters"] = (*options.get("parameters", ()), consumed)
-        return options_comment(options)
+    def run_statement(self, cfg: MergeConfig | TableConfig, sql: str) -> AdapterResponse:
+        """Run a model's own statement (its MERGE, CREATE ... AS, a snapshot's MERGE) with the
+        engine options of ``cfg`` (``skip_unchanged``, tablet size, ...) and the upstream
+        versions its ``tablets_changes`` read, recorded in its commit (``changes.py``): a value
+        in the place of dbt's query bindings, so the statement goes through dbt's ``add_query``
+        (log lines, query comment, errors) with its SQL as dbt shows it."""
+        return self.connections.run_statement(sql, statement_options(cfg))
 
     @available
     def tablets_changes_sql(self, model: str, upstream: BaseRelation, this: BaseRelation, full_refresh: bool) -> str:
@@ -304,11 +300,11 @@ class TabletsAdapter(SparkAdapter):
         }
 
     @available
-    def load_seed(self, sql: str, agate_table: Any) -> None:
+    def load_seed(self, cfg: TableConfig, sql: str, agate_table: Any) -> AdapterResponse:
         """Run a seed's statement (``macros/adapters/seed.sql``) with its rows as the view it
         reads (``seeds.ROWS``): one commit, its values as data rather than SQL (``seeds.py``)."""
         with rows_view(self._database().spark, len(agate_table.column_names), agate_table.rows) as view:
-            self.execute(sql.replace(ROWS, view))
+            return self.run_statement(cfg, sql.replace(ROWS, view))
 
     # --- Python models (python_models.py) -------------------------------------------------------
 
@@ -431,6 +427,18 @@ class TabletsAdapter(SparkAdapter):
         info = super()._get_adapter_specific_run_info(config)
         info["adapter_type"] = "tablets"
         return info
+
+
+def statement_options(cfg: MergeConfig | TableConfig) -> StatementOptions:
+    """The options of ``cfg``'s statement, with what its ``tablets_changes`` consumed (once)."""
+    from dbt.adapters.tablets.changes import take_consumed  # (loaded beside the session: connections._load_engine)
+
+    options = cfg.statement_options()
+    ansi = options.pop("ansi", None)
+    consumed = take_consumed(cfg.model)
+    if consumed is not None:
+        options["parameters"] = (*options.get("parameters", ()), consumed)
+    return StatementOptions(engine=tuple(options.items()), ansi=ansi)
 
 
 _STATS = (

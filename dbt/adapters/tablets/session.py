@@ -7,16 +7,19 @@ sent through the engine's SQL front door (``tablets.Database.sql``).
   adapter response.
 - Everything else goes to Spark SQL and behaves exactly as in dbt-spark's ``session.Cursor``
   (a lazy DataFrame that ``fetchall`` collects).
+- A materialization's own statement comes with its options as a value
+  (:class:`StatementOptions`, in the place of dbt's query bindings: ``TabletsAdapter.run_statement``),
+  so it runs through dbt's ``add_query`` (its log lines, query comment and error handling) and
+  its SQL stays what dbt shows in ``target/run/``.
 
 The Spark session these connections share is started by ``dbt.adapters.tablets.startup``.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dbt.adapters.events.logging import AdapterLogger
@@ -32,10 +35,6 @@ if TYPE_CHECKING:
     from tablets.db import Database, StatementResult
 
 logger = AdapterLogger("Tablets")
-
-# a statement's engine options travel in it, as a comment the cursor takes out (options_comment)
-_OPTIONS = re.compile(r"/\* tablets\.options (\{.*?\}) \*/\n?", re.DOTALL)
-
 
 # --- the cursor -------------------------------------------------------------------------------
 
@@ -58,27 +57,18 @@ def ansi_mode(spark: Any, ansi: bool | None) -> Iterator[None]:
         spark.conf.set(ANSI_CONF, before)
 
 
-def options_comment(options: Mapping[str, Any] | None) -> str:
-    """``options`` (``tablets.MergeOptions`` fields) as the comment that carries them in the
-    statement they are for (``statement_options`` in the macros); "" for none."""
-    if not options:
-        return ""
-    text = json.dumps(dict(options), default=list).replace("*/", "*\\/")  # JSON reads \/ as /
-    return f"/* tablets.options {text} */\n"
+@dataclass(frozen=True)
+class StatementOptions:
+    """What a model's statement runs with: the engine's options (``tablets.MergeOptions``
+    fields: ``skip_unchanged``, tablet size, commit ``parameters``, ...) and the model's ANSI
+    mode (None: the profile's)."""
 
+    engine: tuple[tuple[str, Any], ...] = ()
+    ansi: bool | None = None
 
-def take_options(sql: str) -> tuple[str, dict[str, Any] | None]:
-    """The statement without its options comment, and the options it carried (lists as tuples,
-    as ``MergeOptions`` holds them); None without one."""
-    m = _OPTIONS.search(sql)
-    if m is None:
-        return sql, None
-
-    def tuples(v: Any) -> Any:
-        return tuple(tuples(x) for x in v) if isinstance(v, list) else v
-
-    options = {k: tuples(v) for k, v in json.loads(m.group(1)).items()}
-    return sql[: m.start()] + sql[m.end() :], options
+    @property
+    def parameters(self) -> tuple[tuple[str, str], ...]:
+        return tuple(dict(self.engine).get("parameters", ()))
 
 
 class TabletsCursor(SparkSessionCursor):
@@ -90,27 +80,27 @@ class TabletsCursor(SparkSessionCursor):
         self.statement_result: StatementResult | None = None
 
     def execute(self, sql: str, *parameters: Any) -> None:
-
         if len(parameters) > 0:
             sql = sql % parameters
+        self.run(sql, StatementOptions())
+
+    def run(self, sql: str, options: StatementOptions) -> None:
         self.statement_result = None
         self._rows = None
-        sql, options = take_options(sql)
         db = self._connection.database
-        ansi = options.pop("ansi", None) if options else None
         # a model's sql_header runs before its statement, in the same call
-        with ansi_mode(db.spark, ansi):
-            out = db.script(sql, options=options)  # errors become dbt's in the manager's exception_handler
+        with ansi_mode(db.spark, options.ansi):
+            out = db.script(sql, options=dict(options.engine) or None)  # errors: the manager's exception_handler
         from tablets.db import StatementResult  # (the engine loads beside the session: _load_engine)
 
         if isinstance(out, StatementResult):
             self._df = None
             self._rows = []
             self.statement_result = out
-            if options and options.get("parameters"):
+            if options.parameters:
                 from dbt.adapters.tablets.changes import after_statement
 
-                after_statement(db, options, out)  # tablets_changes: what a no-op consumed
+                after_statement(db, options.parameters, out)  # tablets_changes: what a no-op consumed
             logger.debug(f"tablets: {out.message} on {out.target} ({_timings(out)})")
         elif isinstance(out, str):  # EXPLAIN of a statement on a tablet table
             self._df = db.spark.createDataFrame([(out,)], "plan string")
@@ -172,6 +162,15 @@ class TabletsConnectionWrapper(SessionConnectionWrapper):
         if isinstance(value, str):
             return sql_string(value)
         return super()._fix_binding(value)
+
+    def execute(self, sql: str, bindings: Any = None) -> None:
+        """dbt's ``add_query`` hands its bindings here: a model's :class:`StatementOptions`, or a
+        seed's values (dbt-spark's)."""
+        if not isinstance(bindings, StatementOptions):
+            super().execute(sql, bindings)
+            return
+        assert self._cursor is not None, "Cursor not available"
+        self._cursor.run(sql.strip().removesuffix(";"), bindings)
 
     @property
     def statement_result(self) -> StatementResult | None:
