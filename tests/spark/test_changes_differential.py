@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from support.differential import PlanRun, canon, sessions
 from support.sqlgen import make_case
+from tablets.exceptions import ChangesUnavailable
 from tablets.storage.changes import CHANGE_COLUMNS, changes
 from tablets.storage.tablet import read_tablet
 from tablets.storage.types import schema_to_arrow
@@ -98,11 +99,16 @@ def test_changes_take_each_version_to_the_next(db):
         table = db.table_of(run.name)
         latest = table.version
         r = random.Random(seed)
+        refused = 0
         pairs = {(v, v + 1) for v in range(latest)} | {(0, latest)}
         pairs |= {tuple(sorted(r.sample(range(latest + 1), 2))) for _ in range(4)} if latest > 1 else set()
         for v1, v2 in sorted(pairs):
             meta = table.snapshot(v2).metadata
-            feed = changes(table, v1 + 1, v2)
+            try:
+                feed = changes(table, v1 + 1, v2)
+            except ChangesUnavailable:  # a type change, or a dropped column back (test_table_changes.py)
+                refused += 1
+                continue
             before = canon(rows_as_of(table, v1, meta))[1]
             after = canon(rows_as_of(table, v2, meta))[1]
             got = apply_changes(before, feed)
@@ -114,5 +120,5 @@ def test_changes_take_each_version_to_the_next(db):
                 bad = check_keys(feed, list(meta.key_columns)) or check_updates(feed, updated)
                 if bad:
                     problems.append(f"seed {seed}, versions {v1} -> {v2}: {bad}")
-        print(f"seed {seed}: {latest} versions, {len(pairs)} ranges checked", flush=True)
+        print(f"seed {seed}: {latest} versions, {len(pairs)} ranges checked, {refused} refused", flush=True)
     assert not problems, "\n\n".join(problems[:5])

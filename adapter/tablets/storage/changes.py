@@ -177,12 +177,18 @@ def version_changes(table: TabletTable, start: int, end: int, meta: Metadata, wh
 
 def _incompatible(then: Metadata, now: Metadata) -> str | None:
     """Why rows of a version with ``then``'s columns cannot be read with ``now``'s: a column of
-    another type since; None when they can (a column added since reads as NULL, one dropped
-    since is not shown, as the newer version's columns are the feed's)."""
+    another type since; or a column of ``now`` that ``then`` had dropped (a RESTORE brought it
+    back), whose values the tablets rewritten without it (OPTIMIZE, updates) lost while the
+    older tablets still hold them. None when they can (a column added since reads as NULL, one
+    dropped since is not shown, as the newer version's columns are the feed's)."""
     columns = {n.lower(): t for n, t, _ in now.schema}
     for name, type_, _ in then.schema:
         if columns.get(name.lower(), type_) != type_:
             return f"its column {name} is {type_}, and {columns[name.lower()]} in the newer version"
+    had = set(then.column_ids) if then.ids_in_log and now.ids_in_log else None  # (ids 1..n: no such history)
+    for (name, _, _), cid in zip(now.schema, now.column_ids, strict=True):
+        if had is not None and cid not in had and cid <= then.max_column_id:
+            return f"its column {name} was dropped, and is back in the newer version"
     return None
 
 
@@ -203,8 +209,8 @@ def _refuse(table: TabletTable, start: int, end: int, meta: Metadata, what: str,
         else f"Read the changes of the versions after {last + 1}, once there are some"
     )
     raise ChangesUnavailable(
-        f"{what}: a column's type changed within the range (version {version}: {why}), and the changes are "
-        f"read with version {end}'s columns",
+        f"{what}: a column's type changed or a dropped column came back within the range (version {version}: "
+        f"{why}), and the changes are read with version {end}'s columns",
         help=f"{fix}, or end the range before the change.",
     )
 
