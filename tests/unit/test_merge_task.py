@@ -80,7 +80,7 @@ def test_rows_spark_left_to_compare_become_updates_or_unchanged_by_their_old_val
     (tid,) = t.snapshot().tablets
     handle = t.begin_delete("MERGE", target_tablet_rows=100)
     monkeypatch.setattr(tasks, "COMPARE_BYTES", 1)  # every batch is read at once
-    compare = Deferred((("v", IMAGES[1]),), {tid: t.snapshot().tablets[tid].add}, SCHEMA)
+    compare = Deferred((("v", IMAGES[1]),), (), {tid: t.snapshot().tablets[tid].add}, SCHEMA)
     run = merge_task(handle, ["id", "v"], IMAGES, compare=compare)
     # Spark's kind column may be NOT NULL (every CASE branch gives one): the tasks keep its field
     not_null = pa.schema([f.with_nullable(f.name != KIND) for f in _batch(K_INSERT, range(1)).schema])
@@ -96,3 +96,37 @@ def test_rows_spark_left_to_compare_become_updates_or_unchanged_by_their_old_val
     t.finish(handle, [fragment_from_json(r["fragment"]) for r in result.to_pylist() if r["fragment"]])
     after = dict(zip(*t.read().sort_by("id").to_pydict().values(), strict=True))
     assert after == {0: "new 0", 1: "new 1", 2: "new 2", 3: "new 3", 4: "new 4", 5: "new 5", 10: "new 10", 11: "new 11"}
+
+
+def test_updated_rows_get_the_columns_spark_left_out_from_their_old_rows(tmp_path, monkeypatch):
+    """Late materialisation: an UPDATE that keeps ``v`` reaches the task with ``v``'s image NULL
+    (Spark's scan did not read it); the task reads it for the updated rows alone, by row id,
+    across batches, and an insert's ``v`` stays the source's."""
+    from tablets.engine import tasks
+    from tablets.engine.tasks import Deferred
+
+    t = TabletTable.create(str(tmp_path / "t"), SCHEMA)
+    t.append(pa.table({"id": list(range(6)), "v": [f"old {i}" if i != 3 else None for i in range(6)]}, schema=SCHEMA))
+    (tid,) = t.snapshot().tablets
+    handle = t.begin_delete("MERGE", target_tablet_rows=100)
+    monkeypatch.setattr(tasks, "COMPARE_BYTES", 1)
+    kept = Deferred((), (("v", IMAGES[1]),), {tid: t.snapshot().tablets[tid].add}, SCHEMA)
+
+    def left_out(batch: pa.RecordBatch) -> pa.RecordBatch:
+        return batch.set_column(3, IMAGES[1], pa.nulls(batch.num_rows, pa.string()))
+
+    # ids 10..: the new key of each updated row (its image of id), so the rows tell apart
+    moved = [left_out(_batch(K_UPDATE, range(4, 6), tid)), left_out(_batch(K_UPDATE, range(1, 4), tid))]
+    moved = [b.set_column(2, IMAGES[0], pa.array([10 + r for r in b.column(1).to_pylist()], pa.int64())) for b in moved]
+    batches = [moved[0], _batch(K_INSERT, range(20, 22)), moved[1]]
+    (result,) = list(merge_task(handle, ["id", "v"], IMAGES, compare=kept)(iter(batches)))
+    out = result.to_pylist()[0]
+    assert (out["n_update"], out["n_insert"]) == (5, 2)
+    t.finish(handle, [fragment_from_json(r["fragment"]) for r in result.to_pylist() if r["fragment"]])
+    after = dict(zip(*t.read().sort_by("id").to_pydict().values(), strict=True))
+    assert after == {
+        0: "old 0",
+        **{10 + i: (f"old {i}" if i != 3 else None) for i in range(1, 6)},
+        20: "new 20",
+        21: "new 21",
+    }

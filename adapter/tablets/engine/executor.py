@@ -49,6 +49,7 @@ from tablets.engine.pairs_sql import (
     Pairs,
     classified_pairs,
     compared_in_tasks,
+    kept_in_tasks,
     one_shuffle_fits,
     one_shuffle_pairs,
     unjoined_pairs,
@@ -236,9 +237,12 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
         else:
             frame = spark_source()
             # late materialisation: the scan leaves out what only the unchanged check reads, and the
-            # merge tasks compare it for the pairs alike in the rest (they get the new images:
-            # not with cluster_by, whose inserts go apart)
-            run = replace(run, deferred=compared_in_tasks(run) if not run.options.cluster_by else ())
+            # merge tasks compare it for the pairs alike in the rest; and what every UPDATE keeps,
+            # which they read for the updated rows (they get the new images: not with cluster_by,
+            # whose inserts go apart)
+            if not run.options.cluster_by:
+                run = replace(run, deferred=compared_in_tasks(run))
+                run = replace(run, kept=kept_in_tasks(run))
             streamed = spark_streams(run, frame, tablets, handle, clock)
             clock.restart()
         counted = {
@@ -318,11 +322,12 @@ def spark_streams(run: Run, source: DataFrame | None, tablets: list[str], handle
 def deferred(run: Run, tablets: list[str]) -> Deferred | None:
     """``tasks.Deferred`` of ``run.deferred`` over ``tablets`` (their adds without statistics,
     which the tasks do not read), None where Spark's scan reads every column."""
-    if not run.deferred:
+    if not run.deferred and not run.kept:
         return None
     names = run.plan.columns
     return Deferred(
         tuple((c, run.plan.images[names.index(c)]) for c in run.deferred),
+        tuple((c, run.plan.images[names.index(c)]) for c in run.kept),
         {t: replace(run.snapshot.tablets[t].add, stats=()) for t in tablets},
         schema_to_arrow(run.snapshot.metadata.schema),
         run.snapshot.metadata.mapping,

@@ -29,6 +29,12 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
             "\n      only for the pairs alike in the rest, by the driver or by Spark's merge tasks (the scan"
             "\n      leaves out those of types Arrow compares as Spark does; with cluster_by it reads them)"
         )
+    if plan.keep_only:
+        scan_t += (
+            f"\n      kept: {', '.join(plan.keep_only)} (every UPDATE keeps them, nothing else reads them): Spark's"
+            "\n      scan leaves them out and its merge tasks read them for the updated rows alone (not with"
+            "\n      cluster_by or constraints)"
+        )
     if plan.prune_keys:
         keys = ", ".join(f"{spec.target_alias}.{c} vs min/max({e})" for c, e in plan.prune_keys)
         scan_t += f"\n      tablet pruning: skip tablets whose key range cannot match ({keys})"

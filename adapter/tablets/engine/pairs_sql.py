@@ -55,6 +55,7 @@ from tablets.engine.names import (
 )
 from tablets.engine.plan import (
     JOIN_NAMES,
+    Branch,
 )
 from tablets.engine.route import (
     RANGE_FILTER_SHARE,
@@ -71,6 +72,7 @@ from tablets.spark.frames import (
 )
 from tablets.spec import ActionKind
 from tablets.sqltext import quote_ident
+from tablets.storage.constraints import checks, not_null
 from tablets.storage.pruning import outside_share
 from tablets.storage.types import GREGORIAN_REFORM
 
@@ -123,6 +125,28 @@ def compared_in_tasks(run: Run) -> tuple[str, ...]:
     types = dict(run.plan.column_types)
     deferred = tuple(c for c in run.plan.compare_only if arrow_equal(types[c]))
     return deferred if len(deferred) < len(run.plan.target_columns) else ()
+
+
+def kept_in_tasks(run: Run) -> tuple[str, ...]:
+    """The columns every UPDATE keeps as they are and nothing else reads (``Plan.keep_only``)
+    that Spark's scan may leave out, for the merge tasks to read for the updated rows alone
+    (``tasks.Deferred.fill``): late materialisation, the join reading the key and what the
+    statement computes with. Not on a table with constraints, whose check runs over the images
+    in Spark; only where some column is still read."""
+    meta = run.snapshot.metadata
+    if not run.plan.keep_only or checks(meta) or not_null(meta):
+        return ()
+    types = dict(run.plan.column_types)
+    kept = tuple(c for c in run.plan.keep_only if arrow_equal(types[c]))
+    return kept if len(kept) + len(run.deferred) < len(run.plan.target_columns) else ()
+
+
+def _image_value(run: Run, branch: Branch, name: str) -> str:
+    """Branch's new value of column ``name`` in Spark's pairs: NULL for an UPDATE's column that
+    the merge task fills from the old row (``Run.kept``)."""
+    if not branch.image or (name in run.kept and branch.clause.action is ActionKind.UPDATE):
+        return "NULL"
+    return dict(branch.image)[name]
 
 
 def same_sql(new: str, old: str, spark_type: str) -> str:
@@ -195,9 +219,7 @@ def _pairs_sql(run: Run, from_item: str, where: str = "", *, sid: bool = False) 
     names = [n for n, _ in plan.column_types]
     if any(b.image for b in plan.branches):
         for i, name in enumerate(names):
-            whens = " ".join(
-                f"WHEN {plan.guard(b)} THEN {dict(b.image)[name] if b.image else 'NULL'}" for b in plan.branches
-            )
+            whens = " ".join(f"WHEN {plan.guard(b)} THEN {_image_value(run, b, name)}" for b in plan.branches)
             cols.append(f"CAST(CASE {whens} END AS {types[name]}) AS {IMAGE_PREFIX}{i}")
     matched = (
         f"CASE WHEN {S_MARK} IS NOT NULL AND {T_MARK} IS NOT NULL THEN '{K_MATCHED}' END"

@@ -78,6 +78,10 @@ class Plan:
     # target columns read only to tell an UPDATE's unchanged rows (skip_unchanged): the driver
     # plan reads them last, for the rows still alike (``driver_plan.classify_on_driver``)
     compare_only: tuple[str, ...] = ()
+    # target columns read only to be kept as they are by every UPDATE (no condition, expression
+    # or key names them): Spark's merge tasks may read them for the updated rows alone
+    # (``pairs_sql.kept_in_tasks``)
+    keep_only: tuple[str, ...] = ()
 
     @property
     def read_first(self) -> list[str]:
@@ -319,8 +323,13 @@ def plan_merge(
     join_keys = _join_keys(on_tree, spec, lower_t)
     rest = [c for c in conjuncts(on_tree) if _key_pair(c, spec, lower_t) is None] if on_tree is not None else []
     updates = [b for b in acting if b.clause.action is ActionKind.UPDATE]
-    for b in updates:  # the columns an image keeps (unassigned, or SET c = t.c)
-        needed |= {c for c, copy in zip(tcols, b.copies or (), strict=True) if copy == ("t", c)}
+    named = set(needed)  # what ON, the conditions and the expressions read
+    kept = [{c for c, copy in zip(tcols, b.copies or (), strict=True) if copy == ("t", c)} for b in updates]
+    for k in kept:  # the columns an image keeps (unassigned, or SET c = t.c)
+        needed |= k
+    keep_only = tuple(
+        c for c in tcols if kept and all(c in k for k in kept) and c not in named and c not in key_columns
+    )
     compare_only: tuple[str, ...] = ()
     if updates and skip_unchanged:  # the comparison with the old row reads every column
         compare_only = tuple(c for c in tcols if c not in needed)
@@ -335,6 +344,7 @@ def plan_merge(
         dropped=tuple(dropped),
         target_columns=ordered,
         compare_only=compare_only,
+        keep_only=keep_only,
         prune_keys=join_keys if Category.NOT_MATCHED_BY_SOURCE not in cats else (),
         column_types=tuple(target_schema),
         key_columns=tuple(key_columns),

@@ -124,6 +124,9 @@ class Run:
     # Spark's plan: the columns its scan leaves out, compared by the merge tasks for the rows
     # alike in the rest (``pairs_sql.compared_in_tasks``; chosen by the executor)
     deferred: tuple[str, ...] = ()
+    # Spark's plan: the columns every UPDATE keeps that its scan leaves out, read by the merge
+    # tasks for the updated rows (``pairs_sql.kept_in_tasks``; chosen by the executor)
+    kept: tuple[str, ...] = ()
     temps: Temporaries = field(default_factory=Temporaries)
     # memos of computations made once a statement, each under the name of the one module that
     # makes and reads it (``driver_plan``'s); shared by every ``replace`` of the run
@@ -131,8 +134,8 @@ class Run:
 
     @property
     def scan_columns(self) -> list[str]:
-        """The target columns Spark's plan reads: ``Plan.target_columns`` but ``deferred``."""
-        return [c for c in self.plan.target_columns if c not in self.deferred]
+        """The target columns Spark's plan reads: ``Plan.target_columns`` but ``deferred`` and ``kept``."""
+        return [c for c in self.plan.target_columns if c not in self.deferred and c not in self.kept]
 
 
 def setting_on(run: Run, setting: str) -> bool:

@@ -207,28 +207,66 @@ class _NewRows:
 
 @dataclass(frozen=True)
 class Deferred:
-    """What a merge task needs to finish the unchanged check of its K_COMPARE rows (``alike``):
-    the columns Spark's scan left out, each with its image column, and the statement's tablets
-    (their adds, by id) with the schema and mapping they are read with."""
+    """What a merge task reads of the old rows that Spark's scan left out: for its K_COMPARE
+    rows, the columns that finish the unchanged check (``alike``); for its updated rows, the
+    columns every UPDATE keeps (late materialisation); each with its image column, and the
+    statement's tablets (their adds, by id) with the schema and mapping they are read with."""
 
-    columns: tuple[tuple[str, str], ...]  # (target column, image column)
+    columns: tuple[tuple[str, str], ...]  # (target column, image column) compared
+    kept: tuple[tuple[str, str], ...]  # (target column, image column) an update keeps
     adds: Mapping[str, AddTablet]
     schema: pa.Schema
     mapping: ColumnMapping | None = None
 
-    def classify(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
-        """``rows`` (all K_COMPARE) as K_UPDATE or K_UNCHANGED: their old values of the left-out
-        columns read by row id, a kind of column at a time, for the rows still alike."""
+    @property
+    def held_kinds(self) -> pa.Array:
+        """The kinds of row a merge task holds for this (``finish``)."""
+        return pa.array(([K_COMPARE] if self.columns else []) + ([K_UPDATE] if self.kept else []))
+
+    def finish(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
+        """``rows`` (of ``held_kinds``) compared, then the updated ones given their kept columns
+        (Spark marks an update K_COMPARE only where some compared column is left to the task)."""
+        compare = pc.equal(rows.column(KIND), K_COMPARE)
+        if self.columns and pc.any(compare).as_py():
+            rows = pa.concat_tables([rows.filter(pc.invert(compare)), self.classify(handle, rows.filter(compare))])
+        return self.fill(handle, rows) if self.kept else rows
+
+    def _reader(self, handle: WriteHandle, rows: pa.Table):
         tids = rows.column(TID).combine_chunks().dictionary_encode()
         adds = [self.adds[t] for t in tids.dictionary.to_pylist()]
         which = tids.indices.to_numpy(zero_copy_only=False)
         positions = rows.column(ROW).to_numpy()
-        later = [(c, rows.column(image).combine_chunks()) for c, image in self.columns]
 
         def read(cols: list[str], at: np.ndarray) -> pa.Table:
             return read_rows_at(handle.io, handle.root, adds, which[at], positions[at], self.schema, cols, self.mapping)
 
-        same = still_alike(np.ones(rows.num_rows, dtype=bool), later, self.schema, read)
+        return read
+
+    def fill(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
+        """``rows`` with the kept columns of their K_UPDATE rows' images read from the old rows
+        (by row id: one read of those columns, in position order); the others as they came."""
+        updated = np.flatnonzero(pc.equal(rows.column(KIND), K_UPDATE).to_numpy(zero_copy_only=False))
+        if not len(updated):
+            return rows
+        old = self._reader(handle, rows)([c for c, _ in self.kept], updated)
+        mask = np.zeros(rows.num_rows, dtype=bool)
+        mask[updated] = True
+        # each old value at its row: a scatter of the read values (rows not updated keep theirs)
+        spots = np.full(rows.num_rows, -1)
+        spots[updated] = np.arange(len(updated))
+        for c, image in self.kept:
+            at = rows.column_names.index(image)
+            field = rows.schema.field(at)
+            values = old.column(c).combine_chunks().cast(field.type).take(pa.array(np.maximum(spots, 0)))
+            filled = pc.if_else(pa.array(mask), values, rows.column(at).combine_chunks())
+            rows = rows.set_column(at, field, filled)
+        return rows
+
+    def classify(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
+        """``rows`` (all K_COMPARE) as K_UPDATE or K_UNCHANGED: their old values of the left-out
+        columns read by row id, a kind of column at a time, for the rows still alike."""
+        later = [(c, rows.column(image).combine_chunks()) for c, image in self.columns]
+        same = still_alike(np.ones(rows.num_rows, dtype=bool), later, self.schema, self._reader(handle, rows))
         kinds = pa.array(np.where(same, K_UNCHANGED, K_UPDATE), pa.string())
         at = rows.column_names.index(KIND)  # (its field as Spark sent it: maybe not nullable)
         return rows.set_column(at, rows.schema.field(at), kinds)
@@ -259,8 +297,9 @@ def merge_task(
     arrive, and what it keeps to the end is each target row's id and kind, the inserted rows'
     keys, and the one-shuffle plan's candidates (the source's rows). Where the table sorts new
     tablets (``cluster_by``), the new images are held and sorted together, as one task's are.
-    With ``compare``, the updates Spark found alike in the columns it read (K_COMPARE) are held
-    up to ``COMPARE_BYTES`` and compared in the rest (``Deferred.classify``) before they count."""
+    With ``compare``, the updates Spark found alike in the columns it read (K_COMPARE), and the
+    updates whose kept columns it left out, are held up to ``COMPARE_BYTES`` and finished
+    (``Deferred.finish``) before they count."""
     key_names = [columns[images.index(k)] for k in keys]
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -297,9 +336,11 @@ def merge_task(
         def compared() -> None:
             nonlocal comparing_bytes
             assert compare is not None
-            take(compare.classify(handle, pa.concat_tables(comparing)))
+            take(compare.finish(handle, pa.concat_tables(comparing)))
             comparing.clear()
             comparing_bytes = 0
+
+        held_kinds = compare.held_kinds if compare is not None else None
 
         for batch in batches:
             if not batch.num_rows:
@@ -310,8 +351,8 @@ def merge_task(
                 if pc.any(one_shuffle).as_py():
                     held.append(table.filter(one_shuffle))
                     table = table.filter(pc.invert(one_shuffle))
-            if compare is not None:
-                alike = pc.equal(table.column(KIND), K_COMPARE)
+            if held_kinds is not None:
+                alike = pc.is_in(table.column(KIND), held_kinds)
                 if pc.any(alike).as_py():
                     comparing.append(table.filter(alike))
                     comparing_bytes += comparing[-1].nbytes
