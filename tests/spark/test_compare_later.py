@@ -11,7 +11,7 @@ import pytest
 from support.both_plans import on_both_plans
 from support.conf import settings
 from support.differential import canon
-from tablets.engine import pairs_sql
+from support.scans import record_scans
 from tablets.engine.route import ARROW_EVAL_CONF, DRIVER_SCAN_CONF, DRIVER_WRITE_CONF
 from tablets.exceptions import ConstraintViolation
 from tablets.storage import tablet as tablet_module
@@ -82,14 +82,7 @@ SPARK_TASKS = {DRIVER_SCAN_CONF: "0", DRIVER_WRITE_CONF: "0", "spark.sql.autoBro
 def test_spark_scans_without_the_compared_columns_and_its_tasks_compare_them(reg_db, monkeypatch, conf):
     """Spark's plan scans the key alone (``v``, ``s``, ``x`` are only compared): its merge tasks
     compare them, on the driver for few pairs and in Spark's tasks (shuffle-joined) else."""
-    scanned: list[list[str]] = []
-    tablet_scan = pairs_sql.tablet_scan
-
-    def spy(spark, table, snapshot, columns, **kw):
-        scanned.append(list(columns))
-        return tablet_scan(spark, table, snapshot, columns, **kw)
-
-    monkeypatch.setattr(pairs_sql, "tablet_scan", spy)
+    scanned = record_scans(monkeypatch)
     t = "reg.later_spark"
     reg_db.sql(f"DROP TABLE IF EXISTS {t}")
     with settings(reg_db.spark, conf):

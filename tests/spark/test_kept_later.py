@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 from support.conf import settings
 from support.differential import canon
-from tablets.engine import pairs_sql
+from support.scans import record_scans
 from tablets.engine.route import DRIVER_SCAN_CONF, DRIVER_WRITE_CONF
 
 pytestmark = pytest.mark.spark
@@ -38,14 +38,7 @@ UPSERT = (
 def _run(db, name, conf, statements, monkeypatch):
     """``statements`` on a fresh table under ``conf``: its rows after, the last statement's
     counts and the columns each of Spark's tablet scans read."""
-    scanned: list[list[str]] = []
-    tablet_scan = pairs_sql.tablet_scan
-
-    def spy(spark, table, snapshot, columns, **kw):
-        scanned.append(list(columns))
-        return tablet_scan(spark, table, snapshot, columns, **kw)
-
-    monkeypatch.setattr(pairs_sql, "tablet_scan", spy)
+    scanned = record_scans(monkeypatch)
     t = f"reg.kept_{name}"
     db.sql(f"DROP TABLE IF EXISTS {t}")
     with settings(db.spark, conf):
@@ -53,7 +46,6 @@ def _run(db, name, conf, statements, monkeypatch):
             db.sql(s.replace("{t}", t))
         scanned.clear()
         m = db.sql(statements[-1].replace("{t}", t)).metrics
-    monkeypatch.setattr(pairs_sql, "tablet_scan", tablet_scan)
     return canon(db.table_of(t).read())[1], (m.rows_inserted, m.rows_updated, m.rows_unchanged), scanned
 
 
