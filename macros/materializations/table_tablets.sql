@@ -39,7 +39,7 @@
     {{ adapter.drop_relation(old_relation) }}
   {%- endif -%}
   {%- set cfg = adapter.table_config(model.config, model.name) -%}
-  {% do tablets_run_main(cfg, create_table_as(False, target_relation, compiled_code, 'sql')) %}
+  {% do tablets_run_main(cfg, tablets_create_table_as_sql(target_relation, compiled_code, cfg.table_properties())) %}
   {% set should_revoke = should_revoke(old_relation, full_refresh_mode=True) %}
   {% do apply_grants(target_relation, grant_config, should_revoke) %}
   {% do persist_docs(target_relation, model) %}

@@ -152,7 +152,7 @@ def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
     """``select_target_rows``' rows with every column Spark's plan reads (``Run.scan_columns``), in
     their order (then the file name and row index), for Spark to classify: the columns only the
     unchanged check reads (``Plan.compare_only``) are read now for these rows, but those the merge
-    tasks compare (``Run.deferred``), and without those they read for the updated rows (``Run.kept``)."""
+    tasks compare (``Run.deferred``) nor those they read for the updated rows (``Run.kept``)."""
     rows = select_target_rows(run, tablets)
     if rows is None:
         return None
@@ -162,16 +162,14 @@ def complete_rows(run: Run, tablets: Sequence[str]) -> pa.Table | None:
         values = driver_values(run.table, run.snapshot, missing, rows)
         for c in missing:
             rows = rows.append_column(values.schema.field(c), values.column(c))
-        rows = rows.select([*columns, *(c for c in rows.column_names if c not in columns)])
+    target = set(run.plan.columns)
+    wanted = [*columns, *(c for c in rows.column_names if c not in target)]  # (then file name, row index)
+    if rows.column_names != wanted:
+        rows = rows.select(wanted)
         at, memo = tuple(tablets), _memo(run)
         memo.selected[at] = rows
-        memo.pairs.pop(at, None)  # joined again, with every column
-    return _without_kept(run, rows)
-
-
-def _without_kept(run: Run, rows: pa.Table) -> pa.Table:
-    """``rows`` without the columns Spark's merge tasks read for the updated rows (``Run.kept``)."""
-    return rows.drop_columns([c for c in run.kept if c in rows.column_names]) if run.kept else rows
+        memo.pairs.pop(at, None)  # joined again, with Spark's columns
+    return rows
 
 
 def _still_alike(run: Run, t: pa.Table, same: np.ndarray, later: list[tuple[str, pa.Array]]) -> np.ndarray:
@@ -240,8 +238,7 @@ def key_pairs(run: Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | N
     at, memo = tuple(tablets), _memo(run)
     if at not in memo.pairs:
         memo.pairs[at] = _join_on_keys(run, tablets)
-    pairs = memo.pairs[at]
-    return None if pairs is None else (_without_kept(run, pairs[0]), pairs[1])
+    return memo.pairs[at]
 
 
 def _join_on_keys(run: Run, tablets: Sequence[str]) -> tuple[pa.Table, pa.Table] | None:

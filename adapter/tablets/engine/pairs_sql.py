@@ -136,7 +136,7 @@ def kept_in_tasks(run: Run) -> tuple[str, ...]:
     meta = run.snapshot.metadata
     if not run.plan.keep_only or checks(meta) or not_null(meta):
         return ()
-    types = dict(run.plan.column_types)
+    types = dict(run.plan.column_types)  # (the types the tasks already read back to compare)
     kept = tuple(c for c in run.plan.keep_only if arrow_equal(types[c]))
     return kept if len(kept) + len(run.deferred) < len(run.plan.target_columns) else ()
 

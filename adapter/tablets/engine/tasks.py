@@ -249,17 +249,16 @@ class Deferred:
         if not len(updated):
             return rows
         old = self._reader(handle, rows)([c for c, _ in self.kept], updated)
+        # each old value at its row (a row not updated keeps its own): the read values scattered
+        spots = np.zeros(rows.num_rows, dtype=np.int64)
+        spots[updated] = np.arange(len(updated))
         mask = np.zeros(rows.num_rows, dtype=bool)
         mask[updated] = True
-        # each old value at its row: a scatter of the read values (rows not updated keep theirs)
-        spots = np.full(rows.num_rows, -1)
-        spots[updated] = np.arange(len(updated))
         for c, image in self.kept:
             at = rows.column_names.index(image)
             field = rows.schema.field(at)
-            values = old.column(c).combine_chunks().cast(field.type).take(pa.array(np.maximum(spots, 0)))
-            filled = pc.if_else(pa.array(mask), values, rows.column(at).combine_chunks())
-            rows = rows.set_column(at, field, filled)
+            values = old.column(c).combine_chunks().cast(field.type).take(pa.array(spots))
+            rows = rows.set_column(at, field, pc.if_else(pa.array(mask), values, rows.column(at).combine_chunks()))
         return rows
 
     def classify(self, handle: WriteHandle, rows: pa.Table) -> pa.Table:
