@@ -194,3 +194,36 @@ def test_plain_statements_are_the_drivers_to_merge(clauses, plain):
     p = plan_merge(spec(*clauses), TARGET, SOURCE)
     assert p.plain is plain
     assert ("driver merge:" in explain(p)) is plain
+
+
+# --- the source columns the statement reads (Plan.source_reads) ------------------------------------
+
+WIDE = ["a", "b", "d", "st"]
+
+
+@pytest.mark.parametrize(
+    ("clauses", "on", "reads"),
+    [
+        ((Clause(M, D),), "t.a = s.a", ("a",)),  # a key-only delete holds its keys alone
+        ((Clause(M, D, "d > 1"),), "t.a = s.a", ("a", "d")),  # unqualified: the source's
+        ((Clause(M, U, assignments=(("b", "s.b + 1"),)),), "t.a = s.a", ("a", "b")),
+        ((Clause(M, U, star=True),), "t.a = s.a", ("a", "b")),  # SET *: the target's names
+        ((Clause(NM, INS, star=True),), "t.a = s.a", ("a", "b")),  # INSERT *: the target's names
+        ((Clause(NM, INS, insert_values=("s.a", "s.st.f")),), "t.a = s.a", ("a", "st")),  # a struct's field
+        ((Clause(M, D, "s.a IN (SELECT 1)"),), "t.a = s.a", None),  # a subquery may read any of them
+        ((Clause(NM, INS, insert_values=("s.a", "to_json(struct(*))")),), "t.a = s.a", None),  # a star
+        ((Clause(NMS, D, "t.b > 1"),), "t.a = s.a", ("a",)),  # BY SOURCE reads no source column
+    ],
+)
+def test_source_reads_are_the_columns_the_statement_names(clauses, on, reads):
+    assert plan_merge(spec(*clauses, on=on), TARGET, WIDE).source_reads == reads
+
+
+def test_source_reads_are_unknown_without_the_source_columns():
+    assert plan_merge(spec(Clause(M, D)), TARGET, None).source_reads is None
+
+
+def test_source_reads_tell_an_alias_from_a_column_of_its_name():
+    names = [*WIDE, "s", "t"]
+    assert plan_merge(spec(Clause(M, D)), TARGET, names).source_reads == ("a",)
+    assert plan_merge(spec(Clause(M, D, "s.s = 'x' AND t.c = 'y'")), TARGET, names).source_reads == ("a", "s")

@@ -38,6 +38,7 @@ from tablets.engine.intake import (
     broadcastable,
     collect_local_source,
     counted_source,
+    narrowed,
     persisted_source,
     ran_before,
     source_digest,
@@ -142,6 +143,8 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
     cats = {b.clause.category for b in plan.branches if b.clause.action is not ActionKind.DO_NOTHING}
     tablets = list(run.snapshot.tablets)
     ranges = None
+    if source is not None:
+        source = narrowed(run, source)
     original, has_source = source, source is not None
 
     def metrics(**counted) -> MergeMetrics:  # the statement's, of what its steps returned

@@ -74,6 +74,18 @@ def broadcastable(run: Run, source: DataFrame, rows: int) -> bool:
     return size <= limit
 
 
+def narrowed(run: Run, source: DataFrame) -> DataFrame:
+    """The source's columns the statement reads (``Plan.source_reads``), chosen before it is
+    read: one nothing reads is neither persisted, collected nor digested (a key-only DELETE
+    holds its keys alone). At least one column: rows without columns count as none in Arrow."""
+    reads, names = run.plan.source_reads, source.columns
+    if reads is None or len({n.lower() for n in names}) != len(names):
+        return source  # (a name twice: Spark's select could not tell them apart)
+    wanted = {c.lower() for c in reads}
+    keep = [n for n in names if n.lower() in wanted] or names[:1]
+    return source if len(keep) == len(names) else source.select(*(F.col(quote_ident(n)) for n in keep))
+
+
 def persisted_source(run: Run, source: DataFrame) -> DataFrame:
     """The source persisted as Spark reads it, with a row id that lets an anti join find the
     source rows without a pair (see classified_pairs)."""

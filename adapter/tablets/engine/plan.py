@@ -82,6 +82,9 @@ class Plan:
     # or key names them): Spark's merge tasks may read them for the updated rows alone
     # (``pairs_sql.kept_in_tasks``)
     keep_only: tuple[str, ...] = ()
+    # the source columns the statement reads (the source's spelling), None: every one (a star, a
+    # subquery, or the source's columns unknown); the rest never leave the source's scan
+    source_reads: tuple[str, ...] | None = None
 
     @property
     def read_first(self) -> list[str]:
@@ -336,6 +339,7 @@ def plan_merge(
         needed |= set(tcols)
     ordered = tuple(c for c in tcols if c in needed)
     return Plan(
+        source_reads=_source_reads(scope, spec, on_tree, branches),
         spec=spec,
         noop_reason=reason,
         join=join,
@@ -352,6 +356,33 @@ def plan_merge(
         join_keys=join_keys,
         on_rest=Expr.of(all_of(paren(c.copy()) for c in rest)) if rest else None,
     )
+
+
+def _source_reads(
+    scope: Scope, spec: MergeSpec, on: exp.Expr | None, branches: Sequence[Branch]
+) -> tuple[str, ...] | None:
+    """``Plan.source_reads``: the source columns ON, a condition or a value names (``s.c``, an
+    unqualified ``c``, the struct ``c`` of ``s.c.f`` or ``c.f``), and those an image copies; None where a star or a subquery may read any (a subquery's unqualified names
+    may be the source's)."""
+    if spec.source is None or not scope.known:
+        return None
+    trees = [on] if on is not None else []
+    names: set[str] = set()
+    for b in branches:
+        if b.condition:
+            trees.append(b.condition.tree)
+        trees += [v.tree for v in b.values if v is not None]
+        names |= {c.lower() for side, c in b.copies or () if side == "s"}
+    for tree in trees:
+        if tree.find(exp.Star, exp.Select) is not None:
+            return None
+        for col in tree.find_all(exp.Column):  # (``s.st.f``: db s, table st, name f)
+            parts = [p.name.lower() for p in (col.args.get("db"), col.args.get("table"), col.this) if p is not None]
+            if len(parts) > 1 and parts[0] == spec.source_alias.lower():
+                names.add(parts[1])
+            elif len(parts) == 1 or parts[0] != spec.target_alias.lower():
+                names.add(parts[0])  # unqualified, or a struct's field (``st.f``)
+    return tuple(c for c in scope.scols.values() if c.lower() in names)
 
 
 def _join_type(cats: set[Category]) -> str:
