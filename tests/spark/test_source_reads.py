@@ -66,7 +66,15 @@ def test_an_upsert_keeps_what_it_reads_and_is_recognised_again(reg_db, monkeypat
         "WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)"
     )
     rows, counts, kept = _run(reg_db, f"upsert_{plan}", PLANS[plan], statement, monkeypatch)
-    assert sorted(rows) == [(1, 1.0, "a"), (2, 20.0, "b"), (3, 3.0, "c"), (4, 4.0, "d"), (5, 50.0, "e"), (6, 6.0, "f"), (9, 90.0, None)]
+    assert sorted(rows) == [
+        (1, 1.0, "a"),
+        (2, 20.0, "b"),
+        (3, 3.0, "c"),
+        (4, 4.0, "d"),
+        (5, 50.0, "e"),
+        (6, 6.0, "f"),
+        (9, 90.0, None),
+    ]
     assert counts == [(0, 2, 1, False), (0, 0, 0, True)]  # the re-run: the digest of the kept columns
     assert kept == [["id", "v"], ["id", "v"]]
 
@@ -77,7 +85,15 @@ def test_a_condition_keeps_its_columns(reg_db, monkeypatch):
         "WHEN NOT MATCHED THEN INSERT (id, s) VALUES (s.id, s.s)"
     )
     rows, counts, kept = _run(reg_db, "condition", PLANS["spark_persisted"], statement, monkeypatch)
-    assert sorted(rows) == [(1, 1.0, "a"), (2, 20.0, "b"), (3, 3.0, "c"), (4, 4.0, "d"), (5, 5.0, "e"), (6, 6.0, "f"), (9, None, "Z")]
+    assert sorted(rows) == [
+        (1, 1.0, "a"),
+        (2, 20.0, "b"),
+        (3, 3.0, "c"),
+        (4, 4.0, "d"),
+        (5, 5.0, "e"),
+        (6, 6.0, "f"),
+        (9, None, "Z"),
+    ]
     assert counts[0] == (0, 1, 1, False)
     assert kept[0] == ["id", "v", "s"]
 
