@@ -27,6 +27,7 @@ from tablets.engine.route import (
     ARROW_EVAL_CONF,
     DRIVER_SCAN_CONF,
     DRIVER_WRITE_CONF,
+    KEY_DELETE_CONF,
     KEY_FILTER_CONF,
     LOCAL_SOURCE_CONF,
     PRUNE_CONF,
@@ -53,6 +54,7 @@ ALL_OFF = {
     DRIVER_WRITE_CONF: "0",
     ARROW_EVAL_CONF: "false",
     KEY_FILTER_CONF: "false",
+    KEY_DELETE_CONF: "false",
     PRUNE_CONF: "false",
     RERUN_CONF: "false",
     SKIP_NOOP_CONF: "false",
@@ -439,6 +441,7 @@ class Tally:
                 ("tablets pruned", m.tablets_pruned > 0),
                 ("re-run (same_source)", m.same_source),
                 ("target key-filtered", m.key_filtered),
+                ("deleted by the source's key set", m.deleted_by_key_set),
                 ("no-op", m.noop),
                 ("source files read by Arrow", m.source_by_arrow),
             ):

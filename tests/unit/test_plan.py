@@ -227,3 +227,8 @@ def test_source_reads_tell_an_alias_from_a_column_of_its_name():
     names = [*WIDE, "s", "t"]
     assert plan_merge(spec(Clause(M, D)), TARGET, names).source_reads == ("a",)
     assert plan_merge(spec(Clause(M, D, "s.s = 'x' AND t.c = 'y'")), TARGET, names).source_reads == ("a", "s")
+
+
+def test_explain_names_the_source_columns_read():
+    assert "[Scan] source src AS s: a, __tablets_s" in explain(plan_merge(spec(Clause(M, D)), TARGET, WIDE))
+    assert "[Scan] source src AS s: every column" in explain(plan_merge(spec(Clause(M, D)), TARGET, None))

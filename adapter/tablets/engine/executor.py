@@ -44,6 +44,7 @@ from tablets.engine.intake import (
     source_digest,
     source_frame,
 )
+from tablets.engine.key_delete import key_deleted
 from tablets.engine.metrics import MergeMetrics, Rows, summed
 from tablets.engine.names import VIOLATION
 from tablets.engine.pairs_sql import (
@@ -135,6 +136,7 @@ class _Streamed:
 
     written: Written
     key_filtered: bool = False  # its target scan kept the rows a bloom filter of source keys holds
+    by_key_set: bool = False  # the tasks owning the tablets deleted by the source's keys (key_delete)
     on_driver: bool = False  # its few pairs collected and written by one task here
 
 
@@ -234,9 +236,13 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
                 run = replace(run, intake=intake)
             return source
 
+        by_keys = key_deleted(run, source, tablets, handle) if rows is None and has_source else None
         if rows is not None:  # one task, here: it sorts its inserts by cluster_by itself
             streamed = _Streamed(delete_stream(run, rows, handle, len(tablets), inserts=plan.has_inserts))
             clock.phase("merge_on_driver")
+        elif by_keys is not None:  # the tasks that own the tablets, by the source's keys: no join
+            streamed = _Streamed(by_keys, by_key_set=True)
+            clock.phase("delete_stream")
         else:
             frame = spark_source()
             # late materialisation: the scan leaves out what only the unchanged check reads, and the
@@ -254,6 +260,7 @@ def _run_merge(run: Run, source: DataFrame | None) -> MergeMetrics:
             "merged_on_driver": rows is not None,
             "written_on_driver": streamed.on_driver,
             "key_filtered": streamed.key_filtered,
+            "deleted_by_key_set": streamed.by_key_set,
             "rows": streamed.written.rows,
             "fragments": streamed.written.fragments,
         }

@@ -41,7 +41,7 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
     if spec.source is not None:
         join = (
             f"[Join] {JOIN_NAMES[plan.join or 'inner']} ON {plan.on}\n"
-            f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}, {S_MARK}: TRUE (read once)\n"
+            f"   \\_ [Scan] source {spec.source.sql()} AS {spec.source_alias}: {_source_reads(plan)}, {S_MARK}: TRUE (read once)\n"
             f"   \\_ {scan_t}\n"
             "   strategy: a source below spark.sql.autoBroadcastJoinThreshold is collected once (local rows up to\n"
             "   spark.tablets.merge.localSourceBytes, else persisted and counted in Arrow)\n"
@@ -120,3 +120,10 @@ def explain(plan: Plan, *, skip_unchanged: bool = True, route: list[str] | None 
     lines.append("[Commit] fragments -> one new version (add_tablet + set_dv + commit_info)")
     lines += route or []
     return "\n".join(lines)
+
+
+def _source_reads(plan: Plan) -> str:
+    """The source columns the statement reads (``Plan.source_reads``): the others never leave its scan."""
+    if plan.source_reads is None:
+        return "every column"
+    return ", ".join(plan.source_reads) or "no column (its rows alone)"

@@ -45,6 +45,8 @@ from tablets.engine.plan import (
 from tablets.engine.prune import INTEGRAL, range_keys
 from tablets.engine.route import (
     DRIVER_MERGE_SOURCE_BYTES,
+    KEY_DELETE_CONF,
+    KEY_SET_BYTES,
     RERUN_CONF,
     driver_scan_bytes,
     local_limit,
@@ -121,12 +123,17 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
     enough to read here): ``source_frame`` makes it if Spark needs it after all."""
     limit = broadcast_threshold(run.spark)
     size = size_bytes(source)
-    if limit is None or limit < 0 or size is None:
+    if size is None:
         return None
     on_driver = _target_on_driver(run)
-    # the driver may merge the statement alone (``classify_on_driver``): worth collecting a bigger source for
-    alone = run.plan.plain and on_driver
-    if size > min(limit, local_limit(run.spark)) and not (alone and size <= DRIVER_MERGE_SOURCE_BYTES):
+    small = limit is not None and limit >= 0 and size <= min(limit, local_limit(run.spark))
+    # the driver may merge the statement alone (``classify_on_driver``), or Spark's tasks delete by
+    # the source's key set (``engine.key_delete``): worth collecting a bigger source for
+    alone = run.plan.plain and on_driver and limit is not None and limit >= 0
+    most = DRIVER_MERGE_SOURCE_BYTES if alone else 0
+    if local_limit(run.spark) > 0 and by_key_set(run):
+        most = max(most, KEY_SET_BYTES)
+    if not small and size > most:
         return None
     try:
         # a source that is only Parquet files here: read by Arrow, no Spark job
@@ -138,7 +145,7 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     intake = SourceIntake(local=(data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema))
-    if not on_driver:  # else Spark may not need it
+    if not on_driver and not by_key_set(run):  # else Spark may not need it
         intake = local_frame(run, intake)
     taken, ranges = _arrow_ranges(run, data)
     if not taken:  # an expression: Spark takes the ranges
@@ -146,9 +153,15 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
         ranges = _source_ranges(run, intake.frame) if intake.frame is not None else None
     if intake.local is None:  # Spark cannot take these rows back as they are
         return None
-    keys, key_sources = _key_values(run, data)
+    keys, key_sources = key_values(run, data)
     # (by_arrow: not where Spark reads it again after all, ``source_frame``)
     return ranges, replace(intake, rows=data.num_rows, by_arrow=by_arrow, keys=keys, key_sources=key_sources)
+
+
+def by_key_set(run: Run) -> bool:
+    """The statement only deletes by one key (``Plan.deletes_by_key``), and may do so by the
+    source's key set in Spark's tasks (``engine.key_delete``): its source is collected here."""
+    return run.plan.deletes_by_key is not None and setting_on(run, KEY_DELETE_CONF) and backend(run.spark).rows_near()
 
 
 def _arrow_ranges(run: Run, data: pa.Table) -> tuple[bool, list[tuple[str, object, object]] | None]:
@@ -280,7 +293,7 @@ def _source_column(run: Run, data: pa.Table, expr: str) -> int | None:
     return {n.lower(): i for i, n in enumerate(data.column_names)}.get(name.lower())
 
 
-def _key_values(run: Run, data: pa.Table) -> tuple[dict[str, pa.Array] | None, dict[str, str]]:
+def key_values(run: Run, data: pa.Table) -> tuple[dict[str, pa.Array] | None, dict[str, str]]:
     """The local source's values of the ON condition's ``t.col = s.col`` conjuncts, by target
     column, where Arrow's equality is Spark's (integers, strings, dates, booleans): the target rows that
     can pair hold them (``target_scan``'s driver scan). None without such a conjunct. And the

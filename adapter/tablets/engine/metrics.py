@@ -30,6 +30,9 @@ class MergeMetrics:
     merged_on_driver: bool = False  # classified and written on the driver: no Spark job after the source's
     written_on_driver: bool = False  # classified by Spark, few pairs written by one task on the driver
     key_filtered: bool = False  # the target scan kept the rows a bloom filter of source keys holds (key_filter)
+    deleted_by_key_set: bool = (
+        False  # the tasks owning the tablets deleted by the source's key set, no join (key_delete)
+    )
     same_source: bool = False  # the same idempotent statement and source as the commit it read: no scan (engine.rerun)
     source_by_arrow: bool = False  # the source's Parquet files read here by Arrow, no Spark job (spark.file_source)
     dvs_written: int = 0
@@ -86,6 +89,7 @@ def summed(
     merged_on_driver: bool = False,
     written_on_driver: bool = False,
     key_filtered: bool = False,
+    deleted_by_key_set: bool = False,
     same_source: bool = False,
     rows: Rows = Rows(),
     fragments: Sequence[Fragment] = (),
@@ -112,6 +116,7 @@ def summed(
         merged_on_driver=merged_on_driver,
         written_on_driver=written_on_driver,
         key_filtered=key_filtered,
+        deleted_by_key_set=deleted_by_key_set,
         same_source=same_source,
         source_by_arrow=source_by_arrow,
         dvs_written=len(dvs),

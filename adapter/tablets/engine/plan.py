@@ -155,6 +155,20 @@ class Plan:
         return compile_predicate(self.on_rest, sides)
 
     @property
+    def deletes_by_key(self) -> tuple[str, str] | None:
+        """(target column, source column) where the statement only deletes the target rows whose
+        one key ``t.k = s.k`` the source holds (one unconditional WHEN MATCHED THEN DELETE, ON
+        nothing else): its source's key set decides it (``engine.key_delete``)."""
+        if self.join != "inner" or not self.on_is_keys or len(self.join_keys) != 1 or len(self.branches) != 1:
+            return None
+        (b,) = self.branches
+        if b.clause.category is not Category.MATCHED or b.clause.action is not ActionKind.DELETE or b.condition:
+            return None
+        col, expr = self.join_keys[0]
+        name = source_column(self.spec, expr)
+        return None if name is None else (col, name)
+
+    @property
     def pairs_nothing(self) -> bool:
         """ON is constantly false (microbatch, replace_where): every row is unmatched, no join."""
         return self.on is not None and _constant(self.on.tree) is False

@@ -28,6 +28,9 @@ LOCAL_SOURCE_BYTES = 256 << 10
 LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
 # ... and up to this where the driver may merge the statement alone (no local relation is built)
 DRIVER_MERGE_SOURCE_BYTES = 16 << 20
+# ... and up to this for a delete by the source's key set (``engine.key_delete``): the keys
+# collected here and shipped to every task
+KEY_SET_BYTES = 256 << 20
 # the target scan filters by the source's key range where it may skip this share of a tablet
 RANGE_FILTER_SHARE = 0.1
 # the driver reads the target when its tablets (after pruning) take at most this many bytes
@@ -58,6 +61,9 @@ DRIVER_WRITE_ROWS = 10_000
 # "false": the target's scan keeps every row before a shuffle join, not only those whose keys a
 # bloom filter of the source's holds (engine.key_filter)
 KEY_FILTER_CONF = "spark.tablets.merge.keyFilter"
+# "false": a MERGE that only deletes the rows whose key a big source holds joins them in Spark,
+# not by the source's key set in the tasks that own the tablets (engine.key_delete)
+KEY_DELETE_CONF = "spark.tablets.merge.keyDelete"
 # "false": a statement that changes nothing (degenerate, an empty source, a re-merge of rows
 # already there) still runs to its commit step, which then writes nothing
 SKIP_NOOP_CONF = "spark.tablets.merge.skipNoop"
@@ -103,7 +109,7 @@ _INTEGRAL = ("tinyint", "smallint", "int", "bigint", "byte", "short", "integer",
 
 def _driver_key(target: str, source: str) -> bool:
     """A ``t.col = s.col`` pair the driver selects target rows by: types whose equality Arrow
-    computes as Spark does (``intake._key_values``)."""
+    computes as Spark does (``intake.key_values``)."""
     t, s = target.lower(), source.lower()
     if t in _INTEGRAL and s in _INTEGRAL:
         return True

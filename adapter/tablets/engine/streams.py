@@ -100,6 +100,12 @@ def delete_stream(
     elif rows is None:
         rows = base.repartition(max(1, min(n_tablets, parts)), TID).mapInArrow(task, MERGE_RESULT).collect()
     assert rows is not None
+    return written(run, handle, rows)
+
+
+def written(run: Run, handle, rows: list[Any]) -> Written:
+    """What the merge tasks' result ``rows`` say they wrote and counted; raises (discarding what
+    they wrote) where a target row was acted on twice, a key repeated or a constraint broken."""
     fragments = [fragment_from_json(r["fragment"]) for r in rows if r["fragment"]]
     # a target row modified twice makes the MERGE itself invalid: reported before what its rows
     # would break at the end of the statement (a repeated key, a constraint), as SQL MERGE does

@@ -51,6 +51,14 @@ class KeySet:
             at = self._values.to_numpy() - self.lo
             np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for Spark's tasks (``engine.key_delete``): without this thread's scratch buffers."""
+        return {k: v for k, v in self.__dict__.items() if k != "_local"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def _scratch(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """This thread's buffers for ``hits`` of ``n`` rows, kept between row groups: a row group's
         fresh temporaries (a megabyte each) cost page faults that took longer than the lookup."""
