@@ -122,3 +122,13 @@ def test_a_key_twice_in_the_source_is_the_joins_to_report(db):
 def test_other_statements_join(db, statement):
     m, _, _ = both(db, PERSISTED, statement)
     assert not m.deleted_by_key_set
+
+
+def test_explain_says_a_delete_by_one_key_runs_by_its_keys(db):
+    db.sql("DROP TABLE IF EXISTS kd.explained")
+    db.sql(CREATE.format(t="kd.explained"))
+    statement = "MERGE INTO kd.explained t USING (SELECT 5L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE"
+    with settings(db.spark, TASKS):
+        assert "a delete by one key" in db.explain(statement)
+    with settings(db.spark, {**TASKS, KEY_DELETE_CONF: "false"}):
+        assert "a delete by one key" not in db.explain(statement)

@@ -232,3 +232,22 @@ def test_source_reads_tell_an_alias_from_a_column_of_its_name():
 def test_explain_names_the_source_columns_read():
     assert "[Scan] source src AS s: a, __tablets_s" in explain(plan_merge(spec(Clause(M, D)), TARGET, WIDE))
     assert "[Scan] source src AS s: every column" in explain(plan_merge(spec(Clause(M, D)), TARGET, None))
+
+
+@pytest.mark.parametrize(
+    ("clauses", "on", "by_key"),
+    [
+        ((Clause(M, D),), "t.a = s.a", ("a", "a")),
+        ((Clause(M, D),), "s.b = t.a", ("a", "b")),
+        ((Clause(M, D, "s.b > 1"),), "t.a = s.a", None),  # a condition
+        ((Clause(M, D),), "t.a = s.a AND t.b = s.b", None),  # two keys
+        ((Clause(M, D),), "t.a = s.a AND t.b > 1", None),  # ON with more than the key
+        ((Clause(M, D),), "t.a = s.a + 1", None),  # an expression of the source
+        ((Clause(M, D),), "t.a <=> s.a", None),  # NULL pairs NULL
+        ((Clause(M, U, assignments=(("b", "s.b"),)),), "t.a = s.a", None),
+        ((Clause(M, D), Clause(NM, INS, star=True)), "t.a = s.a", None),
+        ((Clause(M, D), Clause(NMS, D)), "t.a = s.a", None),
+    ],
+)
+def test_deletes_by_key_is_a_matched_delete_by_one_plain_key(clauses, on, by_key):
+    assert plan_merge(spec(*clauses, on=on), TARGET, WIDE).deletes_by_key == by_key

@@ -182,6 +182,32 @@ def test_a_key_set_answers_columns_of_any_length_in_turn_and_from_threads():
     assert got == [want(c) for c in columns * 4]
 
 
+@pytest.mark.parametrize("sparse", [False, True], ids=["dense", "sparse"])
+def test_a_key_set_shipped_to_tasks_answers_as_it_did(sparse, monkeypatch):
+    """Pickled (``engine.key_delete``: the set rides with Spark's tasks) it answers alike; a set of
+    more values than ``_HASHED_VALUES`` over a span too wide for a bitmap searches its sorted values."""
+    import pickle
+
+    from tablets.storage import select
+
+    monkeypatch.setattr(select, "_HASHED_VALUES", 8)
+    rng = np.random.default_rng(3)
+    spread = 1 << 40 if sparse else 1000
+    values = pa.array([*rng.choice(spread, 50, replace=False).tolist(), None], pa.int64())
+    column = pa.array([*values.to_pylist()[::3], *rng.integers(-5, spread, 200).tolist(), None, -(2**63)], pa.int64())
+    want = pc.fill_null(pc.is_in(column, value_set=values.drop_null()), False).to_pylist()
+    ks = KeySet(values)
+    shipped = pickle.loads(pickle.dumps(ks))
+    assert ks.hits(column).to_pylist() == shipped.hits(column).to_pylist() == want
+    assert (shipped._bits is None) is sparse
+    lo, hi = sorted(values.drop_null().to_pylist())[:2]
+    assert shipped.may_hold(lo + 1, hi - 1) is False and shipped.may_hold(lo, lo) is True
+    assert pickle.loads(pickle.dumps(KeySet(pa.array(["b", "a"])))).hits(pa.array(["a", "c"])).to_pylist() == [
+        True,
+        False,
+    ]
+
+
 def test_key_sets_of_strings_and_no_values():
     ks = KeySet(pa.array(["b", "a", None]))
     assert ks.hits(pa.chunked_array([["a", None], ["c", "b"]])).to_pylist() == [True, False, False, True]

@@ -5,14 +5,14 @@ here once (``intake.collect_local_source``: by Arrow from its Parquet files wher
 those; up to ``route.KEY_SET_BYTES``) into one set (``storage.select.KeySet``, a bitmap over a
 dense integer span), which every task gets with its code (PySpark broadcasts a big task); each
 task owns whole tablets, reads their key column alone (row groups whose statistics hold no key
-are skipped) and writes each one's deletion vector itself (``tasks.merge_task``): a row id never
-leaves the task that read it.
+are skipped) and writes each one's deletion vector itself (``storage.RowLevelSink``): a row id
+never leaves the task that read it, nor is it held with a tablet id of its own.
 
 The rows Spark's join deletes, exactly: one ``t.k = s.k`` conjunct whose equality Arrow's is
 (``intake.key_values``: integers, strings, dates, booleans; timestamps and decimals cast
 exactly), NULL in no set. Elsewhere the join runs: another ON, a condition, another action, a
 source key held twice (a target row it matches would be deleted twice: the join reports that),
-more keys than ``KEY_SET_BYTES``, few pairs (one task on the driver writes those), a source far
+more keys than ``KEY_SET_BYTES`` (or ``HASHED_KEYS`` of a type besides integers), few pairs (one task on the driver writes those), a source far
 from this process (Spark Connect). ``spark.tablets.merge.keyDelete=false`` turns it off."""
 
 from __future__ import annotations
@@ -27,18 +27,19 @@ from pyspark.sql import functions as F
 
 from tablets.engine.intake import by_key_set, key_values
 from tablets.engine.metrics import Rows
-from tablets.engine.names import K_DELETE, KIND, ROW, TID
 from tablets.engine.route import KEY_SET_BYTES, driver_write_rows
 from tablets.engine.run import Run
 from tablets.engine.streams import Written, pairs_bound, shuffle_partitions, written
-from tablets.engine.tasks import MERGE_RESULT, merge_task
+from tablets.engine.tasks import MERGE_RESULT, deletes_result
 from tablets.spark.sizes import row_width
 from tablets.sqltext import quote_ident
+from tablets.storage import RowLevelSink
 from tablets.storage.actions import AddTablet, SetDV
 from tablets.storage.select import KeySet, select_rows
 from tablets.storage.types import schema_to_arrow
 
 TASK_ROWS = 1 << 23  # target rows a task reads keys of (its tablets whole): a second or two
+HASHED_KEYS = 1 << 16  # the most keys of a type other than integers (Arrow's lookup hashes them per row group)
 
 
 def key_deleted(run: Run, source: DataFrame | None, tablets: Sequence[str], handle) -> Written | None:
@@ -53,26 +54,21 @@ def key_deleted(run: Run, source: DataFrame | None, tablets: Sequence[str], hand
     states = [st for st in states if st.live_rows]
     groups = _groups([(replace(st.add, stats=()), st.dv, st.live_rows) for st in states], run)
     schema, mapping = schema_to_arrow(meta.schema), meta.mapping
-    task = merge_task(handle, run.plan.columns, run.plan.images, inserts=False)
 
-    def pairs(indexes: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    def task(indexes: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        sink, deleted = RowLevelSink(handle), 0
         for batch in indexes:
             for i in batch.column(0).to_pylist():
                 for add, dv in groups[i]:
                     found = select_rows(handle.io, handle.root, add, dv, schema, [col], {col: key_set}, mapping=mapping)
-                    n = len(found.positions)
-                    if n:
-                        tid = pa.array([add.tablet_id] * n, pa.string())
-                        kind = pa.array([K_DELETE] * n, pa.string())
-                        yield pa.record_batch([tid, found.positions.cast(pa.int64()), kind], names=[TID, ROW, KIND])
-
-    def run_task(indexes: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        return task(pairs(indexes))
+                    sink.delete_rows(add.tablet_id, found.positions.to_numpy(zero_copy_only=False))
+                    deleted += len(found.positions)
+        yield deletes_result(sink.finish(), deleted)
 
     if not groups:
         return Written((), Rows())
     jobs = run.spark.range(len(groups), numPartitions=len(groups))
-    return written(run, handle, jobs.mapInArrow(run_task, MERGE_RESULT).collect())
+    return written(run, handle, jobs.mapInArrow(task, MERGE_RESULT).collect())
 
 
 def _source_keys(run: Run, source: DataFrame | None, tablets: Sequence[str]) -> tuple[str, KeySet] | None:
@@ -104,6 +100,8 @@ def _source_keys(run: Run, source: DataFrame | None, tablets: Sequence[str]) -> 
         return None  # a type whose equality Arrow's may not be
     if len(values[col]) != len(data.column(0).drop_null()):
         return None  # a key twice: a row it matches is deleted twice, which the join reports
+    if not pa.types.is_integer(values[col].type) and len(values[col]) > HASHED_KEYS:
+        return None  # each row group's lookup would hash them anew
     return col, KeySet(values[col])
 
 

@@ -126,7 +126,7 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
     long way."""
     switches = (
         f"   switches: {DRIVER_SCAN_CONF}=0 (Spark's plan), {ARROW_EVAL_CONF}=false, {PRUNE_CONF}=false, "
-        f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false, {DRIVER_WRITE_CONF}=0"
+        f"{RERUN_CONF}=false, {SKIP_NOOP_CONF}=false, {DRIVER_WRITE_CONF}=0, {KEY_DELETE_CONF}=false"
     )
 
     def spark_plan(why: str) -> list[str]:
@@ -137,7 +137,13 @@ def describe(spark: SparkSession, plan: Plan, target_bytes: int, source: DataFra
             if few
             else f"   its pairs are written by Spark's tasks ({DRIVER_WRITE_CONF} is 0)"
         )
-        return [f"[Route] Spark's plan: {why}", writes, switches]
+        lines = [f"[Route] Spark's plan: {why}", writes]
+        if plan.deletes_by_key is not None and conf_flag(spark, KEY_DELETE_CONF):
+            lines.append(
+                f"   a delete by one key: its source's keys (up to {KEY_SET_BYTES:,} bytes) are collected once and the"
+                f" tasks that own the tablets delete by them, no join ({KEY_DELETE_CONF})"
+            )
+        return [*lines, switches]
 
     scan = driver_scan_bytes(spark)
     if scan <= 0:

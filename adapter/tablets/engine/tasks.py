@@ -32,7 +32,7 @@ from tablets.engine.names import (
     TID,
     VIOLATION,
 )
-from tablets.storage import RowLevelSink, WriteHandle, fragment_to_json
+from tablets.storage import Fragment, RowLevelSink, WriteHandle, fragment_to_json
 from tablets.storage.actions import AddTablet, SetDV, action_from_json
 from tablets.storage.columns import ColumnMapping
 from tablets.storage.tablet import OUT_OF_RANGE, python_value, read_rows_at, read_tablet
@@ -452,6 +452,12 @@ def shown(value: pa.Scalar) -> str:
     """``value`` as an error message shows it (``repr`` of its Python value, where it has one)."""
     v = _value(value)
     return repr(v) if not isinstance(v, str) or value.type == pa.string() else v
+
+
+def deletes_result(fragments: list[Fragment], deleted: int) -> pa.RecordBatch:
+    """A merge task's result (``MERGE_RESULT``) for a task that only deleted ``deleted`` rows."""
+    counts = {c: 0 for c in MERGE_COUNTS} | {"n_delete": deleted}
+    return _result_batch([fragment_to_json(f) for f in fragments], list(counts.values()), [*MERGE_COUNTS])
 
 
 def _result_batch(

@@ -22,6 +22,9 @@ from tablets.storage.tablet import OUT_OF_RANGE, ByName, conform, python_value, 
 # integer key values spanning fewer values than this are looked up in a bitmap over the span
 # (at most 32 MiB)
 _DENSE_SPAN = 1 << 28
+# integer key values beyond this many are looked up by binary search in their sorted copy, not
+# hashed for each row group
+_HASHED_VALUES = 1 << 16
 
 
 class KeySet:
@@ -52,12 +55,25 @@ class KeySet:
             np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled for Spark's tasks (``engine.key_delete``): without this thread's scratch buffers."""
-        return {k: v for k, v in self.__dict__.items() if k != "_local"}
+        """Pickled for Spark's tasks (``engine.key_delete``): integers as their sorted values
+        alone (each task would sort them; the set is rebuilt from them without a copy), and
+        without this thread's scratch buffers."""
+        state = {k: v for k, v in self.__dict__.items() if k != "_local"}
+        if pa.types.is_integer(self._values.type):
+            state["_sorted"] = self._sorted_values()
+            del state["_values"]
+        return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        if "_values" not in state:
+            self._values = pa.array(self._sorted)
         self._local = threading.local()
+
+    def _sorted_values(self) -> np.ndarray:
+        if self._sorted is None:
+            self._sorted = np.sort(self._values.to_numpy())
+        return self._sorted
 
     def _scratch(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """This thread's buffers for ``hits`` of ``n`` rows, kept between row groups: a row group's
@@ -88,10 +104,9 @@ class KeySet:
                 return True
         except TypeError:  # bounds of another kind (statistics as bytes, say): cannot tell
             return True
-        if self._sorted is None:
-            self._sorted = np.sort(self._values.to_numpy())
-        i = int(np.searchsorted(self._sorted, max(lo, self.lo), side="left"))
-        return i < len(self._sorted) and int(self._sorted[i]) <= hi
+        values = self._sorted_values()
+        i = int(np.searchsorted(values, max(lo, self.lo), side="left"))
+        return i < len(values) and int(values[i]) <= hi
 
     def hits(self, column: pa.ChunkedArray | pa.Array) -> pa.Array:
         """Whether each value of ``column`` is in the set (NULL: False)."""
@@ -112,6 +127,14 @@ class KeySet:
                 if column.null_count:
                     hit &= column.is_valid().to_numpy(zero_copy_only=False)
                 return pa.array(hit)  # (a copy: the scratch is reused)
+            if len(self._values) > _HASHED_VALUES:  # (``is_in`` hashes its set anew each call)
+                data = column.fill_null(0).to_numpy(zero_copy_only=False)
+                values = self._sorted_values()
+                at = np.minimum(np.searchsorted(values, data), len(values) - 1)
+                hit = values[at] == data
+                if column.null_count:
+                    hit &= column.is_valid().to_numpy(zero_copy_only=False)
+                return pa.array(hit)
             return pc.is_in(column, value_set=self._values, skip_nulls=True)
         if column.type not in self._cast:  # cast once, not per row group
             self._cast[column.type] = self._values.cast(column.type)

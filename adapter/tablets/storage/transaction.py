@@ -250,6 +250,11 @@ class RowLevelSink:
         """Mark rows deleted; ``tablet_ids[i]`` owns ``row_numbers[i]``."""
         _group(self._deletes, tablet_ids, row_numbers)
 
+    def delete_rows(self, tablet_id: str, row_numbers: np.ndarray) -> None:
+        """Mark rows of one tablet deleted: ``delete`` without a tablet id per row."""
+        if len(row_numbers):
+            self._deletes.setdefault(tablet_id, []).append(np.asarray(row_numbers, dtype=np.int64))
+
     def read(self, tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
         """Record rows the statement's result depends on without changing them (rows it matched
         and left alone); a concurrent delete of one of them is a conflict."""
