@@ -132,3 +132,32 @@ def test_explain_says_a_delete_by_one_key_runs_by_its_keys(db):
         assert "a delete by one key" in db.explain(statement)
     with settings(db.spark, {**TASKS, KEY_DELETE_CONF: "false"}):
         assert "a delete by one key" not in db.explain(statement)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_key_deletes_agree_with_the_join(db, seed):
+    """Random tables (a key of several types, NULL keys, tablets of random sizes, deletion vectors,
+    a column renamed) and random sources of distinct keys, some absent, some NULL: the key set
+    deletes exactly the join's rows."""
+    import random
+
+    r = random.Random(seed)
+    kind = r.choice(["BIGINT", "INT", "SMALLINT", "STRING", "DATE"])
+    value = {
+        "BIGINT": lambda i: str(i * 7919 % 1000 - 500),
+        "INT": lambda i: str(i),
+        "SMALLINT": lambda i: str(i % 300),
+        "STRING": lambda i: f"'k{i}'",
+        "DATE": lambda i: f"DATE'2020-01-01' + {i}",
+    }[kind]
+    n = r.randint(20, 120)
+    target = ", ".join(f"({'NULL' if r.random() < 0.05 else value(r.randrange(n))}, {i})" for i in range(n))
+    keys = {value(r.randrange(2 * n)) for _ in range(r.randint(1, n))}
+    source = " UNION ALL ".join(f"SELECT CAST({k} AS {kind}) AS key" for k in [*keys, "NULL"])
+    create = f"CREATE TABLE {{t}} (key {kind}, v INT) USING tablets TBLPROPERTIES ('target_tablet_rows'='{r.randint(3, 40)}')"
+    fill = [f"INSERT INTO {{t}} VALUES {target}", f"DELETE FROM {{t}} WHERE v % {r.randint(2, 9)} = 0"]
+    if r.random() < 0.5:
+        fill += ["ALTER TABLE {t} RENAME COLUMN key TO key2", "ALTER TABLE {t} RENAME COLUMN key2 TO key"]
+    statement = f"MERGE INTO {{t}} t USING ({source}) s ON t.key = s.key WHEN MATCHED THEN DELETE"
+    m, _, _ = both(db, PERSISTED if seed % 2 else TASKS, statement, fill, create)
+    assert m.deleted_by_key_set
