@@ -133,7 +133,7 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
     most = DRIVER_MERGE_SOURCE_BYTES if alone else 0
     if local_limit(run.spark) > 0 and by_key_set(run):
         most = max(most, KEY_SET_BYTES)
-    if not small and size > most:
+    if not small and not (most and size <= most):
         return None
     try:
         # a source that is only Parquet files here: read by Arrow, no Spark job
