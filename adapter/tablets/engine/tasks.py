@@ -61,21 +61,24 @@ def _deletes(handle: WriteHandle, table: pa.Table) -> tuple[list[str], list[int]
     """One new DV per tablet of the deleted and updated row ids in ``table`` (and, with
     ``handle.track_rows``, the rows of every kind the result depends on); returns (fragments,
     [deletes, updates, unchanged, duplicates]). A row id that more than one pair acts on is a
-    duplicate, and then nothing is written."""
-    kinds = table.column(KIND)
-    acted = table.filter(pc.not_equal(kinds, K_MATCHED))
-    dup = acted.group_by([TID, ROW]).aggregate([([], "count_all")])
-    duplicates = int(pc.sum(pc.greater(dup.column("count_all"), 1)).as_py() or 0)
+    duplicate, and then nothing is written. Tablet ids are taken as a dictionary's codes: no
+    string per row is held or sorted."""
+    kinds = table.column(KIND).combine_chunks()
+    tids = pc.dictionary_encode(table.column(TID).combine_chunks())
+    names = tids.dictionary.to_pylist()
+    codes = tids.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    rows = table.column(ROW).combine_chunks().to_numpy(zero_copy_only=False).astype(np.int64)
+    acted = pc.not_equal(kinds, K_MATCHED).to_numpy(zero_copy_only=False)
+    # (tablet, row) as one integer: a tablet's rows are far fewer than 2^40
+    _, repeats = np.unique((codes[acted] << 40) | rows[acted], return_counts=True)
+    duplicates = int((repeats > 1).sum())
     frags: list[str] = []
     if not duplicates:
-        real = table.filter(pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_REPLACE])))
-        kept = table.filter(pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED])))
+        real = pc.is_in(kinds, pa.array([K_DELETE, K_UPDATE, K_REPLACE])).to_numpy(zero_copy_only=False)
+        kept = pc.is_in(kinds, pa.array([K_UNCHANGED, K_MATCHED])).to_numpy(zero_copy_only=False)
         sink = RowLevelSink(handle)
-        sink.delete(
-            real.column(TID).to_numpy(zero_copy_only=False),
-            real.column(ROW).to_numpy(zero_copy_only=False),
-        )
-        sink.read(kept.column(TID).to_numpy(zero_copy_only=False), kept.column(ROW).to_numpy(zero_copy_only=False))
+        sink.delete_coded(names, codes[real], rows[real])
+        sink.read_coded(names, codes[kept], rows[kept])
         frags = [fragment_to_json(f) for f in sink.finish()]
     counts = [_kind_count(kinds, k) for k in (K_DELETE, K_UPDATE, K_UNCHANGED)]
     counts[0] += _kind_count(kinds, K_REPLACE)

@@ -255,6 +255,15 @@ class RowLevelSink:
         if len(row_numbers):
             self._deletes.setdefault(tablet_id, []).append(np.asarray(row_numbers, dtype=np.int64))
 
+    def delete_coded(self, names: Sequence[str], codes: np.ndarray, row_numbers: np.ndarray) -> None:
+        """``delete`` of rows whose tablet is ``names[codes[i]]`` (a dictionary's indices: no
+        tablet id string per row)."""
+        _group_coded(self._deletes, names, codes, row_numbers)
+
+    def read_coded(self, names: Sequence[str], codes: np.ndarray, row_numbers: np.ndarray) -> None:
+        """``read`` of rows whose tablet is ``names[codes[i]]``."""
+        _group_coded(self._reads, names, codes, row_numbers)
+
     def read(self, tablet_ids: Sequence[str], row_numbers: Sequence[int] | np.ndarray) -> None:
         """Record rows the statement's result depends on without changing them (rows it matched
         and left alone); a concurrent delete of one of them is a conflict."""
@@ -340,6 +349,19 @@ def _group(
     bounds = np.flatnonzero(ids[1:] != ids[:-1]) + 1
     for chunk_ids, chunk_rows in zip(np.split(ids, bounds), np.split(rows, bounds), strict=True):
         into.setdefault(str(chunk_ids[0]), []).append(chunk_rows)
+
+
+def _group_coded(
+    into: dict[str, list[np.ndarray]], names: Sequence[str], codes: np.ndarray, row_numbers: np.ndarray
+) -> None:
+    """Append ``row_numbers`` to ``into``, per tablet (``names[codes[i]]`` owns ``row_numbers[i]``)."""
+    if len(codes) == 0:
+        return
+    order = np.argsort(codes, kind="stable")
+    codes, rows = codes[order], np.asarray(row_numbers, dtype=np.int64)[order]
+    bounds = np.flatnonzero(codes[1:] != codes[:-1]) + 1
+    for chunk_codes, chunk_rows in zip(np.split(codes, bounds), np.split(rows, bounds), strict=True):
+        into.setdefault(names[int(chunk_codes[0])], []).append(chunk_rows)
 
 
 MayMatch = Callable[[list[AddTablet]], bool]
