@@ -208,6 +208,15 @@ def test_a_key_set_shipped_to_tasks_answers_as_it_did(sparse, monkeypatch):
     ]
 
 
+def test_a_dense_key_set_may_hold_by_its_bitmap_as_by_its_values():
+    rng = np.random.default_rng(5)
+    values = sorted(set(rng.integers(-40, 300, 25).tolist()))
+    ks = KeySet(pa.array(values, pa.int64()))
+    assert ks._bits is not None and ks._values is None
+    for lo, hi in rng.integers(-60, 320, (400, 2)).tolist():
+        assert ks.may_hold(lo, hi) is any(lo <= v <= hi for v in values), (lo, hi)
+
+
 def test_key_sets_of_strings_and_no_values():
     ks = KeySet(pa.array(["b", "a", None]))
     assert ks.hits(pa.chunked_array([["a", None], ["c", "b"]])).to_pylist() == [True, False, False, True]

@@ -98,7 +98,7 @@ def _source_keys(run: Run, source: DataFrame | None, tablets: Sequence[str]) -> 
         values, _ = key_values(run, data)
     if values is None or col not in values:
         return None  # a type whose equality Arrow's may not be
-    if len(values[col]) != len(data.column(0).drop_null()):
+    if len(values[col]) != data.num_rows - data.column(0).null_count:
         return None  # a key twice: a row it matches is deleted twice, which the join reports
     if not pa.types.is_integer(values[col].type) and len(values[col]) > HASHED_KEYS:
         return None  # each row group's lookup would hash them anew

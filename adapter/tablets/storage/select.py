@@ -42,7 +42,8 @@ class KeySet:
         self.hi: Any = python_value(mm["max"])
         if self.lo is OUT_OF_RANGE or self.hi is OUT_OF_RANGE:
             self.lo = self.hi = OUT_OF_RANGE
-        self._values = values.cast(pa.int64()) if pa.types.is_integer(values.type) else values
+        self._integer = pa.types.is_integer(values.type)
+        self._values: pa.Array | None = values.cast(pa.int64()) if self._integer else values
         self._cast: dict[pa.DataType, pa.Array] = {}  # the values in a tablet column's type
         self._bits: np.ndarray | None = None  # bit i: lo + i is in the set
         self._span = 0  # bits in the map; the last one (never set) stands for out of the span
@@ -53,13 +54,14 @@ class KeySet:
             self._bits = np.zeros((self._span + 7) // 8, dtype=np.uint8)
             at = self._values.to_numpy() - self.lo
             np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
+            self._values = None  # the bitmap answers every question (hits, may_hold)
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled for Spark's tasks (``engine.key_delete``): integers as their sorted values
         alone (each task would sort them; the set is rebuilt from them without a copy), and
         without this thread's scratch buffers."""
         state = {k: v for k, v in self.__dict__.items() if k != "_local"}
-        if pa.types.is_integer(self._values.type):
+        if self._values is not None and self._integer:
             state["_sorted"] = self._sorted_values()
             del state["_values"]
         return state
@@ -72,6 +74,7 @@ class KeySet:
 
     def _sorted_values(self) -> np.ndarray:
         if self._sorted is None:
+            assert self._values is not None
             self._sorted = np.sort(self._values.to_numpy())
         return self._sorted
 
@@ -100,10 +103,12 @@ class KeySet:
         try:
             if hi < self.lo or lo > self.hi:
                 return False
-            if not (pa.types.is_integer(self._values.type) and type(lo) is int and type(hi) is int):
+            if not (self._integer and type(lo) is int and type(hi) is int):
                 return True
         except TypeError:  # bounds of another kind (statistics as bytes, say): cannot tell
             return True
+        if self._bits is not None:
+            return _any_bit(self._bits, max(lo, self.lo) - self.lo, min(hi, self.hi) - self.lo)
         values = self._sorted_values()
         i = int(np.searchsorted(values, max(lo, self.lo), side="left"))
         return i < len(values) and int(values[i]) <= hi
@@ -127,6 +132,7 @@ class KeySet:
                 if column.null_count:
                     hit &= column.is_valid().to_numpy(zero_copy_only=False)
                 return pa.array(hit)  # (a copy: the scratch is reused)
+            assert self._values is not None
             if len(self._values) > _HASHED_VALUES:  # (``is_in`` hashes its set anew each call)
                 data = column.fill_null(0).to_numpy(zero_copy_only=False)
                 values = self._sorted_values()
@@ -137,8 +143,21 @@ class KeySet:
                 return pa.array(hit)
             return pc.is_in(column, value_set=self._values, skip_nulls=True)
         if column.type not in self._cast:  # cast once, not per row group
+            assert self._values is not None
             self._cast[column.type] = self._values.cast(column.type)
         return pc.is_in(column, value_set=self._cast[column.type], skip_nulls=True)
+
+
+def _any_bit(bits: np.ndarray, a: int, b: int) -> bool:
+    """Whether any of bits ``a``..``b`` (bit i: byte i // 8, its i % 8th lowest) is set."""
+    if a > b:
+        return False
+    first, last = a >> 3, b >> 3
+    if first == last:
+        return bool((int(bits[first]) >> (a & 7)) & ((1 << (b - a + 1)) - 1))
+    if int(bits[first]) >> (a & 7) or int(bits[last]) & ((1 << ((b & 7) + 1)) - 1):
+        return True
+    return bool(bits[first + 1 : last].any())
 
 
 def _may_hold(meta: pq.RowGroupMetaData, index: int, keys: KeySet) -> bool:
