@@ -30,7 +30,7 @@ LOCAL_SOURCE_BYTES_NO_RULE = 1 << 20
 DRIVER_MERGE_SOURCE_BYTES = 16 << 20
 # ... and up to this for a delete by the source's key set (``engine.key_delete``): the keys
 # collected here and shipped to every task
-KEY_SET_BYTES = 256 << 20
+KEY_SET_BYTES = 128 << 20
 # the target scan filters by the source's key range where it may skip this share of a tablet
 RANGE_FILTER_SHARE = 0.1
 # the driver reads the target when its tablets (after pruning) take at most this many bytes

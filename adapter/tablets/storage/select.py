@@ -22,6 +22,8 @@ from tablets.storage.tablet import OUT_OF_RANGE, ByName, conform, python_value, 
 # integer key values spanning fewer values than this are looked up in a bitmap over the span
 # (at most 32 MiB)
 _DENSE_SPAN = 1 << 28
+# ... built from a byte per value of a span up to this (above, bit by bit)
+_FLAG_SPAN = 1 << 27
 # integer key values beyond this many are looked up by binary search in their sorted copy, not
 # hashed for each row group
 _HASHED_VALUES = 1 << 16
@@ -51,9 +53,14 @@ class KeySet:
         self._local = threading.local()  # per thread: hits' scratch buffers (driver_rows shares a set)
         if pa.types.is_signed_integer(values.type) and self.lo is not None and self.hi - self.lo < _DENSE_SPAN:
             self._span = self.hi - self.lo + 2
-            self._bits = np.zeros((self._span + 7) // 8, dtype=np.uint8)
-            at = self._values.to_numpy() - self.lo
-            np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
+            at = self._values.to_numpy(zero_copy_only=False) - self.lo
+            if self._span <= _FLAG_SPAN:  # a byte a value of the span, packed: no scattered OR
+                flags = np.zeros(self._span, dtype=np.bool_)
+                flags[at] = True
+                self._bits = np.packbits(flags, bitorder="little")
+            else:
+                self._bits = np.zeros((self._span + 7) // 8, dtype=np.uint8)
+                np.bitwise_or.at(self._bits, at >> 3, np.left_shift(1, at & 7).astype(np.uint8))
             self._values = None  # the bitmap answers every question (hits, may_hold)
 
     def __getstate__(self) -> dict[str, Any]:
