@@ -27,9 +27,9 @@ from pyspark.sql import functions as F
 from tablets.spark import frames, vectors
 from tablets.spark.session import build_session
 from tablets.storage import TabletTable
+from tablets.storage.sink import RowLevelSink
 from tablets.storage.snapshot import TabletState
 from tablets.storage.tablet import ROW_NUMBER
-from tablets.storage.transaction import RowLevelSink
 
 
 def _deleted_rows_frame(spark: SparkSession, table: TabletTable, states: Sequence[TabletState]) -> DataFrame:

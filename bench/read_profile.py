@@ -37,9 +37,9 @@ sys.path.insert(0, HERE)
 
 import report  # noqa: E402
 import systems  # noqa: E402
+from tablets.storage.sink import RowLevelSink  # noqa: E402
 from tablets.storage.table import TabletTable  # noqa: E402
 from tablets.storage.tablet import ROW_GROUP_ROWS  # noqa: E402
-from tablets.storage.transaction import RowLevelSink  # noqa: E402
 
 TABLETS = 6
 DELETED = 0.05

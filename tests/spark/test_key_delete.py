@@ -161,3 +161,11 @@ def test_generated_key_deletes_agree_with_the_join(db, seed):
     statement = f"MERGE INTO {{t}} t USING ({source}) s ON t.key = s.key WHEN MATCHED THEN DELETE"
     m, _, _ = both(db, PERSISTED if seed % 2 else TASKS, statement, fill, create)
     assert m.deleted_by_key_set
+
+
+def test_the_switch_is_an_on_off_setting(db):
+    db.sql("DROP TABLE IF EXISTS kd.switch")
+    db.sql(CREATE.format(t="kd.switch"))
+    statement = "MERGE INTO kd.switch t USING (SELECT 1L AS id) s ON t.id = s.id WHEN MATCHED THEN DELETE"
+    with settings(db.spark, {**TASKS, KEY_DELETE_CONF: "sometimes"}), pytest.raises(Exception, match=KEY_DELETE_CONF):
+        db.sql(statement)

@@ -16,7 +16,7 @@ from tablets.exceptions import (
 )
 from tablets.statements import maintenance
 from tablets.storage import TabletTable
-from tablets.storage.transaction import RowLevelSink
+from tablets.storage.sink import RowLevelSink
 
 pytestmark = pytest.mark.spark
 

@@ -19,7 +19,8 @@ from tablets.storage import TabletTable, delta_log, log
 from tablets.storage.delta_adopt import adopt
 from tablets.storage.delta_schema import delta_type, spark_type
 from tablets.storage.fileio import join
-from tablets.storage.transaction import RowLevelSink, commit
+from tablets.storage.sink import RowLevelSink
+from tablets.storage.transaction import commit
 from tablets.storage.types import from_arrow, to_arrow
 
 deltalake = pytest.importorskip("deltalake")

@@ -64,10 +64,10 @@ from tablets.exceptions import FormatError, SchemaMismatch, TableNotFound, Table
 from tablets.sqltext import quote_ident, sql_string
 from tablets.storage import transaction
 from tablets.storage.actions import AddTablet, RemoveTablet, SetDV
+from tablets.storage.sink import RowLevelSink
 from tablets.storage.table import TabletTable
 from tablets.storage.tablet import read_tablet
 from tablets.storage.transaction import (
-    RowLevelSink,
     WriteHandle,
     fragment_from_json,
     fragment_to_json,

@@ -5,12 +5,12 @@ pyarrow + pyroaring + obstore only: importing this package never loads pyspark o
 (``tablets.exceptions``, ``tablets.settings``, ``tablets.sqltext``) (``tests/unit/test_layers.py``).
 """
 
+from tablets.storage.sink import RowLevelSink
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.table import HistoryEntry, TabletTable
 from tablets.storage.transaction import (
     DVFragment,
     Fragment,
-    RowLevelSink,
     TabletFragment,
     WriteHandle,
     discard,

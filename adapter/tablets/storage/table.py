@@ -42,12 +42,12 @@ from tablets.storage.maintenance import (
     version_at,
 )
 from tablets.storage.metadata import MetadataChange, check_reserved, new_metadata
+from tablets.storage.sink import RowLevelSink
 from tablets.storage.snapshot import Snapshot, TabletState
 from tablets.storage.tablet import ROW_NUMBER, ROW_TABLET, new_id, read_tablet
 from tablets.storage.transaction import (
     DEFAULT_TARGET_TABLET_ROWS,
     Fragment,
-    RowLevelSink,
     WriteHandle,
 )
 from tablets.storage.types import from_arrow, schema_from_arrow, schema_to_arrow
