@@ -131,7 +131,8 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
     # the source's key set (``engine.key_delete``): worth collecting a bigger source for
     alone = run.plan.plain and on_driver and limit is not None and limit >= 0
     most = DRIVER_MERGE_SOURCE_BYTES if alone else 0
-    if local_limit(run.spark) > 0 and by_key_set(run):
+    keyed = by_key_set(run)
+    if local_limit(run.spark) > 0 and keyed:
         most = max(most, KEY_SET_BYTES)
     if not small and not (most and size <= most):
         return None
@@ -145,7 +146,7 @@ def collect_local_source(run: Run, source: DataFrame) -> tuple[KeyRanges | None,
         return None  # a type without an Arrow form: the cached path
     schema = StructType([*source.schema.fields, StructField(SID, LongType(), False)])
     intake = SourceIntake(local=(data.append_column(SID, pa.array(np.arange(data.num_rows, dtype=np.int64))), schema))
-    if not on_driver and not by_key_set(run):  # else Spark may not need it
+    if not on_driver and not keyed:  # else Spark may not need it
         intake = local_frame(run, intake)
     taken, ranges = _arrow_ranges(run, data)
     if not taken:  # an expression: Spark takes the ranges
